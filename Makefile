@@ -1,0 +1,44 @@
+# The front door. `make bench` runs the main job, `make test` runs every test; both install
+# what they need first (scripts/setup.sh) and build what they use.
+.PHONY: all setup build release test test-asan test-tsan format check-format bench install clean
+
+SOURCES := $(shell git ls-files '*.h' '*.cc' 2>/dev/null || find include src tests tools examples -name '*.h' -o -name '*.cc')
+JOBS ?= $(shell nproc)
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+
+release: build
+
+check-format: setup
+	@clang-format --dry-run -Werror $(SOURCES) && echo "format: ok"
+
+format: setup
+	clang-format -i $(SOURCES)
+
+test-asan: setup
+	cmake --preset test >/dev/null
+	cmake --build --preset test -j $(JOBS)
+	ctest --preset test
+
+test-tsan: setup
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan
+
+test: check-format test-tsan test-asan
+
+bench: build
+	./build/release/tools/pm_microbench
+
+install: build
+	cmake --install build/release --prefix $(or $(PREFIX),/usr/local)
+
+clean:
+	rm -rf build

@@ -1,0 +1,105 @@
+// Persistence primitives: the only place in the code base that issues clwb / clflushopt /
+// clflush / sfence (DESIGN.md, "The PM layer contract").
+//
+// Counters count what the algorithms ask for (lines flushed, fences), in every mode, so
+// flushes per operation (the DPTree paper's Table 1) can be measured in `dram` mode too; the
+// mode only decides which instructions run.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace dptree::pm {
+
+inline constexpr std::size_t kCacheLine = 64;
+
+enum class Mode : std::uint8_t {
+  pmem,  // best of clwb > clflushopt > clflush (cpuid), then sfence
+  eadr,  // caches are persistent: fence only
+  dram,  // no persistence at all: neither
+  sim,   // crash simulator: flushes and fences drive the durable image of sim pools (sim.h)
+};
+
+std::string_view to_string(Mode m);
+// Parses "pmem", "eadr", "dram" or "sim"; throws dptree::Error naming the accepted values.
+Mode parse_mode(std::string_view s);
+
+// Process-wide mode. Set it before creating or opening pools: a pool opened in `sim` mode
+// keeps a durable image, others do not.
+void set_mode(Mode m);
+Mode mode();
+
+enum class FlushInstruction : std::uint8_t { clwb, clflushopt, clflush };
+FlushInstruction flush_instruction();  // what `pmem` mode uses on this CPU
+std::string_view to_string(FlushInstruction f);
+
+// Optional emulated media latency: busy-wait per flushed line and per fence (0 = off).
+void set_delays(std::uint32_t flush_ns_per_line, std::uint32_t fence_ns);
+
+// Write back every cache line overlapping [addr, addr + len). No ordering: see fence().
+void flush(const void* addr, std::size_t len);
+// Order all earlier flushes of this thread before any later store (sfence).
+void fence();
+inline void persist(const void* addr, std::size_t len) {
+  flush(addr, len);
+  fence();
+}
+
+// What the counters charge a flush or fence to (the paper's Table 1 splits log/alloc/node).
+enum class Category : std::uint8_t { other, log, alloc, node };
+inline constexpr std::size_t kCategories = 4;
+std::string_view to_string(Category c);
+
+// Sets this thread's counter category for the scope's lifetime, restoring the previous one.
+class CategoryScope {
+ public:
+  explicit CategoryScope(Category c);
+  ~CategoryScope();
+  CategoryScope(const CategoryScope&) = delete;
+  CategoryScope& operator=(const CategoryScope&) = delete;
+
+ private:
+  Category saved_;
+};
+
+struct Counters {
+  std::uint64_t lines = 0;   // cache lines flushed
+  std::uint64_t fences = 0;  // fences issued
+  std::uint64_t bytes = 0;   // bytes written back to PM (lines * 64)
+
+  Counters& operator+=(const Counters& o) {
+    lines += o.lines;
+    fences += o.fences;
+    bytes += o.bytes;
+    return *this;
+  }
+  friend Counters operator-(Counters a, const Counters& b) {
+    a.lines -= b.lines;
+    a.fences -= b.fences;
+    a.bytes -= b.bytes;
+    return a;
+  }
+};
+
+struct CounterSnapshot {
+  std::array<Counters, kCategories> by_category{};
+  Counters total() const {
+    Counters t;
+    for (const auto& c : by_category) t += c;
+    return t;
+  }
+  const Counters& operator[](Category c) const { return by_category[static_cast<int>(c)]; }
+  friend CounterSnapshot operator-(CounterSnapshot a, const CounterSnapshot& b) {
+    for (std::size_t i = 0; i < kCategories; ++i) a.by_category[i] = a.by_category[i] - b.by_category[i];
+    return a;
+  }
+};
+
+// Sum of every thread's counters, live and exited.
+CounterSnapshot counters();
+// Zero all counters. Call when no other thread is flushing (counts may otherwise be lost).
+void reset_counters();
+
+}  // namespace dptree::pm

@@ -1,0 +1,99 @@
+// A PM pool: a file mapped with mmap(MAP_SHARED) (MAP_SHARED_VALIDATE|MAP_SYNC first, for
+// DAX), or an anonymous in-memory pool (tests, crash images). The header (magic, format
+// version, size, uuid, layout, checksum, root word) is checked on open; any problem throws
+// dptree::Error naming the file, the problem and the fix, and leaves the file byte-identical.
+// A pool file is held with an exclusive lock while open.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/pptr.h"
+#include "dptree/pm/sim.h"
+
+namespace dptree::pm {
+
+inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::size_t kMinPoolSize = 256 * 1024;
+
+// Where examples and the benchmark put pool files: /dev/shm, else $TMPDIR, else /tmp.
+std::filesystem::path default_pool_dir();
+
+class Pool {
+ public:
+  // Creates a pool file of `size` bytes; refuses to touch an existing file.
+  static std::unique_ptr<Pool> create(const std::filesystem::path& path, std::size_t size);
+  // Opens an existing pool file (recovers the allocator).
+  static std::unique_ptr<Pool> open(const std::filesystem::path& path);
+  // Opens if the file exists, creates it otherwise.
+  static std::unique_ptr<Pool> open_or_create(const std::filesystem::path& path, std::size_t size);
+  // An anonymous pool that lives in memory only.
+  static std::unique_ptr<Pool> create_in_memory(std::size_t size);
+  // Opens a crash image (sim.h) as a new in-memory pool. In `sim` mode the new pool gets its
+  // own simulator, with `hook` installed before recovery runs (so a crash during recovery can
+  // be captured too).
+  static std::unique_ptr<Pool> open_image(Image image, Simulator::Hook hook = nullptr);
+  // Writes a crash image to a file that Pool::open accepts.
+  static void save_image(const Image& image, const std::filesystem::path& path);
+
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  std::byte* base() const { return base_; }
+  std::size_t size() const { return size_; }
+  const std::string& name() const { return name_; }  // file path, or "<memory>"
+  const std::array<std::uint8_t, 16>& uuid() const { return uuid_; }
+  bool is_dax() const { return dax_; }
+
+  template <class T>
+  T* get(PPtr<T> p) const {
+    return p.off ? reinterpret_cast<T*>(base_ + p.off) : nullptr;
+  }
+  template <class T = std::byte>
+  T* at(std::uint64_t off) const {
+    return off ? reinterpret_cast<T*>(base_ + off) : nullptr;
+  }
+  std::uint64_t offset_of(const void* p) const {
+    return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base_);
+  }
+  bool contains(const void* p, std::size_t len) const {
+    auto* b = static_cast<const std::byte*>(p);
+    return b >= base_ && b + len <= base_ + size_;
+  }
+
+  // The persistent root word: activate a root block into it (allocator().activate(root_word(),
+  // blk)); 0 while the pool has no root.
+  std::uint64_t* root_word() const;
+  template <class T>
+  T* root() const {
+    return at<T>(*root_word());
+  }
+
+  Allocator& allocator() { return *alloc_; }
+  const Allocator& allocator() const { return *alloc_; }
+  Simulator* sim() const { return sim_.get(); }  // non-null when opened in `sim` mode
+
+ private:
+  Pool() = default;
+  void map_file(int fd, std::size_t size, bool fresh);
+  void init_header(std::size_t size);
+  void validate_header(std::size_t file_size) const;
+  void attach(bool fresh);
+
+  std::string name_;
+  std::byte* base_ = nullptr;
+  std::size_t size_ = 0;
+  int fd_ = -1;
+  bool dax_ = false;
+  std::array<std::uint8_t, 16> uuid_{};
+  std::unique_ptr<Simulator> sim_;
+  std::unique_ptr<Allocator> alloc_;
+};
+
+}  // namespace dptree::pm

@@ -1,0 +1,205 @@
+#include "dptree/pm/persist.h"
+
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dptree/error.h"
+#include "pm/sim_registry.h"
+
+namespace dptree::pm {
+
+namespace {
+
+std::atomic<Mode> g_mode{Mode::pmem};
+std::atomic<std::uint32_t> g_flush_delay_ns{0};
+std::atomic<std::uint32_t> g_fence_delay_ns{0};
+
+FlushInstruction detect_flush() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    if (b & (1u << 24)) return FlushInstruction::clwb;
+    if (b & (1u << 23)) return FlushInstruction::clflushopt;
+  }
+  return FlushInstruction::clflush;
+}
+const FlushInstruction g_flush_instr = detect_flush();
+
+__attribute__((target("clwb"))) void clwb_range(std::uintptr_t p, std::uintptr_t end) {
+  for (; p < end; p += kCacheLine) _mm_clwb(reinterpret_cast<void*>(p));
+}
+__attribute__((target("clflushopt"))) void clflushopt_range(std::uintptr_t p, std::uintptr_t end) {
+  for (; p < end; p += kCacheLine) _mm_clflushopt(reinterpret_cast<void*>(p));
+}
+void clflush_range(std::uintptr_t p, std::uintptr_t end) {
+  for (; p < end; p += kCacheLine) _mm_clflush(reinterpret_cast<void*>(p));
+}
+
+void spin_ns(std::uint64_t ns) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) _mm_pause();
+}
+
+// Per-thread counters, registered in a global list so counters() can sum them. Each slot is
+// written only by its thread (relaxed load + store, no atomic RMW on the hot path) and read by
+// counters() with relaxed loads.
+struct ThreadCounters {
+  std::atomic<std::uint64_t> v[kCategories][2]{};  // [category][lines, fences]
+  ThreadCounters();
+  ~ThreadCounters();
+};
+
+struct CounterRegistry {
+  std::mutex mu;
+  std::vector<ThreadCounters*> live;
+  std::uint64_t retired[kCategories][2]{};
+  std::uint32_t next_thread = 0;
+};
+CounterRegistry& registry() {
+  static CounterRegistry* r = new CounterRegistry;  // never destroyed: threads exit late
+  return *r;
+}
+
+ThreadCounters::ThreadCounters() {
+  auto& r = registry();
+  std::lock_guard g(r.mu);
+  r.live.push_back(this);
+}
+ThreadCounters::~ThreadCounters() {
+  auto& r = registry();
+  std::lock_guard g(r.mu);
+  for (std::size_t c = 0; c < kCategories; ++c)
+    for (int k = 0; k < 2; ++k) r.retired[c][k] += v[c][k].load(std::memory_order_relaxed);
+  std::erase(r.live, this);
+}
+
+thread_local ThreadCounters t_counters;
+thread_local Category t_category = Category::other;
+
+inline void bump(int kind, std::uint64_t n) {
+  auto& slot = t_counters.v[static_cast<int>(t_category)][kind];
+  slot.store(slot.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::uint32_t this_thread_id() {
+  thread_local std::uint32_t id = [] {
+    auto& r = registry();
+    std::lock_guard g(r.mu);
+    return r.next_thread++;
+  }();
+  return id;
+}
+
+std::string_view to_string(Mode m) {
+  switch (m) {
+    case Mode::pmem: return "pmem";
+    case Mode::eadr: return "eadr";
+    case Mode::dram: return "dram";
+    case Mode::sim: return "sim";
+  }
+  return "?";
+}
+
+Mode parse_mode(std::string_view s) {
+  for (Mode m : {Mode::pmem, Mode::eadr, Mode::dram, Mode::sim})
+    if (s == to_string(m)) return m;
+  throw Error(Errc::invalid_argument, "unknown PM mode '" + std::string(s) +
+                                          "': use one of pmem, eadr, dram, sim");
+}
+
+std::string_view to_string(FlushInstruction f) {
+  switch (f) {
+    case FlushInstruction::clwb: return "clwb";
+    case FlushInstruction::clflushopt: return "clflushopt";
+    case FlushInstruction::clflush: return "clflush";
+  }
+  return "?";
+}
+
+std::string_view to_string(Category c) {
+  switch (c) {
+    case Category::other: return "other";
+    case Category::log: return "log";
+    case Category::alloc: return "alloc";
+    case Category::node: return "node";
+  }
+  return "?";
+}
+
+void set_mode(Mode m) { g_mode.store(m, std::memory_order_relaxed); }
+Mode mode() { return g_mode.load(std::memory_order_relaxed); }
+FlushInstruction flush_instruction() { return g_flush_instr; }
+
+void set_delays(std::uint32_t flush_ns_per_line, std::uint32_t fence_ns) {
+  g_flush_delay_ns.store(flush_ns_per_line, std::memory_order_relaxed);
+  g_fence_delay_ns.store(fence_ns, std::memory_order_relaxed);
+}
+
+void flush(const void* addr, std::size_t len) {
+  if (len == 0) return;
+  auto p = reinterpret_cast<std::uintptr_t>(addr) & ~(kCacheLine - 1);
+  auto end = reinterpret_cast<std::uintptr_t>(addr) + len;
+  std::uint64_t lines = (end - p + kCacheLine - 1) / kCacheLine;
+  bump(0, lines);
+  switch (mode()) {
+    case Mode::pmem:
+      if (g_flush_instr == FlushInstruction::clwb) clwb_range(p, end);
+      else if (g_flush_instr == FlushInstruction::clflushopt) clflushopt_range(p, end);
+      else clflush_range(p, end);
+      break;
+    case Mode::sim: sim_registry_flush(static_cast<const std::byte*>(addr), len); break;
+    case Mode::eadr:
+    case Mode::dram: return;  // no write-back, no emulated delay
+  }
+  if (auto d = g_flush_delay_ns.load(std::memory_order_relaxed)) spin_ns(d * lines);
+}
+
+void fence() {
+  bump(1, 1);
+  switch (mode()) {
+    case Mode::pmem:
+    case Mode::eadr: _mm_sfence(); break;
+    case Mode::sim: sim_registry_fence(); break;
+    case Mode::dram: return;
+  }
+  if (auto d = g_fence_delay_ns.load(std::memory_order_relaxed)) spin_ns(d);
+}
+
+CategoryScope::CategoryScope(Category c) : saved_(t_category) { t_category = c; }
+CategoryScope::~CategoryScope() { t_category = saved_; }
+
+CounterSnapshot counters() {
+  auto& r = registry();
+  std::lock_guard g(r.mu);
+  CounterSnapshot s;
+  for (std::size_t c = 0; c < kCategories; ++c) {
+    std::uint64_t lines = r.retired[c][0], fences = r.retired[c][1];
+    for (auto* t : r.live) {
+      lines += t->v[c][0].load(std::memory_order_relaxed);
+      fences += t->v[c][1].load(std::memory_order_relaxed);
+    }
+    s.by_category[c] = Counters{lines, fences, lines * kCacheLine};
+  }
+  return s;
+}
+
+void reset_counters() {
+  auto& r = registry();
+  std::lock_guard g(r.mu);
+  for (std::size_t c = 0; c < kCategories; ++c) {
+    r.retired[c][0] = r.retired[c][1] = 0;
+    for (auto* t : r.live) {
+      t->v[c][0].store(0, std::memory_order_relaxed);
+      t->v[c][1].store(0, std::memory_order_relaxed);
+    }
+  }
+}
+
+}  // namespace dptree::pm

@@ -1,0 +1,283 @@
+#include "dptree/pm/pool.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "pm/layout.h"
+
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+
+namespace dptree::pm {
+
+namespace {
+
+using layout::PoolHeader;
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::uint64_t header_checksum(const PoolHeader& h) {
+  return XXH64(&h, offsetof(PoolHeader, checksum), 0);
+}
+
+struct Geometry {
+  std::uint64_t nchunks, desc_off, heap_off;
+};
+
+// Chunk descriptors right after the header, then the heap, both 4 KiB aligned.
+Geometry geometry_for(std::size_t size) {
+  constexpr std::size_t kAlign = 4096;
+  auto align = [](std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; };
+  std::size_t n = (size - layout::kHeaderSize) / (Allocator::kChunkSize + sizeof(layout::ChunkDesc));
+  while (n > 0 && align(layout::kHeaderSize + n * sizeof(layout::ChunkDesc)) +
+                          n * Allocator::kChunkSize >
+                      size)
+    --n;
+  return {n, layout::kHeaderSize, align(layout::kHeaderSize + n * sizeof(layout::ChunkDesc))};
+}
+
+// Every check of a header read from a file or an image, before anything is mapped or written.
+// `avail` bytes of the header were read; the whole file is `file_size` bytes.
+void validate_header_bytes(const std::byte* bytes, std::size_t avail, std::size_t file_size,
+                           const std::string& name) {
+  const std::string what = "pool file '" + name + "'";
+  if (avail < sizeof(layout::kMagic) ||
+      std::memcmp(bytes, layout::kMagic, sizeof(layout::kMagic)) != 0)
+    throw Error(Errc::not_a_pool, what + " is not a DPTree pool (no pool header magic): check " +
+                                      "the path, or create a new pool at another path");
+  if (avail < sizeof(PoolHeader))
+    throw Error(Errc::truncated, what + " is only " + std::to_string(avail) +
+                                     " bytes, shorter than a pool header: the file was " +
+                                     "truncated; restore it from a copy");
+  PoolHeader h;
+  std::memcpy(&h, bytes, sizeof h);
+  if (h.version != kFormatVersion)
+    throw Error(Errc::version_mismatch,
+                what + " has format version " + std::to_string(h.version) +
+                    ", this build reads version " + std::to_string(kFormatVersion) +
+                    ": open it with a matching dptree version");
+  if (header_checksum(h) != h.checksum)
+    throw Error(Errc::corrupt, what + " has a corrupt header (checksum mismatch): the file was " +
+                                   "damaged; restore it from a copy");
+  if (h.pool_size > file_size)
+    throw Error(Errc::truncated, what + " is " + std::to_string(file_size) +
+                                     " bytes but its header says " +
+                                     std::to_string(h.pool_size) +
+                                     ": the file was truncated; restore it from a copy");
+  Geometry g = h.pool_size >= kMinPoolSize ? geometry_for(h.pool_size) : Geometry{};
+  if (h.header_size != layout::kHeaderSize || h.chunk_size != Allocator::kChunkSize ||
+      h.nchunks != g.nchunks || h.desc_off != g.desc_off || h.heap_off != g.heap_off)
+    throw Error(Errc::corrupt, what + " has an inconsistent header layout: the file was " +
+                                   "damaged; restore it from a copy");
+}
+
+void* map_anonymous(std::size_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED)
+    throw Error(Errc::io_error, "cannot map an in-memory pool of " + std::to_string(size) +
+                                    " bytes: " + errno_text());
+  return p;
+}
+
+std::size_t checked_size(std::size_t size) {
+  if (size < kMinPoolSize)
+    throw Error(Errc::invalid_argument, "pool size " + std::to_string(size) +
+                                            " is too small: use at least " +
+                                            std::to_string(kMinPoolSize) + " bytes");
+  return (size + 4095) / 4096 * 4096;
+}
+
+}  // namespace
+
+std::filesystem::path default_pool_dir() {
+  std::error_code ec;
+  if (std::filesystem::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0)
+    return "/dev/shm";
+  if (const char* t = std::getenv("TMPDIR"); t && *t) return t;
+  return "/tmp";
+}
+
+void Pool::init_header(std::size_t size) {
+  PoolHeader h{};
+  std::memcpy(h.magic, layout::kMagic, sizeof h.magic);
+  h.version = kFormatVersion;
+  h.header_size = layout::kHeaderSize;
+  h.pool_size = size;
+  std::random_device rd;
+  for (auto& b : h.uuid) b = static_cast<std::uint8_t>(rd());
+  Geometry g = geometry_for(size);
+  h.chunk_size = Allocator::kChunkSize;
+  h.nchunks = g.nchunks;
+  h.desc_off = g.desc_off;
+  h.heap_off = g.heap_off;
+  h.checksum = header_checksum(h);
+  std::memcpy(base_, &h, sizeof h);
+  persist(base_, sizeof h);
+}
+
+void Pool::attach(bool fresh) {
+  auto* h = reinterpret_cast<const PoolHeader*>(base_);
+  std::memcpy(uuid_.data(), h->uuid, uuid_.size());
+  alloc_.reset(new Allocator(*this, fresh));
+}
+
+std::uint64_t* Pool::root_word() const {
+  return &reinterpret_cast<PoolHeader*>(base_)->root;
+}
+
+void Pool::map_file(int fd, std::size_t size, bool fresh) {
+  // DAX first, so stores reach PM with no page cache in between; any other file falls back.
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+  dax_ = p != MAP_FAILED;
+  if (!dax_) p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    throw Error(Errc::io_error, "cannot map pool file '" + name_ + "': " + errno_text());
+  base_ = static_cast<std::byte*>(p);
+  size_ = size;
+  if (mode() == Mode::sim) {
+    std::vector<std::byte> durable(base_, base_ + size_);  // what the medium holds now
+    sim_ = std::make_unique<Simulator>(base_, size_, std::move(durable));
+  }
+  if (fresh) init_header(size);
+  attach(fresh);
+}
+
+std::unique_ptr<Pool> Pool::create(const std::filesystem::path& path, std::size_t size) {
+  size = checked_size(size);
+  std::unique_ptr<Pool> pool(new Pool);
+  pool->name_ = path.string();
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      throw Error(Errc::already_exists, "pool file '" + pool->name_ +
+                                            "' already exists: open it, or remove it first " +
+                                            "if you mean to start over");
+    throw Error(Errc::io_error, "cannot create pool file '" + pool->name_ + "': " + errno_text());
+  }
+  pool->fd_ = fd;
+  try {
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+      throw Error(Errc::locked, "cannot lock new pool file '" + pool->name_ + "': " + errno_text());
+    if (int e = posix_fallocate(fd, 0, static_cast<off_t>(size)); e != 0)
+      throw Error(e == ENOSPC ? Errc::pool_full : Errc::io_error,
+                  "cannot size pool file '" + pool->name_ + "' to " + std::to_string(size) +
+                      " bytes: " + std::strerror(e) + ": free space or choose a smaller pool");
+    pool->map_file(fd, size, true);
+  } catch (...) {
+    pool.reset();  // unmaps and closes
+    ::unlink(path.c_str());  // we created this file: no user data is lost
+    throw;
+  }
+  return pool;
+}
+
+std::unique_ptr<Pool> Pool::open(const std::filesystem::path& path) {
+  std::unique_ptr<Pool> pool(new Pool);
+  pool->name_ = path.string();
+  const std::string what = "pool file '" + pool->name_ + "'";
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      throw Error(Errc::not_found, what + " does not exist: check the path, or create the pool " +
+                                       "first");
+    throw Error(Errc::io_error, "cannot open " + what + ": " + errno_text());
+  }
+  pool->fd_ = fd;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      throw Error(Errc::locked, what + " is in use by another process or handle: close it " +
+                                    "there first");
+    throw Error(Errc::io_error, "cannot lock " + what + ": " + errno_text());
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) throw Error(Errc::io_error, "cannot stat " + what + ": " + errno_text());
+  if (!S_ISREG(st.st_mode))
+    throw Error(Errc::not_a_pool, what + " is not a regular file: give the path of a pool file");
+  auto file_size = static_cast<std::size_t>(st.st_size);
+  alignas(PoolHeader) std::byte hdr[sizeof(PoolHeader)]{};
+  ssize_t got = pread(fd, hdr, sizeof hdr, 0);
+  if (got < 0) throw Error(Errc::io_error, "cannot read " + what + ": " + errno_text());
+  validate_header_bytes(hdr, static_cast<std::size_t>(got), file_size, pool->name_);
+  pool->map_file(fd, reinterpret_cast<PoolHeader*>(hdr)->pool_size, false);
+  return pool;
+}
+
+std::unique_ptr<Pool> Pool::open_or_create(const std::filesystem::path& path, std::size_t size) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return open(path);
+  return create(path, size);
+}
+
+std::unique_ptr<Pool> Pool::create_in_memory(std::size_t size) {
+  size = checked_size(size);
+  std::unique_ptr<Pool> pool(new Pool);
+  pool->name_ = "<memory>";
+  pool->base_ = static_cast<std::byte*>(map_anonymous(size));
+  pool->size_ = size;
+  if (mode() == Mode::sim)
+    pool->sim_ = std::make_unique<Simulator>(pool->base_, size, std::vector<std::byte>(size));
+  pool->init_header(size);
+  pool->attach(true);
+  return pool;
+}
+
+std::unique_ptr<Pool> Pool::open_image(Image image, Simulator::Hook hook) {
+  validate_header_bytes(image.bytes.data(), image.bytes.size(), image.bytes.size(), "<image>");
+  std::size_t size = reinterpret_cast<const PoolHeader*>(image.bytes.data())->pool_size;
+  std::unique_ptr<Pool> pool(new Pool);
+  pool->name_ = "<image>";
+  pool->base_ = static_cast<std::byte*>(map_anonymous(size));
+  pool->size_ = size;
+  std::memcpy(pool->base_, image.bytes.data(), size);
+  if (mode() == Mode::sim) {
+    pool->sim_ = std::make_unique<Simulator>(pool->base_, size, std::move(image.bytes));
+    pool->sim_->set_hook(std::move(hook));
+  }
+  pool->attach(false);
+  return pool;
+}
+
+void Pool::save_image(const Image& image, const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(errno == EEXIST ? Errc::already_exists : Errc::io_error,
+                "cannot write image to '" + path.string() + "': " + errno_text());
+  std::size_t done = 0;
+  while (done < image.bytes.size()) {
+    ssize_t n = ::write(fd, image.bytes.data() + done, image.bytes.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      throw Error(Errc::io_error, "cannot write image to '" + path.string() + "': " + errno_text());
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+Pool::~Pool() {
+  // Drain flushes still in flight (free() leaves its last flush unfenced). In `sim` mode the
+  // durable image dies with the pool, so a fence there would only be a spurious event.
+  if (base_ && (mode() == Mode::pmem || mode() == Mode::eadr)) fence();
+  alloc_.reset();
+  sim_.reset();
+  if (base_) munmap(base_, size_);
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+}  // namespace dptree::pm

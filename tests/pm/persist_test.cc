@@ -1,0 +1,121 @@
+#include "dptree/pm/persist.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "dptree/error.h"
+
+namespace dptree::pm {
+namespace {
+
+struct ModeGuard {
+  Mode saved = mode();
+  explicit ModeGuard(Mode m) {
+    set_mode(m);
+    reset_counters();
+  }
+  ~ModeGuard() { set_mode(saved); }
+};
+
+alignas(64) unsigned char buf[64 * 64];
+
+TEST(Persist, FlushCountsEveryOverlappedLine) {
+  ModeGuard g(Mode::dram);
+  flush(buf + 60, 200);  // bytes 60..259 touch lines 0..4
+  EXPECT_EQ(counters().total().lines, 5u);
+  EXPECT_EQ(counters().total().bytes, 5u * 64);
+  flush(buf, 64);  // exactly one line
+  flush(buf + 63, 2);  // straddles two lines
+  flush(buf, 0);       // nothing
+  EXPECT_EQ(counters().total().lines, 8u);
+  EXPECT_EQ(counters().total().fences, 0u);
+  persist(buf, 1);
+  EXPECT_EQ(counters().total().lines, 9u);
+  EXPECT_EQ(counters().total().fences, 1u);
+}
+
+TEST(Persist, EveryModeRunsAndCountsTheSame) {
+  for (Mode m : {Mode::pmem, Mode::eadr, Mode::dram}) {
+    ModeGuard g(m);
+    persist(buf, 4 * 64);
+    fence();
+    EXPECT_EQ(counters().total().lines, 4u) << to_string(m);
+    EXPECT_EQ(counters().total().fences, 2u) << to_string(m);
+  }
+}
+
+TEST(Persist, CategoriesSplitAndNest) {
+  ModeGuard g(Mode::dram);
+  {
+    CategoryScope log(Category::log);
+    flush(buf, 64);
+    {
+      CategoryScope alloc(Category::alloc);
+      persist(buf, 128);
+    }
+    fence();
+  }
+  flush(buf, 64);
+  auto c = counters();
+  EXPECT_EQ(c[Category::log].lines, 1u);
+  EXPECT_EQ(c[Category::log].fences, 1u);
+  EXPECT_EQ(c[Category::alloc].lines, 2u);
+  EXPECT_EQ(c[Category::alloc].fences, 1u);
+  EXPECT_EQ(c[Category::other].lines, 1u);
+  EXPECT_EQ(c.total().lines, 4u);
+}
+
+TEST(Persist, ResetZeroesAndSnapshotsSubtract) {
+  ModeGuard g(Mode::dram);
+  flush(buf, 640);
+  auto before = counters();
+  flush(buf, 128);
+  fence();
+  auto d = counters() - before;
+  EXPECT_EQ(d.total().lines, 2u);
+  EXPECT_EQ(d.total().fences, 1u);
+  reset_counters();
+  EXPECT_EQ(counters().total().lines, 0u);
+}
+
+// Counters of several threads, including exited ones, sum exactly.
+TEST(Persist, ThreadCountersSumExactly) {
+  ModeGuard g(Mode::dram);
+  constexpr int kThreads = 4, kIters = 10000;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([] {
+      alignas(64) unsigned char local[256];
+      for (int i = 0; i < kIters; ++i) {
+        flush(local, 3 * 64);
+        fence();
+        (void)counters();  // a concurrent reader must not disturb the writers
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(counters().total().lines, std::uint64_t{kThreads} * kIters * 3);
+  EXPECT_EQ(counters().total().fences, std::uint64_t{kThreads} * kIters);
+}
+
+TEST(Persist, ParseModeNamesTheAcceptedValues) {
+  EXPECT_EQ(parse_mode("eadr"), Mode::eadr);
+  EXPECT_EQ(parse_mode("sim"), Mode::sim);
+  try {
+    parse_mode("nvdimm");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("pmem, eadr, dram, sim"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Persist, DetectsAFlushInstruction) {
+  auto f = flush_instruction();
+  EXPECT_TRUE(f == FlushInstruction::clwb || f == FlushInstruction::clflushopt ||
+              f == FlushInstruction::clflush);
+}
+
+}  // namespace
+}  // namespace dptree::pm

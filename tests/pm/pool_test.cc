@@ -1,0 +1,193 @@
+#include "dptree/pm/pool.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "pm/layout.h"
+
+namespace dptree::pm {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PoolFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    set_mode(Mode::dram);
+    dir_ = default_pool_dir() / ("dptree-pool-test-" + std::to_string(getpid()) + "-" +
+                                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::vector<char> bytes_of(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  static void write_bytes(const fs::path& p, const std::vector<char>& b) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out.write(b.data(), static_cast<std::streamsize>(b.size()));
+  }
+  // Opening `p` throws `code` with a message naming the file, and leaves it byte-identical.
+  static void expect_refused(const fs::path& p, Errc code, const char* words) {
+    auto before = bytes_of(p);
+    try {
+      auto pool = Pool::open(p);
+      FAIL() << "opened a bad pool file";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      std::string msg = e.what();
+      EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
+      EXPECT_NE(msg.find(words), std::string::npos) << msg;
+    }
+    EXPECT_EQ(bytes_of(p), before);
+  }
+  fs::path make_pool(std::size_t size = 1 << 20) {
+    auto p = dir_ / "good.pool";
+    Pool::create(p, size);
+    return p;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(PoolFile, RoundTripKeepsRootAndData) {
+  auto p = dir_ / "a.pool";
+  std::array<std::uint8_t, 16> uuid{};
+  {
+    auto pool = Pool::create(p, 1 << 20);
+    EXPECT_EQ(pool->size(), 1u << 20);
+    EXPECT_EQ(*pool->root_word(), 0u);
+    auto blk = pool->allocator().reserve(100);
+    std::strcpy(pool->at<char>(blk), "hello pool");
+    persist(pool->at<char>(blk), 11);
+    pool->allocator().activate(pool->root_word(), blk);
+    uuid = pool->uuid();
+  }
+  auto pool = Pool::open(p);
+  ASSERT_NE(pool->root<char>(), nullptr);
+  EXPECT_STREQ(pool->root<char>(), "hello pool");
+  EXPECT_EQ(pool->uuid(), uuid);
+  EXPECT_TRUE(pool->allocator().is_live(*pool->root_word()));
+}
+
+TEST_F(PoolFile, CreateRefusesAnExistingFile) {
+  auto p = dir_ / "x";
+  write_bytes(p, std::vector<char>(1000, 'x'));
+  auto before = bytes_of(p);
+  try {
+    Pool::create(p, 1 << 20);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::already_exists);
+  }
+  EXPECT_EQ(bytes_of(p), before);
+}
+
+TEST_F(PoolFile, MissingFile) {
+  try {
+    Pool::open(dir_ / "nope.pool");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::not_found);
+    EXPECT_NE(std::string(e.what()).find("nope.pool"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "nope.pool"));
+}
+
+TEST_F(PoolFile, NotAPool) {
+  auto p = dir_ / "text";
+  write_bytes(p, std::vector<char>(8192, 'a'));
+  expect_refused(p, Errc::not_a_pool, "not a DPTree pool");
+  auto empty = dir_ / "empty";
+  write_bytes(empty, {});
+  expect_refused(empty, Errc::not_a_pool, "not a DPTree pool");
+}
+
+TEST_F(PoolFile, ShortFile) {
+  auto p = make_pool();
+  auto b = bytes_of(p);
+  b.resize(40);  // magic intact, header cut
+  write_bytes(p, b);
+  expect_refused(p, Errc::truncated, "truncated");
+}
+
+TEST_F(PoolFile, TruncatedFile) {
+  auto p = make_pool();
+  fs::resize_file(p, 512 * 1024);
+  expect_refused(p, Errc::truncated, "truncated");
+}
+
+TEST_F(PoolFile, OtherFormatVersion) {
+  auto p = make_pool();
+  auto b = bytes_of(p);
+  std::uint32_t v = kFormatVersion + 1;
+  std::memcpy(b.data() + offsetof(layout::PoolHeader, version), &v, 4);
+  write_bytes(p, b);
+  expect_refused(p, Errc::version_mismatch, "format version 2");
+}
+
+TEST_F(PoolFile, ChecksumMismatch) {
+  auto p = make_pool();
+  auto b = bytes_of(p);
+  b[offsetof(layout::PoolHeader, uuid)] ^= 1;
+  write_bytes(p, b);
+  expect_refused(p, Errc::corrupt, "checksum");
+}
+
+TEST_F(PoolFile, LockedBySecondHandle) {
+  auto p = make_pool();
+  auto first = Pool::open(p);
+  expect_refused(p, Errc::locked, "in use");
+  first.reset();
+  EXPECT_NO_THROW(Pool::open(p));
+}
+
+TEST_F(PoolFile, PoolFullIsAnErrorAndThePoolStaysUsable) {
+  auto p = dir_ / "small.pool";
+  auto pool = Pool::create(p, kMinPoolSize);
+  auto& a = pool->allocator();
+  std::vector<std::uint64_t> blocks;
+  try {
+    for (;;) blocks.push_back(a.reserve(4096));
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::pool_full);
+    EXPECT_NE(std::string(e.what()).find("small.pool"), std::string::npos) << e.what();
+  }
+  ASSERT_FALSE(blocks.empty());
+  a.cancel(blocks.back());
+  EXPECT_NO_THROW(a.reserve(4096));
+}
+
+TEST_F(PoolFile, TooSmallAndDefaultDir) {
+  EXPECT_THROW(Pool::create(dir_ / "tiny", 4096), Error);
+  EXPECT_FALSE(fs::exists(dir_ / "tiny"));
+  EXPECT_TRUE(fs::is_directory(default_pool_dir()));
+}
+
+TEST(PoolImage, SavedImageOpensAsAFile) {
+  set_mode(Mode::dram);
+  auto mem = Pool::create_in_memory(1 << 20);
+  auto blk = mem->allocator().reserve(64);
+  mem->allocator().activate(mem->root_word(), blk);
+  Image img{std::vector<std::byte>(mem->base(), mem->base() + mem->size())};
+  auto p = default_pool_dir() / ("dptree-image-" + std::to_string(getpid()));
+  fs::remove(p);
+  Pool::save_image(img, p);
+  {
+    auto pool = Pool::open(p);
+    EXPECT_EQ(*pool->root_word(), blk);
+    EXPECT_TRUE(pool->allocator().is_live(blk));
+  }
+  fs::remove(p);
+}
+
+}  // namespace
+}  // namespace dptree::pm

@@ -1,0 +1,44 @@
+// Every index of the project registers under a name; the benchmark, the tests' fixtures and
+// the PiBench wrapper create indexes through this registry.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dptree/index.h"
+
+namespace dptree {
+
+namespace pm {
+class Pool;
+}
+
+struct IndexConfig {
+  // The pool a persistent index lives in (nullptr for volatile indexes). The index keeps its
+  // root in the pool's root word: on a pool that already holds one, the factory opens (and so
+  // recovers) that index instead of creating a new one.
+  pm::Pool* pool = nullptr;
+  std::size_t expected_records = 0;  // a sizing hint, may be 0
+  unsigned threads = 1;              // threads that will use the index at once
+  std::map<std::string, std::string> options;  // index-specific, e.g. {"leaf_capacity","64"}
+};
+
+struct IndexInfo {
+  std::string name;         // e.g. "dptree", "btree"
+  std::string description;  // one line for `dptree bench --list` (assumptions included)
+  bool persistent = false;
+  bool concurrent = false;  // safe for several threads at once
+  std::function<std::unique_ptr<Index>(const IndexConfig&)> create;
+};
+
+// All registered indexes, in registration order. The first call registers the built-in ones.
+const std::vector<IndexInfo>& registered_indexes();
+// The index called `name`; throws dptree::Error(invalid_argument) listing the known names.
+const IndexInfo& find_index(const std::string& name);
+// Adds an index (used by the built-in registration and by users who plug in their own).
+void register_index(IndexInfo info);
+
+}  // namespace dptree

@@ -2,10 +2,10 @@
 // allocator operations per second. Run by `make bench` until `dptree bench` takes over.
 #include <fmt/core.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
 
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -64,11 +64,12 @@ int main() {
       double l16 = ns_per_persist(*pool, 16, iters / 4);
       double a64 = alloc_ops_per_sec(*pool, 64, iters / 4);
       double a4k = alloc_ops_per_sec(*pool, 4096, iters / 4);
-      fmt::print("{:<6} {:>11.1f} ns {:>11.1f} ns {:>11.1f} ns {:>16.0f} {:>16.0f}\n",
-                 to_string(m), l1, l4, l16, a64, a4k);
+      fmt::print("{:<6} {:>11.1f} ns {:>11.1f} ns {:>11.1f} ns {:>16.0f} {:>16.0f}\n", to_string(m),
+                 l1, l4, l16, a64, a4k);
     }
     std::filesystem::remove(path);
   }
-  fmt::print("(per persist: memset of the lines + flush + fence; alloc: reserve+activate / free)\n");
+  fmt::print(
+      "(per persist: memset of the lines + flush + fence; alloc: reserve+activate / free)\n");
   return 0;
 }

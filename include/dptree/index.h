@@ -40,7 +40,7 @@ struct IndexStats {
 // Result of an index's self-check: every structural invariant it could verify.
 struct CheckReport {
   bool ok = true;
-  std::vector<std::string> problems;  // empty when ok
+  std::vector<std::string> problems;                  // empty when ok
   std::vector<std::pair<std::string, double>> facts;  // what was counted (records, leaves, ...)
   void fail(std::string what) {
     ok = false;

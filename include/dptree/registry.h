@@ -21,8 +21,8 @@ struct IndexConfig {
   // root in the pool's root word: on a pool that already holds one, the factory opens (and so
   // recovers) that index instead of creating a new one.
   pm::Pool* pool = nullptr;
-  std::size_t expected_records = 0;  // a sizing hint, may be 0
-  unsigned threads = 1;              // threads that will use the index at once
+  std::size_t expected_records = 0;            // a sizing hint, may be 0
+  unsigned threads = 1;                        // threads that will use the index at once
   std::map<std::string, std::string> options;  // index-specific, e.g. {"leaf_capacity","64"}
 };
 

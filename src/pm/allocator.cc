@@ -17,7 +17,9 @@ constexpr int kClasses = 11;                // 64 B << 0 .. 64 B << 10 = 64 KiB
 constexpr std::size_t kInlineLimit = 4096;  // smaller classes keep owner words in the chunk
 constexpr std::size_t kNoRun = ~std::size_t{0};
 
-constexpr std::size_t class_size(int c) { return Allocator::kMinBlock << c; }
+constexpr std::size_t class_size(int c) {
+  return Allocator::kMinBlock << c;
+}
 
 struct ClassLayout {
   std::size_t size = 0;
@@ -139,8 +141,9 @@ void Allocator::check_dest(const std::uint64_t* dest, const char* op) const {
   std::uint64_t off = pool_.offset_of(dest);
   if (dest != pool_.root_word() && off < heap_off_)
     throw Error(Errc::invalid_argument,
-                std::string(op) + ": the destination word lies in the pool's metadata: pass the "
-                                  "address of a persistent pointer in an allocated block");
+                std::string(op) +
+                    ": the destination word lies in the pool's metadata: pass the "
+                    "address of a persistent pointer in an allocated block");
 }
 
 void Allocator::mark(std::size_t chunk, std::size_t slot, bool busy) {
@@ -204,8 +207,8 @@ void Allocator::assign_chunks(std::size_t first, int cls, std::size_t run) {
     int c = cls == layout::kLargeClass && i > 0 ? layout::kContClass : cls;
     desc[first + i].state = encode_state(c, c == layout::kLargeClass ? run : 0);
     flush(&desc[first + i].state, 8);
-    chunks_[first + i] = ChunkInfo{c, static_cast<std::uint32_t>(c == layout::kLargeClass ? run : 0),
-                                   0, {}, false};
+    chunks_[first + i] =
+        ChunkInfo{c, static_cast<std::uint32_t>(c == layout::kLargeClass ? run : 0), 0, {}, false};
   }
   fence();
   std::size_t blocks = cls < kClasses ? kLayouts[cls].blocks : 1;
@@ -273,13 +276,14 @@ void Allocator::activate(std::uint64_t* dest, std::uint64_t block) {
                                             " is not a reservation of pool '" + pool_.name() +
                                             "': activate what reserve() returned, once");
   if (*dest != 0)
-    throw Error(Errc::invalid_argument,
-                "activate: the destination word already holds block " + std::to_string(*dest) +
-                    ": free it first, or activate into an empty pointer");
+    throw Error(Errc::invalid_argument, "activate: the destination word already holds block " +
+                                            std::to_string(*dest) +
+                                            ": free it first, or activate into an empty pointer");
   auto dest_off = pool_.offset_of(dest);
   if (dest_off >= block && dest_off < block + block_size(block))
-    throw Error(Errc::invalid_argument, "activate: the destination word lies inside the block "
-                                        "itself: store the pointer outside the block");
+    throw Error(Errc::invalid_argument,
+                "activate: the destination word lies inside the block "
+                "itself: store the pointer outside the block");
   // Owner first: once *dest = block is durable, the block must be known to be owned by dest.
   std::uint64_t* owner = owner_word(chunk, slot);
   *owner = dest_off;
@@ -317,8 +321,7 @@ void Allocator::free(std::uint64_t* dest) {
   std::size_t chunk = 0, slot = 0;
   if (!locate(block, chunk, slot) || reserved_.contains(block) ||
       !(chunks_[chunk].busy[slot / 64] >> (slot % 64) & 1))
-    throw Error(Errc::corrupt, "free: the word at offset " +
-                                   std::to_string(pool_.offset_of(dest)) +
+    throw Error(Errc::corrupt, "free: the word at offset " + std::to_string(pool_.offset_of(dest)) +
                                    " points to " + std::to_string(block) +
                                    ", which is not an allocated block of pool '" + pool_.name() +
                                    "'");

@@ -99,10 +99,14 @@ std::uint32_t this_thread_id() {
 
 std::string_view to_string(Mode m) {
   switch (m) {
-    case Mode::pmem: return "pmem";
-    case Mode::eadr: return "eadr";
-    case Mode::dram: return "dram";
-    case Mode::sim: return "sim";
+    case Mode::pmem:
+      return "pmem";
+    case Mode::eadr:
+      return "eadr";
+    case Mode::dram:
+      return "dram";
+    case Mode::sim:
+      return "sim";
   }
   return "?";
 }
@@ -110,32 +114,45 @@ std::string_view to_string(Mode m) {
 Mode parse_mode(std::string_view s) {
   for (Mode m : {Mode::pmem, Mode::eadr, Mode::dram, Mode::sim})
     if (s == to_string(m)) return m;
-  throw Error(Errc::invalid_argument, "unknown PM mode '" + std::string(s) +
-                                          "': use one of pmem, eadr, dram, sim");
+  throw Error(Errc::invalid_argument,
+              "unknown PM mode '" + std::string(s) + "': use one of pmem, eadr, dram, sim");
 }
 
 std::string_view to_string(FlushInstruction f) {
   switch (f) {
-    case FlushInstruction::clwb: return "clwb";
-    case FlushInstruction::clflushopt: return "clflushopt";
-    case FlushInstruction::clflush: return "clflush";
+    case FlushInstruction::clwb:
+      return "clwb";
+    case FlushInstruction::clflushopt:
+      return "clflushopt";
+    case FlushInstruction::clflush:
+      return "clflush";
   }
   return "?";
 }
 
 std::string_view to_string(Category c) {
   switch (c) {
-    case Category::other: return "other";
-    case Category::log: return "log";
-    case Category::alloc: return "alloc";
-    case Category::node: return "node";
+    case Category::other:
+      return "other";
+    case Category::log:
+      return "log";
+    case Category::alloc:
+      return "alloc";
+    case Category::node:
+      return "node";
   }
   return "?";
 }
 
-void set_mode(Mode m) { g_mode.store(m, std::memory_order_relaxed); }
-Mode mode() { return g_mode.load(std::memory_order_relaxed); }
-FlushInstruction flush_instruction() { return g_flush_instr; }
+void set_mode(Mode m) {
+  g_mode.store(m, std::memory_order_relaxed);
+}
+Mode mode() {
+  return g_mode.load(std::memory_order_relaxed);
+}
+FlushInstruction flush_instruction() {
+  return g_flush_instr;
+}
 
 void set_delays(std::uint32_t flush_ns_per_line, std::uint32_t fence_ns) {
   g_flush_delay_ns.store(flush_ns_per_line, std::memory_order_relaxed);
@@ -150,13 +167,19 @@ void flush(const void* addr, std::size_t len) {
   bump(0, lines);
   switch (mode()) {
     case Mode::pmem:
-      if (g_flush_instr == FlushInstruction::clwb) clwb_range(p, end);
-      else if (g_flush_instr == FlushInstruction::clflushopt) clflushopt_range(p, end);
-      else clflush_range(p, end);
+      if (g_flush_instr == FlushInstruction::clwb)
+        clwb_range(p, end);
+      else if (g_flush_instr == FlushInstruction::clflushopt)
+        clflushopt_range(p, end);
+      else
+        clflush_range(p, end);
       break;
-    case Mode::sim: sim_registry_flush(static_cast<const std::byte*>(addr), len); break;
+    case Mode::sim:
+      sim_registry_flush(static_cast<const std::byte*>(addr), len);
+      break;
     case Mode::eadr:
-    case Mode::dram: return;  // no write-back, no emulated delay
+    case Mode::dram:
+      return;  // no write-back, no emulated delay
   }
   if (auto d = g_flush_delay_ns.load(std::memory_order_relaxed)) spin_ns(d * lines);
 }
@@ -165,15 +188,24 @@ void fence() {
   bump(1, 1);
   switch (mode()) {
     case Mode::pmem:
-    case Mode::eadr: _mm_sfence(); break;
-    case Mode::sim: sim_registry_fence(); break;
-    case Mode::dram: return;
+    case Mode::eadr:
+      _mm_sfence();
+      break;
+    case Mode::sim:
+      sim_registry_fence();
+      break;
+    case Mode::dram:
+      return;
   }
   if (auto d = g_fence_delay_ns.load(std::memory_order_relaxed)) spin_ns(d);
 }
 
-CategoryScope::CategoryScope(Category c) : saved_(t_category) { t_category = c; }
-CategoryScope::~CategoryScope() { t_category = saved_; }
+CategoryScope::CategoryScope(Category c) : saved_(t_category) {
+  t_category = c;
+}
+CategoryScope::~CategoryScope() {
+  t_category = saved_;
+}
 
 CounterSnapshot counters() {
   auto& r = registry();

@@ -29,7 +29,9 @@ namespace {
 
 using layout::PoolHeader;
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 std::uint64_t header_checksum(const PoolHeader& h) {
   return XXH64(&h, offsetof(PoolHeader, checksum), 0);
@@ -43,10 +45,11 @@ struct Geometry {
 Geometry geometry_for(std::size_t size) {
   constexpr std::size_t kAlign = 4096;
   auto align = [](std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; };
-  std::size_t n = (size - layout::kHeaderSize) / (Allocator::kChunkSize + sizeof(layout::ChunkDesc));
-  while (n > 0 && align(layout::kHeaderSize + n * sizeof(layout::ChunkDesc)) +
-                          n * Allocator::kChunkSize >
-                      size)
+  std::size_t n =
+      (size - layout::kHeaderSize) / (Allocator::kChunkSize + sizeof(layout::ChunkDesc));
+  while (n > 0 &&
+         align(layout::kHeaderSize + n * sizeof(layout::ChunkDesc)) + n * Allocator::kChunkSize >
+             size)
     --n;
   return {n, layout::kHeaderSize, align(layout::kHeaderSize + n * sizeof(layout::ChunkDesc))};
 }
@@ -67,32 +70,22 @@ void validate_header_bytes(const std::byte* bytes, std::size_t avail, std::size_
   PoolHeader h;
   std::memcpy(&h, bytes, sizeof h);
   if (h.version != kFormatVersion)
-    throw Error(Errc::version_mismatch,
-                what + " has format version " + std::to_string(h.version) +
-                    ", this build reads version " + std::to_string(kFormatVersion) +
-                    ": open it with a matching dptree version");
+    throw Error(Errc::version_mismatch, what + " has format version " + std::to_string(h.version) +
+                                            ", this build reads version " +
+                                            std::to_string(kFormatVersion) +
+                                            ": open it with a matching dptree version");
   if (header_checksum(h) != h.checksum)
     throw Error(Errc::corrupt, what + " has a corrupt header (checksum mismatch): the file was " +
                                    "damaged; restore it from a copy");
   if (h.pool_size > file_size)
     throw Error(Errc::truncated, what + " is " + std::to_string(file_size) +
-                                     " bytes but its header says " +
-                                     std::to_string(h.pool_size) +
+                                     " bytes but its header says " + std::to_string(h.pool_size) +
                                      ": the file was truncated; restore it from a copy");
   Geometry g = h.pool_size >= kMinPoolSize ? geometry_for(h.pool_size) : Geometry{};
   if (h.header_size != layout::kHeaderSize || h.chunk_size != Allocator::kChunkSize ||
       h.nchunks != g.nchunks || h.desc_off != g.desc_off || h.heap_off != g.heap_off)
     throw Error(Errc::corrupt, what + " has an inconsistent header layout: the file was " +
                                    "damaged; restore it from a copy");
-}
-
-void* map_anonymous(std::size_t size) {
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (p == MAP_FAILED)
-    throw Error(Errc::io_error, "cannot map an in-memory pool of " + std::to_string(size) +
-                                    " bytes: " + errno_text());
-  return p;
 }
 
 std::size_t checked_size(std::size_t size) {
@@ -151,8 +144,8 @@ void Pool::map_file(int fd, std::size_t size, bool fresh) {
   base_ = static_cast<std::byte*>(p);
   size_ = size;
   if (mode() == Mode::sim) {
-    std::vector<std::byte> durable(base_, base_ + size_);  // what the medium holds now
-    sim_ = std::make_unique<Simulator>(base_, size_, std::move(durable));
+    // What the medium holds now.
+    sim_ = std::make_unique<Simulator>(base_, size_, Buffer::copy_of({base_, size_}));
   }
   if (fresh) init_header(size);
   attach(fresh);
@@ -180,7 +173,7 @@ std::unique_ptr<Pool> Pool::create(const std::filesystem::path& path, std::size_
                       " bytes: " + std::strerror(e) + ": free space or choose a smaller pool");
     pool->map_file(fd, size, true);
   } catch (...) {
-    pool.reset();  // unmaps and closes
+    pool.reset();            // unmaps and closes
     ::unlink(path.c_str());  // we created this file: no user data is lost
     throw;
   }
@@ -194,15 +187,15 @@ std::unique_ptr<Pool> Pool::open(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT)
-      throw Error(Errc::not_found, what + " does not exist: check the path, or create the pool " +
-                                       "first");
+      throw Error(Errc::not_found,
+                  what + " does not exist: check the path, or create the pool " + "first");
     throw Error(Errc::io_error, "cannot open " + what + ": " + errno_text());
   }
   pool->fd_ = fd;
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK)
-      throw Error(Errc::locked, what + " is in use by another process or handle: close it " +
-                                    "there first");
+      throw Error(Errc::locked,
+                  what + " is in use by another process or handle: close it " + "there first");
     throw Error(Errc::io_error, "cannot lock " + what + ": " + errno_text());
   }
   struct stat st {};
@@ -228,10 +221,11 @@ std::unique_ptr<Pool> Pool::create_in_memory(std::size_t size) {
   size = checked_size(size);
   std::unique_ptr<Pool> pool(new Pool);
   pool->name_ = "<memory>";
-  pool->base_ = static_cast<std::byte*>(map_anonymous(size));
+  pool->memory_ = Buffer(size);
+  pool->base_ = pool->memory_.data();
   pool->size_ = size;
   if (mode() == Mode::sim)
-    pool->sim_ = std::make_unique<Simulator>(pool->base_, size, std::vector<std::byte>(size));
+    pool->sim_ = std::make_unique<Simulator>(pool->base_, size, Buffer(size));
   pool->init_header(size);
   pool->attach(true);
   return pool;
@@ -242,12 +236,17 @@ std::unique_ptr<Pool> Pool::open_image(Image image, Simulator::Hook hook) {
   std::size_t size = reinterpret_cast<const PoolHeader*>(image.bytes.data())->pool_size;
   std::unique_ptr<Pool> pool(new Pool);
   pool->name_ = "<image>";
-  pool->base_ = static_cast<std::byte*>(map_anonymous(size));
   pool->size_ = size;
-  std::memcpy(pool->base_, image.bytes.data(), size);
+  if (image.bytes.size() != size) image.bytes = Buffer::copy_of({image.bytes.data(), size});
   if (mode() == Mode::sim) {
+    // The image is the new pool's durable image; the working image starts as its copy.
+    pool->memory_ = Buffer::copy_of({image.bytes.data(), size});
+    pool->base_ = pool->memory_.data();
     pool->sim_ = std::make_unique<Simulator>(pool->base_, size, std::move(image.bytes));
     pool->sim_->set_hook(std::move(hook));
+  } else {
+    pool->memory_ = std::move(image.bytes);
+    pool->base_ = pool->memory_.data();
   }
   pool->attach(false);
   return pool;
@@ -276,8 +275,8 @@ Pool::~Pool() {
   if (base_ && (mode() == Mode::pmem || mode() == Mode::eadr)) fence();
   alloc_.reset();
   sim_.reset();
-  if (base_) munmap(base_, size_);
-  if (fd_ >= 0) ::close(fd_);  // releases the flock
+  if (base_ && fd_ >= 0) munmap(base_, size_);  // in-memory pools free memory_
+  if (fd_ >= 0) ::close(fd_);                   // releases the flock
 }
 
 }  // namespace dptree::pm

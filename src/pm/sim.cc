@@ -96,13 +96,15 @@ void sim_registry_fence() {
     if (Simulator* s = reg().find_id(id)) s->on_fence(this_thread_id());
 }
 
-Simulator::Simulator(std::byte* working, std::size_t size, std::vector<std::byte> durable)
+Simulator::Simulator(std::byte* working, std::size_t size, Buffer durable)
     : working_(working), size_(size), durable_(std::move(durable)), id_(g_next_sim_id++) {
-  durable_.resize(size_);
+  if (durable_.size() != size_) durable_ = Buffer(size_);
   sim_registry_add(this);
 }
 
-Simulator::~Simulator() { sim_registry_remove(this); }
+Simulator::~Simulator() {
+  sim_registry_remove(this);
+}
 
 void Simulator::set_hook(Hook hook) {
   std::lock_guard g(mu_);
@@ -179,7 +181,7 @@ Image Simulator::capture(const CaptureOptions& opt) const {
   std::lock_guard g(mu_);
   Rng rng{opt.seed};
   Image img;
-  img.bytes = durable_;
+  img.bytes = Buffer::copy_of(durable_.span());
   std::byte* out = img.bytes.data();
   for (const auto& p : pending_)
     land(out + p.line * kCacheLine, p.data, opt.p_pending, opt.unit, rng);

@@ -97,7 +97,7 @@ TEST(Allocator, ReopenRebuildsFreeListsAndReusesSpace) {
   for (int k = 0; k < 500; ++k) a.activate(&t[k], a.reserve(64 + k % 3 * 64));
   for (int k = 0; k < 500; k += 2) a.free(&t[k]);
   a.reserve(64);  // a reservation that is never activated: gone after reopen
-  Image img{std::vector<std::byte>(pool->base(), pool->base() + pool->size())};
+  Image img{Buffer::copy_of({pool->base(), pool->size()})};
   auto re = Pool::open_image(std::move(img));
   auto& b = re->allocator();
   EXPECT_EQ(b.stats().live_blocks, 251u);
@@ -140,15 +140,9 @@ class AllocatorCrash : public ::testing::Test {
       ++live;
       EXPECT_TRUE(referenced.contains(off)) << "leaked block at " << off;
     });
-    for (auto [off, slot] : referenced) {
-      if (p.allocator().is_live(off)) continue;
-      std::uint64_t heap = *reinterpret_cast<std::uint64_t*>(p.base() + 64);
-      std::uint64_t chunk = (off - heap) / 65536;
-      std::uint64_t st = *reinterpret_cast<std::uint64_t*>(p.base() + 4096 + chunk * 192);
-      ADD_FAILURE() << "slot " << slot << " references dead block " << off << " of size "
-                    << p.allocator().block_size(off) << " chunk " << chunk << " state " << st
-                    << " in-chunk " << (off - heap) % 65536 << " slotword " << p.offset_of(&t[slot]);
-    }
+    for (auto [off, slot] : referenced)
+      EXPECT_TRUE(p.allocator().is_live(off))
+          << "slot " << slot << " references dead block " << off;
     ASSERT_EQ(live, referenced.size()) << "a referenced block is not live";
     ++checked_;
   }
@@ -184,9 +178,8 @@ TEST_F(AllocatorCrash, EveryCaptureRecoversWithoutLeaksOrDoubleUse) {
     }
     // Crash the recovery of this image at each of its events, and recover those images too.
     std::vector<Image> inner;
-    auto p = Pool::open_image(std::move(img), [&](const Event& ie) {
-      inner.push_back(random_capture(*ie.sim, ie.seq));
-    });
+    auto p = Pool::open_image(
+        std::move(img), [&](const Event& ie) { inner.push_back(random_capture(*ie.sim, ie.seq)); });
     check_image(*p);
     for (auto& im : inner) {
       auto q = Pool::open_image(std::move(im));
@@ -196,7 +189,8 @@ TEST_F(AllocatorCrash, EveryCaptureRecoversWithoutLeaksOrDoubleUse) {
   });
 
   std::mt19937_64 rng(777);
-  const std::size_t sizes[] = {64, 64, 100, 128, 256, 512, 1000, 2048, 4096, 8192, 20000, 65536, 100000};
+  const std::size_t sizes[] = {64,   64,   100,  128,   256,   512,   1000,
+                               2048, 4096, 8192, 20000, 65536, 100000};
   std::size_t steps = 7000, fulls = 0;
   if (const char* s = std::getenv("DPTREE_CRASH_SCALE")) steps *= std::max(1, std::atoi(s));
   for (std::size_t step = 0; step < steps; ++step) {

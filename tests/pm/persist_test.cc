@@ -26,7 +26,7 @@ TEST(Persist, FlushCountsEveryOverlappedLine) {
   flush(buf + 60, 200);  // bytes 60..259 touch lines 0..4
   EXPECT_EQ(counters().total().lines, 5u);
   EXPECT_EQ(counters().total().bytes, 5u * 64);
-  flush(buf, 64);  // exactly one line
+  flush(buf, 64);      // exactly one line
   flush(buf + 63, 2);  // straddles two lines
   flush(buf, 0);       // nothing
   EXPECT_EQ(counters().total().lines, 8u);

@@ -177,7 +177,7 @@ TEST(PoolImage, SavedImageOpensAsAFile) {
   auto mem = Pool::create_in_memory(1 << 20);
   auto blk = mem->allocator().reserve(64);
   mem->allocator().activate(mem->root_word(), blk);
-  Image img{std::vector<std::byte>(mem->base(), mem->base() + mem->size())};
+  Image img{Buffer::copy_of({mem->base(), mem->size()})};
   auto p = default_pool_dir() / ("dptree-image-" + std::to_string(getpid()));
   fs::remove(p);
   Pool::save_image(img, p);

@@ -37,8 +37,8 @@ class Allocator {
     std::size_t used_chunks = 0;     // chunks assigned to a class or a large block
     std::size_t total_chunks = 0;
     std::size_t live_blocks = 0;
-    std::size_t live_bytes = 0;      // sum of block sizes of live blocks
-    std::size_t reserved_blocks = 0; // reserved, not yet activated
+    std::size_t live_bytes = 0;       // sum of block sizes of live blocks
+    std::size_t reserved_blocks = 0;  // reserved, not yet activated
   };
 
   // Block size a request of `size` bytes gets (throws for 0).
@@ -80,7 +80,7 @@ class Allocator {
   mutable std::mutex mu_;
   std::vector<ChunkInfo> chunks_;
   std::vector<std::vector<std::uint32_t>> partial_;  // per class: chunks with a free block
-  std::unordered_set<std::uint64_t> reserved_;        // reserved, not yet activated
+  std::unordered_set<std::uint64_t> reserved_;       // reserved, not yet activated
   std::size_t nchunks_ = 0;
   std::uint64_t heap_off_ = 0, desc_off_ = 0;
 

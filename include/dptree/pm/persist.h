@@ -92,7 +92,8 @@ struct CounterSnapshot {
   }
   const Counters& operator[](Category c) const { return by_category[static_cast<int>(c)]; }
   friend CounterSnapshot operator-(CounterSnapshot a, const CounterSnapshot& b) {
-    for (std::size_t i = 0; i < kCategories; ++i) a.by_category[i] = a.by_category[i] - b.by_category[i];
+    for (std::size_t i = 0; i < kCategories; ++i)
+      a.by_category[i] = a.by_category[i] - b.by_category[i];
     return a;
   }
 };

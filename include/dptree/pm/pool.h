@@ -92,6 +92,7 @@ class Pool {
   int fd_ = -1;
   bool dax_ = false;
   std::array<std::uint8_t, 16> uuid_{};
+  Buffer memory_;  // backs in-memory pools
   std::unique_ptr<Simulator> sim_;
   std::unique_ptr<Allocator> alloc_;
 };

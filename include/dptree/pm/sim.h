@@ -24,6 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dptree/pm/buffer.h"
+
 namespace dptree::pm {
 
 enum class Unit : std::uint8_t { line64, word8 };
@@ -48,7 +50,7 @@ struct Event {
 
 // A crash image: the bytes PM would hold after a power failure. Pool::open_image opens one.
 struct Image {
-  std::vector<std::byte> bytes;
+  Buffer bytes;
 };
 
 class Simulator {
@@ -56,7 +58,7 @@ class Simulator {
   using Hook = std::function<void(const Event&)>;
 
   // `working` is the pool's mapping; `durable` starts as a copy of what is on the medium.
-  Simulator(std::byte* working, std::size_t size, std::vector<std::byte> durable);
+  Simulator(std::byte* working, std::size_t size, Buffer durable);
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
@@ -68,7 +70,7 @@ class Simulator {
 
   Image capture(const CaptureOptions& opt) const;
   // The durable image as it stands (what survives if no pending or dirty line lands).
-  std::span<const std::byte> durable() const { return durable_; }
+  std::span<const std::byte> durable() const { return durable_.span(); }
 
   std::uint64_t flush_events() const;
   std::uint64_t fence_events() const;
@@ -93,7 +95,7 @@ class Simulator {
 
   std::byte* working_;
   std::size_t size_;
-  std::vector<std::byte> durable_;
+  Buffer durable_;
   std::uint64_t id_;
   mutable std::mutex mu_;
   std::vector<Pending> pending_;

@@ -1,0 +1,138 @@
+#include "baselines/slab/slab_arena.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::baselines {
+
+SlabArena::SlabArena(pm::Pool& pool, std::uint64_t* dir_word, std::size_t slot_size,
+                     std::size_t slab_size)
+    : pool_(pool), dir_word_(dir_word), slot_size_(slot_size), slab_size_(slab_size) {
+  if (!std::has_single_bit(slot_size) || !std::has_single_bit(slab_size) || slab_size < slot_size)
+    throw Error(Errc::corrupt, "slab arena in " + pool.name() + ": impossible slab size " +
+                                   std::to_string(slab_size) + "; recreate the pool");
+}
+
+std::size_t SlabArena::slab_size_for(std::size_t pool_size) {
+  std::size_t s = std::bit_floor(std::max<std::size_t>(pool_size / 64, 1));
+  return std::clamp<std::size_t>(s, 16 << 10, 16 << 20);
+}
+
+void SlabArena::open() {
+  if (*dir_word_ == 0) {
+    std::uint64_t d = pool_.allocator().reserve(kDirBytes);
+    std::memset(pool_.at(d), 0, kDirBytes);
+    pm::flush(pool_.at(d), kDirBytes);  // ordered by activate's first fence
+    pool_.allocator().activate(dir_word_, d);
+  }
+  auto* dir = pool_.at<std::uint64_t>(*dir_word_);
+  slabs_.clear();
+  by_off_.clear();
+  free_.clear();
+  used_ = 0;
+  for (std::size_t i = 0; i < kDirSlots && dir[i]; ++i) {
+    if (!pool_.allocator().is_live(dir[i]) || pool_.allocator().block_size(dir[i]) < slab_size_)
+      throw Error(Errc::corrupt, "slab arena in " + pool_.name() + ": directory entry " +
+                                     std::to_string(i) + " is not a live slab; recreate the pool");
+    by_off_[dir[i]] = slabs_.size();
+    slabs_.push_back({dir[i], std::vector<bool>(slab_size_ / slot_size_, false)});
+  }
+}
+
+bool SlabArena::mark_used(std::uint64_t off) {
+  std::size_t slot;
+  Slab* s = slab_of(off, slot);
+  if (!s || s->used[slot]) return false;
+  s->used[slot] = true;
+  ++used_;
+  return true;
+}
+
+void SlabArena::finish() {
+  free_.clear();
+  for (std::size_t i = slabs_.size(); i-- > 0;)
+    for (std::size_t k = slabs_[i].used.size(); k-- > 0;)
+      if (!slabs_[i].used[k]) free_.push_back(slabs_[i].off + k * slot_size_);
+}
+
+void SlabArena::grow() {
+  auto* dir = pool_.at<std::uint64_t>(*dir_word_);
+  std::size_t n = slabs_.size();
+  if (n == kDirSlots)
+    throw Error(Errc::pool_full,
+                "slab directory of " + pool_.name() + " is full; use a larger pool");
+  std::uint64_t b = pool_.allocator().reserve(slab_size_);  // throws pool_full
+  pool_.allocator().activate(&dir[n], b);
+  by_off_[b] = n;
+  slabs_.push_back({b, std::vector<bool>(slab_size_ / slot_size_, false)});
+  for (std::size_t k = slab_size_ / slot_size_; k-- > 0;) free_.push_back(b + k * slot_size_);
+}
+
+std::uint64_t SlabArena::alloc() {
+  if (free_.empty()) grow();
+  std::uint64_t off = free_.back();
+  free_.pop_back();
+  std::size_t slot;
+  slab_of(off, slot)->used[slot] = true;
+  ++used_;
+  return off;
+}
+
+void SlabArena::release(std::uint64_t off) {
+  std::size_t slot;
+  Slab* s = slab_of(off, slot);
+  if (!s || !s->used[slot])
+    throw Error(Errc::invalid_argument,
+                "slab arena: release of a slot that is not in use (" + std::to_string(off) + ")");
+  s->used[slot] = false;
+  --used_;
+  free_.push_back(off);
+}
+
+const SlabArena::Slab* SlabArena::slab_of(std::uint64_t off, std::size_t& slot) const {
+  auto it = by_off_.upper_bound(off);
+  if (it == by_off_.begin()) return nullptr;
+  --it;
+  std::uint64_t rel = off - it->first;
+  if (rel >= slab_size_ || rel % slot_size_) return nullptr;
+  slot = rel / slot_size_;
+  return &slabs_[it->second];
+}
+SlabArena::Slab* SlabArena::slab_of(std::uint64_t off, std::size_t& slot) {
+  return const_cast<Slab*>(std::as_const(*this).slab_of(off, slot));
+}
+
+bool SlabArena::is_slot(std::uint64_t off) const {
+  std::size_t slot;
+  return slab_of(off, slot) != nullptr;
+}
+bool SlabArena::is_used(std::uint64_t off) const {
+  std::size_t slot;
+  const Slab* s = slab_of(off, slot);
+  return s && s->used[slot];
+}
+
+std::size_t SlabArena::pm_bytes() const {
+  if (slabs_.empty()) return kDirBytes;
+  return kDirBytes + slabs_.size() * pool_.allocator().block_size(slabs_[0].off);
+}
+
+void SlabArena::for_each_block(const std::function<void(std::uint64_t)>& fn) const {
+  if (*dir_word_) fn(*dir_word_);
+  for (const auto& s : slabs_) fn(s.off);
+}
+
+void SlabArena::for_each_used(const std::function<void(std::uint64_t)>& fn) const {
+  for (const auto& s : slabs_)
+    for (std::size_t k = 0; k < s.used.size(); ++k)
+      if (s.used[k]) fn(s.off + k * slot_size_);
+}
+
+}  // namespace dptree::baselines

@@ -1,0 +1,47 @@
+// Small helpers shared by the peer indexes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "dptree/error.h"
+#include "dptree/registry.h"
+
+namespace dptree::baselines {
+
+// An 8-byte store the compiler may not reorder with the stores around it: FAST's in-line
+// ordering and the commit words rely on program order reaching the cache line.
+inline void store8(std::uint64_t* p, std::uint64_t v) {
+  std::atomic_ref<std::uint64_t>(*p).store(v, std::memory_order_release);
+}
+
+// Reads an unsigned option in [lo, hi]; refuses unknown option names.
+inline std::uint64_t option_u64(const IndexConfig& cfg, const std::string& index,
+                                const std::string& name, std::uint64_t dflt, std::uint64_t lo,
+                                std::uint64_t hi) {
+  for (const auto& [k, v] : cfg.options)
+    if (k != name)
+      throw Error(Errc::invalid_argument,
+                  index + ": unknown option '" + k + "': the only option is '" + name + "'");
+  auto it = cfg.options.find(name);
+  if (it == cfg.options.end()) return dflt;
+  std::uint64_t x = 0;
+  try {
+    std::size_t used = 0;
+    x = std::stoull(it->second, &used);
+    if (used != it->second.size()) throw std::invalid_argument("trailing characters");
+  } catch (const std::exception&) {
+    throw Error(Errc::invalid_argument, index + ": option " + name + "='" + it->second +
+                                            "' is not a number: pass an integer in [" +
+                                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  if (x < lo || x > hi)
+    throw Error(Errc::invalid_argument, index + ": option " + name + "=" + it->second +
+                                            " is out of range: pass an integer in [" +
+                                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+}  // namespace dptree::baselines

@@ -1,0 +1,506 @@
+// FAST_FAIR (Hwang et al., FAST 2018) on our PM layer: a B+-tree whose nodes all live in PM,
+// entries sorted in place.
+//  - FAST (failure-atomic shift): an in-node insert or delete shifts entries with 8-byte
+//    stores in an order that leaves every intermediate state readable, persisting each cache
+//    line as the shift leaves it; no log.
+//  - FAIR (failure-atomic in-place rebalance): a split writes and persists the new sibling,
+//    publishes it with one 8-byte sibling-pointer store, then truncates the old node with one
+//    more; the parent is updated afterwards and readers reach a node whose parent entry is
+//    missing through the sibling pointer (move right).
+// Recovery is instant: opening repairs nothing in the tree; a node left mid-shift or
+// mid-split is tolerated by readers and tidied by the next write to it.
+//
+// Entries hold the value inline, so values cannot mark the transient duplicate the way the
+// original's unique record pointers do; two values are reserved instead (docs/peers.md):
+// kEnd ends a node's entry array, kHole marks an entry being rewritten. Every entry rewrite
+// is hole, key, value, so an entry is always a hole or a whole (key, value) pair, and a
+// shift leaves at most one full duplicate of a neighbour, which readers skip.
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "baselines/common.h"
+#include "baselines/node_chain.h"
+#include "baselines/peers.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::baselines {
+namespace {
+
+constexpr std::uint64_t kMagic = 0x52494146'54534146ull;  // "FASTFAIR"
+constexpr Value kEnd = ~Value{0};
+constexpr Value kHole = ~Value{0} - 1;
+
+struct Entry {
+  std::uint64_t key;
+  std::uint64_t val;  // leaf: the value; inner: child offset; kEnd / kHole as above
+};
+
+struct Header {  // one cache line
+  ChainLinks links;
+  std::uint64_t sibling;   // right neighbour on this level
+  std::uint64_t leftmost;  // inner: child for keys below the first entry
+  std::uint64_t low_key;   // every key of this node is >= low_key (fixed at creation)
+  std::uint32_t level;     // 0 = leaf
+  std::uint32_t pad0;
+  std::uint64_t pad1;
+};
+static_assert(sizeof(Header) == 64);
+
+struct Root {  // the root block (pool root word)
+  std::uint64_t magic;
+  std::uint64_t param;  // node_bytes
+  ChainRoot chain;
+  std::uint64_t tree_root;
+};
+
+class FastFair final : public Index {
+ public:
+  FastFair(pm::Pool& pool, std::size_t node_bytes_opt, bool explicit_size) : pool_(pool) {
+    pm::CategoryScope cat(pm::Category::node);
+    root_ = open_root<Root>(pool_, kMagic, "fastfair", "node_bytes", node_bytes_opt, explicit_size);
+    node_bytes_ = root_->param;
+    slots_ = (node_bytes_ - sizeof(Header)) / sizeof(Entry);
+    cap_ = slots_ - 1;  // the last slot always holds kEnd
+    recover();
+  }
+
+  std::string name() const override { return "fastfair"; }
+  Value max_value() const override { return kHole - 1; }
+
+  void upsert(Key k, Value v) override { write(k, v, Mode::upsert); }
+  bool insert(Key k, Value v) override { return write(k, v, Mode::insert); }
+  bool update(Key k, Value v) override { return write(k, v, Mode::update); }
+
+  bool remove(Key k) override {
+    pm::CategoryScope cat(pm::Category::node);
+    std::vector<std::uint64_t> path;
+    auto leaf = descend(k, &path);
+    repair(leaf);
+    auto* e = ents(leaf);
+    std::size_t n = end_of(leaf);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (e[i].key == k) {
+        shift_left(leaf, i);
+        return true;
+      }
+      if (e[i].key > k) break;
+    }
+    return false;
+  }
+
+  std::optional<Value> lookup(Key k) const override {
+    auto leaf = descend(k, nullptr);
+    const auto* e = ents(leaf);
+    for (std::size_t i = 0; i < slots_; ++i) {
+      Value v = e[i].val;
+      if (v == kEnd) break;
+      if (v == kHole) continue;
+      if (e[i].key == k) return v;  // a duplicate holds the same pair: the first will do
+      if (e[i].key > k) break;
+    }
+    return std::nullopt;
+  }
+
+  std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
+    std::size_t got = 0;
+    std::vector<Entry> es;
+    for (auto leaf = descend(start, nullptr); leaf && got < count; leaf = hdr(leaf)->sibling) {
+      logical(leaf, es);
+      for (const auto& x : es) {
+        if (x.key < start) continue;
+        if (got == count) break;
+        out.emplace_back(x.key, x.val);
+        ++got;
+      }
+    }
+    return got;
+  }
+
+  IndexStats stats() const override {
+    IndexStats s;
+    std::size_t nodes = 0, leaves = 0;
+    std::vector<Entry> es;
+    for (auto first = root_->tree_root; first; first = level_first_child(first)) {
+      for (auto x = first; x; x = hdr(x)->sibling) {
+        ++nodes;
+        if (hdr(x)->level == 0) {
+          ++leaves;
+          logical(x, es);
+          s.records += es.size();
+        }
+      }
+      if (hdr(first)->level == 0) break;
+    }
+    s.pm_bytes = nodes * pool_.allocator().block_size(root_->tree_root) +
+                 pool_.allocator().block_size(*pool_.root_word());
+    s.extra = {{"nodes", double(nodes)}, {"leaves", double(leaves)}};
+    return s;
+  }
+
+  CheckReport check() const override;
+
+ private:
+  enum class Mode { upsert, insert, update };
+
+  Header* hdr(std::uint64_t n) const { return pool_.at<Header>(n); }
+  Entry* ents(std::uint64_t n) const {
+    return reinterpret_cast<Entry*>(pool_.at<std::byte>(n) + sizeof(Header));
+  }
+  std::size_t end_of(std::uint64_t n) const {
+    const auto* e = ents(n);
+    std::size_t i = 0;
+    while (i < slots_ && e[i].val != kEnd) ++i;
+    return i;
+  }
+  std::uint64_t level_first_child(std::uint64_t n) const {
+    return hdr(n)->level ? hdr(n)->leftmost : 0;
+  }
+
+  // The entries readers see: holes and duplicates skipped, and entries a crash left behind a
+  // FAIR split (keys at or past the sibling's low key, which the sibling holds) cut off.
+  void logical(std::uint64_t n, std::vector<Entry>& out) const {
+    out.clear();
+    const auto* e = ents(n);
+    std::uint64_t sib = hdr(n)->sibling;
+    for (std::size_t i = 0; i < slots_; ++i) {
+      Value v = e[i].val;
+      if (v == kEnd) break;
+      if (v == kHole) continue;
+      if (!out.empty() && out.back().key == e[i].key) continue;
+      if (sib && e[i].key >= hdr(sib)->low_key) break;
+      out.push_back({e[i].key, v});
+    }
+  }
+
+  std::uint64_t move_right(std::uint64_t n, Key k) const {
+    for (auto s = hdr(n)->sibling; s && k >= hdr(s)->low_key; s = hdr(n)->sibling) n = s;
+    return n;
+  }
+
+  std::uint64_t child_for(std::uint64_t n, Key k) const {
+    const auto* e = ents(n);
+    std::uint64_t c = hdr(n)->leftmost;
+    for (std::size_t i = 0; i < slots_; ++i) {
+      Value v = e[i].val;
+      if (v == kEnd) break;
+      if (v == kHole) continue;
+      if (e[i].key > k) break;
+      c = v;
+    }
+    return c;
+  }
+
+  // Root to leaf, moving right where a split's parent entry is missing; path[level] = node.
+  std::uint64_t descend(Key k, std::vector<std::uint64_t>* path) const {
+    auto n = root_->tree_root;
+    if (path) path->assign(hdr(n)->level + 1, 0);
+    for (;;) {
+      n = move_right(n, k);
+      if (path) (*path)[hdr(n)->level] = n;
+      if (hdr(n)->level == 0) return n;
+      n = child_for(n, k);
+    }
+  }
+
+  // Persists the cache line of the previous write when the next write leaves it: FAST's
+  // ordering across lines (a line's stores reach PM in program order, lines do not).
+  struct LineWriter {
+    const void* line = nullptr;
+    void touch(const void* p) {
+      auto* l = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) &
+                                              ~std::uintptr_t{pm::kCacheLine - 1});
+      if (line && line != l) pm::persist(line, pm::kCacheLine);
+      line = l;
+    }
+    void done() {
+      if (line) pm::persist(line, pm::kCacheLine);
+      line = nullptr;
+    }
+  };
+
+  void put(LineWriter& w, Entry& dst, std::uint64_t key, std::uint64_t val) {
+    w.touch(&dst);
+    store8(&dst.val, kHole);
+    store8(&dst.key, key);
+    store8(&dst.val, val);
+  }
+
+  // FAST insert at position p of a node with n < cap entries.
+  void shift_right(std::uint64_t node, std::size_t p, Key k, Value v) {
+    auto* e = ents(node);
+    std::size_t n = end_of(node);
+    LineWriter w;
+    if (e[n + 1].val != kEnd) {  // garbage a truncation left behind: end the array first
+      w.touch(&e[n + 1]);
+      store8(&e[n + 1].val, kEnd);
+    }
+    for (std::size_t i = n; i > p; --i) put(w, e[i], e[i - 1].key, e[i - 1].val);
+    put(w, e[p], k, v);
+    w.done();
+  }
+
+  // FAST delete of entry j (also removes a hole or a duplicate left by a crash).
+  void shift_left(std::uint64_t node, std::size_t j) {
+    auto* e = ents(node);
+    std::size_t n = end_of(node);
+    LineWriter w;
+    for (std::size_t i = j; i + 1 < n; ++i) put(w, e[i], e[i + 1].key, e[i + 1].val);
+    w.touch(&e[n - 1]);
+    store8(&e[n - 1].val, kEnd);
+    w.done();
+  }
+
+  // Tidies what a crash left in this node before writing to it: a FAIR split whose
+  // truncation did not land, then a hole or a duplicate from an interrupted shift.
+  void repair(std::uint64_t node) {
+    auto* e = ents(node);
+    if (auto sib = hdr(node)->sibling) {
+      std::size_t n = end_of(node);
+      for (std::size_t i = 0; i < n; ++i)
+        if (e[i].val != kHole && e[i].key >= hdr(sib)->low_key) {
+          store8(&e[i].val, kEnd);
+          pm::persist(&e[i].val, 8);
+          break;
+        }
+    }
+    for (bool again = true; again;) {
+      again = false;
+      std::size_t n = end_of(node);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (e[i].val == kHole || (i > 0 && e[i - 1].val != kHole && e[i - 1].key == e[i].key)) {
+          shift_left(node, i);
+          again = true;
+          break;
+        }
+      }
+    }
+  }
+
+  bool write(Key k, Value v, Mode mode) {
+    if (v > max_value())
+      throw Error(Errc::invalid_argument,
+                  "fastfair: value " + std::to_string(v) + " is above max_value() " +
+                      std::to_string(max_value()) + " (two values mark entries in PM)");
+    pm::CategoryScope cat(pm::Category::node);
+    std::vector<std::uint64_t> path;
+    for (;;) {
+      auto leaf = descend(k, &path);
+      repair(leaf);
+      auto* e = ents(leaf);
+      std::size_t n = end_of(leaf), p = n;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (e[i].key == k) {
+          if (mode == Mode::insert) return false;
+          store8(&e[i].val, v);  // an 8-byte in-place update (the DPTree paper's §4.4)
+          pm::persist(&e[i].val, 8);
+          return true;
+        }
+        if (e[i].key > k) {
+          p = i;
+          break;
+        }
+      }
+      if (mode == Mode::update) return false;
+      if (n < cap_) {
+        shift_right(leaf, p, k, v);
+        return true;
+      }
+      split(leaf, path);  // then retry: the key goes to one of the halves
+    }
+  }
+
+  // A fresh node block, every slot kEnd, flushed (the activate that follows fences it).
+  std::uint64_t new_node(std::uint32_t level, Key low, std::uint64_t creator) {
+    auto blk = pool_.allocator().reserve(node_bytes_);
+    auto* h = hdr(blk);
+    std::memset(static_cast<void*>(h), 0, sizeof(Header));
+    h->links.prev = root_->chain.last;
+    h->links.creator = creator;
+    h->level = level;
+    h->low_key = low;
+    auto* e = ents(blk);
+    for (std::size_t i = 0; i < slots_; ++i) e[i] = {0, kEnd};
+    return blk;
+  }
+
+  // FAIR split of a full node, then the parent update.
+  void split(std::uint64_t x, std::vector<std::uint64_t>& path) {
+    auto* h = hdr(x);
+    auto* e = ents(x);
+    std::size_t n = end_of(x), m = n / 2;
+    Key sep = e[m].key;
+    auto s = new_node(h->level, sep, x);
+    auto* sh = hdr(s);
+    auto* se = ents(s);
+    sh->sibling = h->sibling;
+    std::size_t from = m;
+    if (h->level) {  // the separator moves up; its child becomes the sibling's leftmost
+      sh->leftmost = e[m].val;
+      from = m + 1;
+    }
+    for (std::size_t i = from; i < n; ++i) se[i - from] = e[i];
+    pm::flush(pool_.at<std::byte>(s), node_bytes_);
+    chain_activate(pool_, &root_->chain, s);
+    store8(&h->sibling, s);  // FAIR commit: the sibling is reachable
+    pm::persist(&h->sibling, 8);
+    store8(&e[m].val, kEnd);  // truncate the old node
+    pm::persist(&e[m].val, 8);
+    insert_parent(path, h->level + 1, sep, s);
+  }
+
+  void insert_parent(std::vector<std::uint64_t>& path, std::uint32_t level, Key k,
+                     std::uint64_t child) {
+    if (level >= path.size()) {  // the top level split: a new root over it
+      auto r = new_node(level, 0, 0);
+      hdr(r)->leftmost = root_->tree_root;
+      ents(r)[0] = {k, child};
+      pm::flush(pool_.at<std::byte>(r), node_bytes_);
+      chain_activate(pool_, &root_->chain, r);
+      store8(&root_->tree_root, r);
+      pm::persist(&root_->tree_root, 8);
+      path.push_back(r);
+      return;
+    }
+    for (;;) {
+      auto p = move_right(path[level], k);
+      repair(p);
+      auto* e = ents(p);
+      std::size_t n = end_of(p), pos = n;
+      for (std::size_t i = 0; i < n; ++i)
+        if (e[i].key > k) {
+          pos = i;
+          break;
+        }
+      if (n < cap_) {
+        shift_right(p, pos, k, child);
+        return;
+      }
+      path[level] = p;
+      split(p, path);
+    }
+  }
+
+  // Frees the newest node if a crash kept it from being published; makes the first leaf.
+  void recover() {
+    if (auto t = chain_recover_tail(pool_, &root_->chain)) {
+      auto c = links(pool_, t)->creator;
+      bool published = c ? hdr(c)->sibling == t : root_->tree_root == t;
+      if (!published) chain_drop_tail(pool_, &root_->chain);
+    }
+    if (!root_->tree_root) {
+      auto leaf = new_node(0, 0, 0);
+      pm::flush(pool_.at<std::byte>(leaf), node_bytes_);
+      chain_activate(pool_, &root_->chain, leaf);
+      store8(&root_->tree_root, leaf);
+      pm::persist(&root_->tree_root, 8);
+    }
+  }
+
+  pm::Pool& pool_;
+  Root* root_ = nullptr;
+  std::size_t node_bytes_ = 0, slots_ = 0, cap_ = 0;
+};
+
+CheckReport FastFair::check() const {
+  CheckReport r;
+  auto hex = [](std::uint64_t x) { return std::to_string(x); };
+  std::set<std::uint64_t> nodes;
+  std::size_t records = 0, transient = 0, unlinked = 0, levels = 0;
+  std::vector<Entry> es;
+  bool have_prev = false;
+  Key prev_key = 0;
+  std::uint64_t first = root_->tree_root;
+  if (!first) r.fail("no tree root");
+  std::set<std::uint64_t> referenced;  // children named by the level above
+  for (std::uint32_t want = first ? hdr(first)->level + 1 : 0; first;) {
+    --want;
+    ++levels;
+    std::set<std::uint64_t> next_ref;
+    for (auto x = first; x; x = hdr(x)->sibling) {
+      if (!pool_.allocator().is_live(x) || !nodes.insert(x).second) {
+        r.fail("node " + hex(x) + " is not a live block or is reached twice");
+        return r;
+      }
+      const auto* h = hdr(x);
+      if (h->level != want) r.fail("node " + hex(x) + " has level " + hex(h->level));
+      if (x != first && !referenced.count(x)) ++unlinked;  // a parent entry a crash lost
+      if (h->sibling && hdr(h->sibling)->low_key <= h->low_key)
+        r.fail("node " + hex(x) + ": sibling's low key is not above its own");
+      const auto* e = ents(x);
+      std::size_t n = end_of(x);
+      if (n > cap_) r.fail("node " + hex(x) + " has no end mark");
+      for (std::size_t i = 0; i < n; ++i)
+        if (e[i].val == kHole || (i && e[i - 1].val != kHole && e[i - 1].key == e[i].key))
+          ++transient;
+      logical(x, es);
+      for (std::size_t i = 0; i < es.size(); ++i) {
+        if (i && es[i].key <= es[i - 1].key) r.fail("node " + hex(x) + " is not sorted");
+        if (es[i].key < h->low_key) r.fail("node " + hex(x) + " holds a key below its low key");
+      }
+      if (h->level == 0) {
+        for (const auto& x2 : es) {
+          if (have_prev && x2.key <= prev_key) r.fail("leaf keys out of order at " + hex(x2.key));
+          have_prev = true;
+          prev_key = x2.key;
+        }
+        records += es.size();
+        continue;
+      }
+      auto check_child = [&](std::uint64_t c, Key low) {
+        if (!c || !pool_.allocator().is_live(c)) {
+          r.fail("node " + hex(x) + " names a dead child");
+          return false;
+        }
+        if (hdr(c)->low_key != low || hdr(c)->level + 1 != h->level)
+          r.fail("node " + hex(x) + ": child " + hex(c) + " has the wrong low key or level");
+        next_ref.insert(c);
+        return true;
+      };
+      if (!check_child(h->leftmost, h->low_key)) return r;
+      for (const auto& c : es)
+        if (!check_child(c.val, c.key)) return r;
+    }
+    if (hdr(first)->level == 0) break;
+    referenced = std::move(next_ref);
+    first = hdr(first)->leftmost;
+  }
+  // Every node the creation chain owns is in the tree, and the allocator holds nothing else.
+  std::set<std::uint64_t> chain;
+  for (auto c = root_->chain.first; c; c = links(pool_, c)->next)
+    if (!chain.insert(c).second || chain.size() > nodes.size() + 1) {
+      r.fail("the creation chain loops");
+      break;
+    }
+  if (chain != nodes) r.fail("the creation chain and the tree hold different nodes");
+  if (root_->chain.last && !chain.count(root_->chain.last)) r.fail("chain tail hint is stale");
+  std::size_t live = 0;
+  pool_.allocator().for_each_live_block([&](std::uint64_t off, std::size_t) {
+    ++live;
+    if (off != *pool_.root_word() && !nodes.count(off))
+      r.fail("live block " + hex(off) + " is not reachable (leak)");
+  });
+  if (live != nodes.size() + 1) r.fail("live blocks differ from the reachable blocks");
+  r.facts = {{"records", double(records)},
+             {"nodes", double(nodes.size())},
+             {"levels", double(levels)},
+             {"transient_entries", double(transient)},
+             {"unlinked_nodes", double(unlinked)}};
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<Index> make_fastfair(const IndexConfig& cfg) {
+  if (!cfg.pool)
+    throw Error(Errc::invalid_argument, "fastfair is persistent: pass a pool (IndexConfig.pool)");
+  auto nb = option_u64(cfg, "fastfair", "node_bytes", 512, 128, 4096);
+  if (nb & (nb - 1))
+    throw Error(Errc::invalid_argument,
+                "fastfair: node_bytes=" + std::to_string(nb) + " is not a power of two");
+  return std::make_unique<FastFair>(*cfg.pool, nb, cfg.options.count("node_bytes") > 0);
+}
+
+}  // namespace dptree::baselines

@@ -1,0 +1,345 @@
+// FPTree (Oukid et al., SIGMOD 2016) on our PM layer: inner nodes in DRAM, leaves in PM.
+// A leaf holds unsorted key-value slots, a validity bitmap, one-byte fingerprints of the keys
+// and a next pointer. An insert writes the pair and its fingerprint into a free slot, persists
+// them, then sets the slot's bit with one 8-byte store and persists it; an update writes the
+// new pair out of place and flips both bits in one store; a delete clears the bit. A leaf
+// split goes through a persistent micro-log (split leaf, new leaf) that recovery redoes or
+// undoes. The DRAM inner index is rebuilt from the leaf list on open.
+//
+// Simplifications (docs/peers.md): the DRAM inner nodes are an ordered map from each leaf's
+// low key to the leaf rather than the paper's B+-tree inner nodes; empty leaves are kept
+// (no delete micro-log); single-threaded (the HTM / lock-fallback concurrency is not done).
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "baselines/common.h"
+#include "baselines/node_chain.h"
+#include "baselines/peers.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::baselines {
+namespace {
+
+constexpr std::uint64_t kMagic = 0x45455254'50464d50ull;  // "PMFPTREE"
+constexpr std::size_t kMaxCapacity = 56;
+
+struct Entry {
+  std::uint64_t key;
+  std::uint64_t val;
+};
+
+struct Leaf {
+  ChainLinks links;       // line 0 (node_chain.h wants the links first)
+  std::uint64_t next;     // the next leaf in key order
+  std::uint64_t low_key;  // every key of this leaf is >= low_key (fixed at creation)
+  std::uint64_t pad[3];
+  std::uint64_t bitmap;  // line 1: validity bits and fingerprints
+  std::uint8_t fp[kMaxCapacity];
+  // then `capacity` Entry slots (the block is sized for them): kvs()
+};
+static_assert(offsetof(Leaf, bitmap) == 64 && sizeof(Leaf) == 128);
+
+Entry* kvs(Leaf* l) {
+  return reinterpret_cast<Entry*>(l + 1);
+}
+const Entry* kvs(const Leaf* l) {
+  return reinterpret_cast<const Entry*>(l + 1);
+}
+
+struct Root {
+  std::uint64_t magic;
+  std::uint64_t param;  // leaf capacity
+  ChainRoot chain;
+  std::uint64_t log_leaf;      // split micro-log: the leaf being split
+  std::uint64_t log_new_leaf;  // and its new right half
+};
+
+std::uint8_t fingerprint(Key k) {
+  return static_cast<std::uint8_t>((k * 0x9E3779B97F4A7C15ull) >> 56);
+}
+
+class FPTree final : public Index {
+ public:
+  FPTree(pm::Pool& pool, std::size_t capacity_opt, bool explicit_cap) : pool_(pool) {
+    {
+      pm::CategoryScope cat(pm::Category::node);
+      root_ = open_root<Root>(pool_, kMagic, "fptree", "leaf_capacity", capacity_opt, explicit_cap);
+    }
+    cap_ = root_->param;
+    full_ = cap_ == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << cap_) - 1;
+    leaf_bytes_ = sizeof(Leaf) + cap_ * sizeof(Entry);
+    recover();
+  }
+
+  std::string name() const override { return "fptree"; }
+
+  void upsert(Key k, Value v) override { write(k, v, Mode::upsert); }
+  bool insert(Key k, Value v) override { return write(k, v, Mode::insert); }
+  bool update(Key k, Value v) override { return write(k, v, Mode::update); }
+
+  bool remove(Key k) override {
+    pm::CategoryScope cat(pm::Category::node);
+    auto* l = leaf(find_leaf(k));
+    int i = find_slot(l, k);
+    if (i < 0) return false;
+    store8(&l->bitmap, l->bitmap & ~(std::uint64_t{1} << i));
+    pm::persist(&l->bitmap, 8);
+    return true;
+  }
+
+  std::optional<Value> lookup(Key k) const override {
+    const auto* l = leaf(find_leaf(k));
+    int i = find_slot(l, k);
+    if (i < 0) return std::nullopt;
+    return kvs(l)[i].val;
+  }
+
+  std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
+    std::size_t got = 0;
+    std::vector<KV> buf;
+    for (auto off = find_leaf(start); off && got < count; off = leaf(off)->next) {
+      const auto* l = leaf(off);
+      buf.clear();
+      for (auto bm = l->bitmap; bm; bm &= bm - 1) {
+        const auto& e = kvs(l)[std::countr_zero(bm)];
+        if (e.key >= start) buf.emplace_back(e.key, e.val);
+      }
+      std::sort(buf.begin(), buf.end());  // unsorted leaves: FPTree sorts for range scans
+      for (const auto& kv : buf) {
+        if (got == count) break;
+        out.push_back(kv);
+        ++got;
+      }
+    }
+    return got;
+  }
+
+  IndexStats stats() const override {
+    IndexStats s;
+    std::size_t leaves = 0;
+    for (auto off = root_->chain.first; off; off = leaf(off)->next) {
+      ++leaves;
+      s.records += std::popcount(leaf(off)->bitmap);
+    }
+    s.pm_bytes = leaves * pm::Allocator::block_size_for(leaf_bytes_) +
+                 pool_.allocator().block_size(*pool_.root_word());
+    s.dram_bytes = inner_.size() * 64;  // map node: key, value, three links, colour
+    s.extra = {{"leaves", double(leaves)}};
+    return s;
+  }
+
+  CheckReport check() const override;
+
+ private:
+  enum class Mode { upsert, insert, update };
+
+  Leaf* leaf(std::uint64_t off) const { return pool_.at<Leaf>(off); }
+
+  std::uint64_t find_leaf(Key k) const {
+    auto it = inner_.upper_bound(k);
+    return std::prev(it)->second;  // the first leaf has low key 0
+  }
+
+  int find_slot(const Leaf* l, Key k) const {
+    auto f = fingerprint(k);
+    for (auto bm = l->bitmap; bm; bm &= bm - 1) {
+      int i = std::countr_zero(bm);
+      if (l->fp[i] == f && kvs(l)[i].key == k) return i;
+    }
+    return -1;
+  }
+
+  bool write(Key k, Value v, Mode mode) {
+    pm::CategoryScope cat(pm::Category::node);
+    for (;;) {
+      auto off = find_leaf(k);
+      auto* l = leaf(off);
+      int old = find_slot(l, k);
+      if (old >= 0 && mode == Mode::insert) return false;
+      if (old < 0 && mode == Mode::update) return false;
+      std::uint64_t bm = l->bitmap;
+      if (bm == full_) {
+        split(off);
+        continue;
+      }
+      int j = std::countr_zero(~bm);
+      kvs(l)[j] = {k, v};
+      l->fp[j] = fingerprint(k);
+      // The pair and its fingerprint are durable before the bit that makes them visible.
+      pm::flush(&kvs(l)[j], sizeof(Entry));
+      pm::flush(&l->fp[j], 1);
+      pm::fence();
+      bm |= std::uint64_t{1} << j;
+      if (old >= 0) bm &= ~(std::uint64_t{1} << old);  // update: both bits in one store
+      store8(&l->bitmap, bm);
+      pm::persist(&l->bitmap, 8);
+      return true;
+    }
+  }
+
+  // The split micro-log protocol; recovery redoes from step 3 or undoes before it.
+  void split(std::uint64_t off) {
+    {
+      pm::CategoryScope cat(pm::Category::log);
+      store8(&root_->log_leaf, off);  // 1. log the leaf being split
+      pm::persist(&root_->log_leaf, 8);
+    }
+    auto s = pool_.allocator().reserve(leaf_bytes_);  // 2. allocate the new leaf
+    auto* sl = leaf(s);
+    std::memset(static_cast<void*>(sl), 0, sizeof(Leaf));
+    sl->links.prev = root_->chain.last;
+    sl->links.creator = off;
+    pm::flush(sl, sizeof(Leaf));
+    chain_activate(pool_, &root_->chain, s);
+    {
+      pm::CategoryScope cat(pm::Category::log);
+      store8(&root_->log_new_leaf, s);
+      pm::persist(&root_->log_new_leaf, 8);
+    }
+    finish_split(off, s);
+    pm::CategoryScope cat(pm::Category::log);
+    root_->log_leaf = 0;  // 6. clear the log
+    root_->log_new_leaf = 0;
+    pm::persist(&root_->log_leaf, 16);
+    inner_[sl->low_key] = s;
+  }
+
+  // Steps 3-5: copy the full leaf into the new one and keep its upper half there, link it,
+  // then keep the lower half in the old leaf. Idempotent while the old leaf is still full.
+  void finish_split(std::uint64_t off, std::uint64_t s) {
+    auto* l = leaf(off);
+    auto* sl = leaf(s);
+    std::vector<Key> keys(cap_);
+    for (std::size_t i = 0; i < cap_; ++i) keys[i] = kvs(l)[i].key;
+    std::nth_element(keys.begin(), keys.begin() + cap_ / 2, keys.end());
+    Key median = keys[cap_ / 2];
+    std::uint64_t upper = 0;
+    for (std::size_t i = 0; i < cap_; ++i)
+      if (kvs(l)[i].key >= median) upper |= std::uint64_t{1} << i;
+    std::memcpy(kvs(sl), kvs(l), cap_ * sizeof(Entry));
+    std::memcpy(sl->fp, l->fp, cap_);
+    if (l->next != s) sl->next = l->next;  // a redo after step 4 must not link to itself
+    sl->low_key = median;
+    sl->bitmap = upper;
+    pm::persist(sl, leaf_bytes_);  // 3.
+    store8(&l->next, s);           // 4. link the new leaf
+    pm::persist(&l->next, 8);
+    store8(&l->bitmap, full_ & ~upper);  // 5. the old leaf keeps the lower half
+    pm::persist(&l->bitmap, 8);
+  }
+
+  void recover() {
+    pm::CategoryScope cat(pm::Category::node);
+    if (root_->log_leaf || root_->log_new_leaf) {
+      auto off = root_->log_leaf, s = root_->log_new_leaf;
+      // Redo when the new leaf was logged and the old one still holds everything; otherwise
+      // the split either did not allocate (undo: the chain tail is freed below) or is done.
+      if (off && s && leaf(off)->bitmap == full_) finish_split(off, s);
+      pm::CategoryScope lc(pm::Category::log);
+      root_->log_leaf = 0;
+      root_->log_new_leaf = 0;
+      pm::persist(&root_->log_leaf, 16);
+    }
+    if (auto t = chain_recover_tail(pool_, &root_->chain)) {
+      auto c = links(pool_, t)->creator;
+      if (c && leaf(c)->next != t) chain_drop_tail(pool_, &root_->chain);
+    }
+    if (!root_->chain.first) {
+      auto s = pool_.allocator().reserve(leaf_bytes_);
+      std::memset(pool_.at<std::byte>(s), 0, sizeof(Leaf));
+      pm::flush(pool_.at<std::byte>(s), sizeof(Leaf));
+      chain_activate(pool_, &root_->chain, s);
+    }
+    // Rebuild the DRAM inner index from the leaf list.
+    for (auto off = root_->chain.first; off; off = leaf(off)->next)
+      inner_[leaf(off)->low_key] = off;
+  }
+
+  pm::Pool& pool_;
+  Root* root_ = nullptr;
+  std::size_t cap_ = 0, leaf_bytes_ = 0;
+  std::uint64_t full_ = 0;
+  std::map<Key, std::uint64_t> inner_;  // leaf low key -> leaf
+};
+
+CheckReport FPTree::check() const {
+  CheckReport r;
+  auto str = [](std::uint64_t x) { return std::to_string(x); };
+  if (root_->log_leaf || root_->log_new_leaf) r.fail("the split micro-log is not clear");
+  std::set<std::uint64_t> leaves;
+  std::size_t records = 0;
+  for (auto off = root_->chain.first; off; off = leaf(off)->next) {
+    if (!pool_.allocator().is_live(off) || !leaves.insert(off).second) {
+      r.fail("leaf " + str(off) + " is not live or is reached twice");
+      return r;
+    }
+    const auto* l = leaf(off);
+    if (off == root_->chain.first && l->low_key != 0) r.fail("first leaf's low key is not 0");
+    if (l->bitmap & ~full_) r.fail("leaf " + str(off) + " has bits past its capacity");
+    auto it = inner_.find(l->low_key);
+    if (it == inner_.end() || it->second != off)
+      r.fail("inner index does not route low key " + str(l->low_key) + " to its leaf");
+    Key hi = l->next ? leaf(l->next)->low_key : 0;
+    if (l->next && hi <= l->low_key) r.fail("leaf low keys are not increasing");
+    std::set<Key> keys;
+    for (auto bm = l->bitmap; bm; bm &= bm - 1) {
+      int i = std::countr_zero(bm);
+      Key k = kvs(l)[i].key;
+      ++records;
+      if (!keys.insert(k).second) r.fail("leaf " + str(off) + " holds key " + str(k) + " twice");
+      if (l->fp[i] != fingerprint(k)) r.fail("wrong fingerprint for key " + str(k));
+      if (k < l->low_key || (l->next && k >= hi))
+        r.fail("key " + str(k) + " lies outside its leaf's range");
+    }
+  }
+  if (inner_.size() != leaves.size()) r.fail("inner index names leaves not in the list");
+  std::set<std::uint64_t> chain;
+  for (auto c = root_->chain.first; c; c = links(pool_, c)->next)
+    if (!chain.insert(c).second || chain.size() > leaves.size() + 1) {
+      r.fail("the creation chain loops");
+      break;
+    }
+  if (chain != leaves) r.fail("the creation chain and the leaf list hold different leaves");
+  std::size_t live = 0;
+  pool_.allocator().for_each_live_block([&](std::uint64_t off, std::size_t) {
+    ++live;
+    if (off != *pool_.root_word() && !leaves.count(off))
+      r.fail("live block " + str(off) + " is not reachable (leak)");
+  });
+  if (live != leaves.size() + 1) r.fail("live blocks differ from the reachable blocks");
+  r.facts = {{"records", double(records)}, {"leaves", double(leaves.size())}};
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<Index> make_fptree(const IndexConfig& cfg) {
+  if (!cfg.pool)
+    throw Error(Errc::invalid_argument, "fptree is persistent: pass a pool (IndexConfig.pool)");
+  auto cap = option_u64(cfg, "fptree", "leaf_capacity", kMaxCapacity, 2, kMaxCapacity);
+  return std::make_unique<FPTree>(*cfg.pool, cap, cfg.options.count("leaf_capacity") > 0);
+}
+
+}  // namespace dptree::baselines
+
+namespace dptree {
+
+void register_paper_peers() {
+  register_index({"fastfair",
+                  "FAST_FAIR (FAST'18): sorted PM B+-tree, failure-atomic shift and in-place "
+                  "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
+                  "persistence within a cache line; values up to 2^64-3; single-threaded",
+                  true, false, baselines::make_fastfair});
+  register_index({"fptree",
+                  "FPTree (SIGMOD'16): DRAM inner index, PM leaves with bitmap and one-byte "
+                  "fingerprints, split micro-log, inner rebuilt on open; assumes 8-byte atomic "
+                  "stores; single-threaded (no HTM path yet)",
+                  true, false, baselines::make_fptree});
+}
+
+}  // namespace dptree

@@ -1,0 +1,95 @@
+// Ownership of PM nodes that are linked into a list whose words change (sibling / next
+// pointers). The §2.4 allocator ties a block to the one persistent word it was activated into,
+// but a FAIR split or an FPTree leaf split repoints the sibling word that held the old node's
+// right neighbour, so that word cannot own it. Every node is instead activated into a
+// write-once word: the `next` link of the node created just before it (the "creation chain").
+// Only the chain's tail can be unpublished after a crash (one structural change is in flight
+// at a time); recovery frees it if the index does not reach it.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::baselines {
+
+struct ChainLinks {
+  std::uint64_t next = 0;     // the next node created (owner word of that node)
+  std::uint64_t prev = 0;     // the node created before this one (0: owned by ChainRoot::first)
+  std::uint64_t creator = 0;  // index-specific: the node whose split made this one
+};
+
+struct ChainRoot {
+  std::uint64_t first = 0;  // owner word of the first node created
+  std::uint64_t last = 0;   // hint: the newest node; recovery follows `next` past it
+};
+
+// Every chained node starts with ChainLinks.
+inline ChainLinks* links(pm::Pool& p, std::uint64_t node) {
+  return p.at<ChainLinks>(node);
+}
+
+// Makes the reserved, initialised `blk` allocated (its ChainLinks::prev must be
+// root->last and its content flushed; activate's first fence drains those flushes).
+inline void chain_activate(pm::Pool& p, ChainRoot* root, std::uint64_t blk) {
+  std::uint64_t* dest = root->last ? &links(p, root->last)->next : &root->first;
+  p.allocator().activate(dest, blk);
+  root->last = blk;
+  pm::flush(&root->last, 8);  // a stale hint is repaired by chain_recover_tail
+}
+
+// Brings root->last to the real tail; returns it (0 for an empty chain).
+inline std::uint64_t chain_recover_tail(pm::Pool& p, ChainRoot* root) {
+  std::uint64_t t = root->last ? root->last : root->first;
+  if (t)
+    while (links(p, t)->next) t = links(p, t)->next;
+  if (t != root->last) {
+    root->last = t;
+    pm::persist(&root->last, 8);
+  }
+  return t;
+}
+
+// Frees the tail (it is not reachable). The hint moves back first, so a crash in between
+// leaves a tail that the next recovery frees again.
+inline void chain_drop_tail(pm::Pool& p, ChainRoot* root) {
+  std::uint64_t t = root->last;
+  std::uint64_t prev = links(p, t)->prev;
+  root->last = prev;
+  pm::persist(&root->last, 8);
+  p.allocator().free(prev ? &links(p, prev)->next : &root->first);
+}
+
+// Creates the index's root block (Root starts with `magic` and `param`, the size option) on a
+// pool without a root, or opens the one there, refusing another index's pool and an explicit
+// `param` other than the one the pool was created with.
+template <class Root>
+Root* open_root(pm::Pool& p, std::uint64_t magic, const std::string& index,
+                const std::string& param_name, std::uint64_t param, bool explicit_param) {
+  if (!*p.root_word()) {
+    auto blk = p.allocator().reserve(sizeof(Root));
+    auto* r = p.at<Root>(blk);
+    std::memset(static_cast<void*>(r), 0, sizeof(Root));
+    r->magic = magic;
+    r->param = param;
+    pm::flush(r, sizeof(Root));
+    p.allocator().activate(p.root_word(), blk);
+  }
+  auto* r = p.root<Root>();
+  if (r->magic != magic)
+    throw Error(Errc::invalid_argument, "pool '" + p.name() + "' holds another index, not " +
+                                            index +
+                                            ": open it with its own index or use a "
+                                            "fresh pool");
+  if (explicit_param && r->param != param)
+    throw Error(Errc::invalid_argument, index + ": pool '" + p.name() + "' was created with " +
+                                            param_name + "=" + std::to_string(r->param) +
+                                            ": drop the option or pass that value");
+  return r;
+}
+
+}  // namespace dptree::baselines

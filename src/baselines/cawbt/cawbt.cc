@@ -108,12 +108,7 @@ class Cawbt final : public Index {
       throw Error(Errc::invalid_argument, "cawbt: pool " + pool.name() +
                                               " is larger than 64 GiB; its 4-byte log offsets "
                                               "cannot address it: use a smaller pool");
-    if (*pool.root_word() == 0) create_root();
-    root_ = pool.root<Root>();
-    if (root_->magic != kMagic)
-      throw Error(Errc::invalid_argument, "pool " + pool.name() +
-                                              " holds another index, not cawbt: open it with "
-                                              "that index or use a new pool");
+    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "cawbt"));
     nodes_ = std::make_unique<SlabArena>(pool, &root_->node_dir, sizeof(Node), root_->slab_size);
     records_ =
         std::make_unique<SlabArena>(pool, &root_->record_dir, sizeof(Record), root_->slab_size);
@@ -297,15 +292,7 @@ class Cawbt final : public Index {
       r.fail("record arena uses " + std::to_string(records_->used_slots()) +
              " slots, leaves reach " + std::to_string(seen_recs.size()));
     // Allocator: live blocks are exactly the root block, the directories and the slabs.
-    std::set<std::uint64_t> mine{*pool_.root_word()};
-    nodes_->for_each_block([&](std::uint64_t b) { mine.insert(b); });
-    records_->for_each_block([&](std::uint64_t b) { mine.insert(b); });
-    std::size_t live_blocks = 0;
-    pool_.allocator().for_each_live_block([&](std::uint64_t b, std::size_t) {
-      ++live_blocks;
-      if (!mine.contains(b)) r.fail("allocator block " + std::to_string(b) + " is leaked");
-    });
-    if (live_blocks != mine.size()) r.fail("an index block is not live in the allocator");
+    check_arena_blocks(pool_, {nodes_.get(), records_.get()}, r);
     r.facts = {{"records", double(live)},
                {"nodes", double(seen_nodes.size())},
                {"leaves", double(leaves)},
@@ -543,17 +530,6 @@ class Cawbt final : public Index {
     int h = 1;
     for (const Node* n = node(root_->root_node); !is_leaf(*n); n = node(n->ptr[0])) ++h;
     return h;
-  }
-
-  void create_root() {
-    auto& a = pool_.allocator();
-    std::uint64_t b = a.reserve(sizeof(Root));
-    auto* r = pool_.at<Root>(b);
-    std::memset(static_cast<void*>(r), 0, sizeof(Root));
-    r->magic = kMagic;
-    r->slab_size = SlabArena::slab_size_for(pool_.size());
-    pm::flush(r, sizeof(Root));
-    a.activate(pool_.root_word(), b);
   }
 
   // §4.4: finish an interrupted split from the redo record, then rebuild the ID table (and the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -133,6 +134,37 @@ void SlabArena::for_each_used(const std::function<void(std::uint64_t)>& fn) cons
   for (const auto& s : slabs_)
     for (std::size_t k = 0; k < s.used.size(); ++k)
       if (s.used[k]) fn(s.off + k * slot_size_);
+}
+
+void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
+                      const std::string& index) {
+  if (*pool.root_word() == 0) {
+    auto& a = pool.allocator();
+    std::uint64_t b = a.reserve(bytes);
+    std::memset(pool.at(b), 0, bytes);
+    auto* h = pool.at<ArenaRootHeader>(b);
+    h->magic = magic;
+    h->slab_size = SlabArena::slab_size_for(pool.size());
+    pm::flush(h, bytes);  // ordered by activate's first fence
+    a.activate(pool.root_word(), b);
+  }
+  auto* h = pool.root<ArenaRootHeader>();
+  if (pool.allocator().block_size(*pool.root_word()) < bytes || h->magic != magic)
+    throw Error(Errc::invalid_argument, "pool " + pool.name() + " holds another index, not " +
+                                            index + ": open it with that index or use a new pool");
+  return h;
+}
+
+void check_arena_blocks(const pm::Pool& pool, std::initializer_list<const SlabArena*> arenas,
+                        CheckReport& r) {
+  std::set<std::uint64_t> mine{*pool.root_word()};
+  for (const auto* a : arenas) a->for_each_block([&](std::uint64_t b) { mine.insert(b); });
+  std::size_t live = 0;
+  pool.allocator().for_each_live_block([&](std::uint64_t b, std::size_t) {
+    ++live;
+    if (!mine.contains(b)) r.fail("allocator block " + std::to_string(b) + " is leaked");
+  });
+  if (live != mine.size()) r.fail("a block of the index is not live in the allocator");
 }
 
 }  // namespace dptree::baselines

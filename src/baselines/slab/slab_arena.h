@@ -13,8 +13,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
+#include <string>
 #include <vector>
+
+#include "dptree/index.h"
 
 namespace dptree::pm {
 class Pool;
@@ -71,5 +75,21 @@ class SlabArena {
   std::vector<std::uint64_t> free_;
   std::size_t used_ = 0;
 };
+
+// The root block of an index built on slab arenas starts with these two words.
+struct ArenaRootHeader {
+  std::uint64_t magic;
+  std::uint64_t slab_size;
+};
+
+// Creates the pool's root block (`bytes`, zeroed, with `magic` and the slab size for this pool)
+// if the pool has none; then checks that the root is this index's (`index` names it in the
+// error). Returns the root block.
+void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
+                      const std::string& index);
+
+// check(): the allocator's live blocks are exactly the root block and the arenas' blocks.
+void check_arena_blocks(const pm::Pool& pool, std::initializer_list<const SlabArena*> arenas,
+                        CheckReport& r);
 
 }  // namespace dptree::baselines

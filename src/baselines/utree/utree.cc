@@ -60,12 +60,7 @@ template <std::size_t Slots>
 class UTree final : public Index {
  public:
   explicit UTree(pm::Pool& pool) : pool_(pool) {
-    if (*pool.root_word() == 0) create_root();
-    root_ = pool.root<Root>();
-    if (root_->magic != kMagic)
-      throw Error(Errc::invalid_argument, "pool " + pool.name() +
-                                              " holds another index, not utree: open it with "
-                                              "that index or use a new pool");
+    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "utree"));
     list_ = std::make_unique<SlabArena>(pool, &root_->list_dir, sizeof(ListNode), root_->slab_size);
     recover();
   }
@@ -149,14 +144,7 @@ class UTree final : public Index {
     if (n != list_->used_slots())
       r.fail("arena uses " + std::to_string(list_->used_slots()) + " slots, list has " +
              std::to_string(n));
-    std::set<std::uint64_t> mine{*pool_.root_word()};
-    list_->for_each_block([&](std::uint64_t b) { mine.insert(b); });
-    std::size_t live = 0;
-    pool_.allocator().for_each_live_block([&](std::uint64_t b, std::size_t) {
-      ++live;
-      if (!mine.contains(b)) r.fail("allocator block " + std::to_string(b) + " is leaked");
-    });
-    if (live != mine.size()) r.fail("an index block is not live in the allocator");
+    check_arena_blocks(pool_, {list_.get()}, r);
     r.facts = {{"records", double(n)},
                {"array_leaves", double(array_.leaf_count())},
                {"array_height", double(array_.height())}};
@@ -193,17 +181,6 @@ class UTree final : public Index {
     pm::persist(link, 8);
     array_.insert(k, off);  // the structural work happens in DRAM only
     return true;
-  }
-
-  void create_root() {
-    auto& a = pool_.allocator();
-    std::uint64_t b = a.reserve(sizeof(Root));
-    auto* r = pool_.at<Root>(b);
-    std::memset(static_cast<void*>(r), 0, sizeof(Root));
-    r->magic = kMagic;
-    r->slab_size = SlabArena::slab_size_for(pool_.size());
-    pm::flush(r, sizeof(Root));
-    a.activate(pool_.root_word(), b);
   }
 
   // Rebuilds the array layer from the list. Writes nothing (besides creating the arena's

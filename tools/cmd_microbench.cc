@@ -1,5 +1,5 @@
-// PM-layer microbenchmark: ns per persist of 1, 4 and 16 cache lines in each mode, and
-// allocator operations per second. Run by `make bench` until `dptree bench` takes over.
+// `dptree microbench`: the PM-layer microbenchmark: ns per persist of 1, 4 and 16 cache lines
+// in each mode, and allocator operations per second.
 #include <fmt/core.h>
 
 #include <unistd.h>
@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "commands.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 
@@ -71,9 +72,7 @@ void sim_capture_cost() {
       capture_us / iters, open_us / iters);
 }
 
-}  // namespace
-
-int main() {
+void microbench() {
   const auto path = default_pool_dir() / fmt::format("dptree-pm-microbench-{}.pool", getpid());
   fmt::print("PM layer microbenchmark (pool file under {}, flush instruction: {})\n",
              default_pool_dir().string(), to_string(flush_instruction()));
@@ -98,5 +97,12 @@ int main() {
   fmt::print(
       "(per persist: memset of the lines + flush + fence; alloc: reserve+activate / free)\n");
   sim_capture_cost();
-  return 0;
 }
+
+const dptree::cli::Registrar kRegistrar{
+    {"microbench",
+     "PM-layer microbenchmark: ns per persist of 1, 4 and 16 cache lines in each PM mode, "
+     "allocator operations per second, crash-simulator capture cost",
+     [](CLI::App& app) { app.callback(microbench); }}};
+
+}  // namespace

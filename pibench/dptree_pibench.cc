@@ -1,0 +1,169 @@
+// PiBench wrapper: one shared library that serves any registered index through PiBench's
+// tree_api (docs/pibench.md). The index is chosen by the environment:
+//   DPTREE_PIBENCH_INDEX    index name (default btree; see `dptree bench --list`)
+//   DPTREE_PIBENCH_OPTIONS  index options, KEY=VALUE[,KEY=VALUE...]
+//   DPTREE_PIBENCH_PM_MODE  pmem (default), eadr or dram
+// Persistent indexes live in PiBench's --pool_path (opened if it exists, so --skip_load
+// works; else created with --pool_size, default 1 GiB), or in a temporary pool file removed
+// when the tree is destroyed.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+#include "tree_api.hpp"
+
+namespace {
+
+using dptree::Key;
+using dptree::KV;
+using dptree::Value;
+
+std::string env(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+// PiBench passes keys and values as little-endian byte strings of up to 8 bytes.
+std::uint64_t to_u64(const char* p, std::size_t n) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, n < 8 ? n : 8);
+  return v;
+}
+
+class DptreeTree final : public tree_api {
+ public:
+  DptreeTree(const tree_options_t& opt, const dptree::IndexInfo& info) : opt_(opt) {
+    dptree::pm::set_mode(dptree::pm::parse_mode(env("DPTREE_PIBENCH_PM_MODE", "pmem")));
+    dptree::IndexConfig cfg;
+    cfg.threads = static_cast<unsigned>(opt.num_threads);
+    std::stringstream options(env("DPTREE_PIBENCH_OPTIONS", ""));
+    for (std::string kv; std::getline(options, kv, ',');) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw dptree::Error(dptree::Errc::invalid_argument,
+                            "DPTREE_PIBENCH_OPTIONS item '" + kv + "': write KEY=VALUE");
+      cfg.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (info.persistent) {
+      path_ = opt.pool_path.empty() ? dptree::pm::default_pool_dir() /
+                                          ("dptree-pibench-" + std::to_string(getpid()) + ".pool")
+                                    : std::filesystem::path(opt.pool_path);
+      temporary_ = opt.pool_path.empty();
+      const std::size_t size = opt.pool_size ? opt.pool_size : std::size_t{1} << 30;
+      pool_ = std::filesystem::exists(path_) ? dptree::pm::Pool::open(path_)
+                                             : dptree::pm::Pool::create(path_, size);
+      cfg.pool = pool_.get();
+    }
+    index_ = info.create(cfg);
+    const Value m = index_->max_value();
+    value_mask_ = m;  // values beyond the usable range lose their top bits (docs/pibench.md)
+  }
+
+  ~DptreeTree() override {
+    index_.reset();
+    pool_.reset();
+    std::error_code ec;
+    if (temporary_) std::filesystem::remove(path_, ec);
+  }
+
+  bool find(const char* key, size_t sz, char* value_out) override {
+    return guarded([&] {
+      auto v = index_->lookup(to_u64(key, sz));
+      if (!v) return false;
+      std::memcpy(value_out, &*v, value_size());
+      return true;
+    });
+  }
+  bool insert(const char* key, size_t key_sz, const char* value, size_t value_sz) override {
+    return guarded([&] { return index_->insert(to_u64(key, key_sz), val(value, value_sz)); });
+  }
+  bool update(const char* key, size_t key_sz, const char* value, size_t value_sz) override {
+    return guarded([&] { return index_->update(to_u64(key, key_sz), val(value, value_sz)); });
+  }
+  bool remove(const char* key, size_t key_sz) override {
+    return guarded([&] { return index_->remove(to_u64(key, key_sz)); });
+  }
+  int scan(const char* key, size_t key_sz, int scan_sz, char*& values_out) override {
+    thread_local std::vector<KV> records;
+    thread_local std::vector<char> packed;
+    records.clear();
+    packed.clear();
+    int n = 0;
+    guarded([&] {
+      index_->scan(to_u64(key, key_sz), scan_sz > 0 ? static_cast<std::size_t>(scan_sz) : 0,
+                   records);
+      const std::size_t ks = key_size(), vs = value_size();
+      packed.resize(records.size() * (ks + vs));
+      char* p = packed.data();
+      for (const KV& r : records) {
+        std::memcpy(p, &r.first, ks);
+        std::memcpy(p + ks, &r.second, vs);
+        p += ks + vs;
+      }
+      n = static_cast<int>(records.size());
+      return true;
+    });
+    values_out = packed.data();
+    return n;
+  }
+
+ private:
+  std::size_t key_size() const { return opt_.key_size < 8 ? opt_.key_size : 8; }
+  std::size_t value_size() const { return opt_.value_size < 8 ? opt_.value_size : 8; }
+  Value val(const char* p, std::size_t n) const {
+    const Value v = to_u64(p, n);
+    return (value_mask_ & (value_mask_ + 1)) == 0 ? v & value_mask_ : v % (value_mask_ + 1);
+  }
+  // No exception may cross into PiBench: report it and fail the operation.
+  template <class F>
+  bool guarded(F&& f) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dptree pibench wrapper: %s\n", e.what());
+      return false;
+    }
+  }
+
+  tree_options_t opt_;
+  std::filesystem::path path_;
+  bool temporary_ = false;
+  std::unique_ptr<dptree::pm::Pool> pool_;
+  std::unique_ptr<dptree::Index> index_;
+  Value value_mask_ = ~Value{0};
+};
+
+}  // namespace
+
+// Returns nullptr (after a message on stderr) when the request cannot be served.
+extern "C" tree_api* create_tree(const tree_options_t& opt) {
+  try {
+    if (opt.key_size > 8 || opt.value_size > 8 || opt.key_size == 0 || opt.value_size == 0)
+      throw dptree::Error(dptree::Errc::invalid_argument,
+                          "keys and values of 1 to 8 bytes only (PiBench -k/--key_size and "
+                          "-v/--value_size); got " +
+                              std::to_string(opt.key_size) + " and " +
+                              std::to_string(opt.value_size));
+    const dptree::IndexInfo& info = dptree::find_index(env("DPTREE_PIBENCH_INDEX", "btree"));
+    if (opt.num_threads > 1 && !info.concurrent)
+      throw dptree::Error(dptree::Errc::invalid_argument,
+                          "index '" + info.name + "' is not safe for concurrent use: run PiBench " +
+                              "with -t 1 or set DPTREE_PIBENCH_INDEX to a concurrent index");
+    return new DptreeTree(opt, info);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dptree pibench wrapper: cannot create the tree: %s\n", e.what());
+    return nullptr;
+  }
+}

@@ -1,0 +1,57 @@
+// Small, fast, portable random numbers for workload generation. The standard library's
+// distributions are implementation-defined, so the benchmark draws through these instead:
+// the same seed gives the same operations on every platform.
+#pragma once
+
+#include <cstdint>
+
+namespace dptree::bench {
+
+__extension__ using Uint128 = unsigned __int128;  // __extension__: GCC/Clang type, -Wpedantic
+
+// SplitMix64 step: a bijective 64-bit mixer (also used to scatter key ids over the key space).
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// xoshiro256** (Blackman & Vigna), seeded through SplitMix64.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) {
+    for (auto& w : s_) {
+      seed += 0x9e3779b97f4a7c15ULL;
+      w = mix64(seed);
+    }
+  }
+  std::uint64_t next() {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+  // Uniform in [0, n) (Lemire's multiply-shift; the tiny bias is irrelevant here). n > 0.
+  std::uint64_t below(std::uint64_t n) {
+    return static_cast<std::uint64_t>((static_cast<Uint128>(next()) * n) >> 64);
+  }
+  // Uniform in [0, 1).
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+ private:
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  std::uint64_t s_[4];
+};
+
+// The seed of stream `stream` (a thread, the preload) derived from the user's seed.
+inline std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t stream) {
+  return mix64(seed ^ mix64(stream + 0x632be59bd9b4e019ULL));
+}
+
+}  // namespace dptree::bench

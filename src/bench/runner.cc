@@ -1,0 +1,325 @@
+#include "bench/runner.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <system_error>
+#include <thread>
+
+#include "bench/histogram.h"
+#include "dptree/error.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_stop{false};
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string concurrent_names() {
+  std::string s;
+  for (const auto& i : registered_indexes())
+    if (i.concurrent) s += (s.empty() ? "" : ", ") + i.name;
+  return s.empty() ? "none yet" : s;
+}
+
+// Removes the pool file when the run ends (also on an exception), unless it is to be kept.
+struct PoolFileGuard {
+  std::filesystem::path path;
+  bool armed = false;
+  ~PoolFileGuard() {
+    std::error_code ec;
+    if (armed) std::filesystem::remove(path, ec);
+  }
+};
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  // Best effort: a refused pin leaves the thread unpinned, which only costs stability.
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+struct alignas(64) WorkerState {
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<bool> finished{false};
+  Clock::time_point end{};  // when this worker finished its share
+  Histogram hist;
+  std::uint64_t by_kind[kOpKinds] = {};
+  std::uint64_t found = 0;
+  std::exception_ptr error;
+};
+
+void validate(const RunSpec& spec, const IndexInfo& info) {
+  if (spec.threads == 0) throw Error(Errc::invalid_argument, "--threads must be at least 1");
+  if (spec.threads > 1 && !info.concurrent)
+    throw Error(Errc::invalid_argument,
+                "index '" + info.name + "' is not safe for concurrent use: run it with " +
+                    "--threads 1, or pick a concurrent index (" + concurrent_names() + ")");
+  if (!(spec.sample_rate >= 0 && spec.sample_rate <= 1))
+    throw Error(Errc::invalid_argument, "--sample-rate must be in [0, 1] (e.g. 0.1)");
+  if (spec.ops == 0 && !(spec.seconds > 0))
+    throw Error(Errc::invalid_argument, "give a positive --ops count or --seconds duration");
+  if (info.persistent && spec.pool_path.empty())
+    throw Error(Errc::invalid_argument,
+                "index '" + info.name + "' is persistent and needs a pool path (--pool PATH)");
+  spec.workload.mix.validate();
+}
+
+}  // namespace
+
+void request_stop() {
+  g_stop.store(true, std::memory_order_relaxed);
+}
+bool stop_requested() {
+  return g_stop.load(std::memory_order_relaxed);
+}
+
+std::size_t default_pool_size(const RunSpec& spec) {
+  const double insert_share = (spec.workload.mix.insert) / 100.0;
+  // Time-bound runs: assume at most 4 M inserts per second per thread.
+  const double run_ops = spec.ops ? static_cast<double>(spec.ops)
+                                  : spec.seconds * 4e6 * static_cast<double>(spec.threads);
+  const double records = static_cast<double>(spec.records) + run_ops * insert_share;
+  // 512 B per record is generous for 16-byte records; the file is sparse, so unused room
+  // costs address space, not memory.
+  double want = 64.0 * 1024 * 1024 + records * 512;
+  std::error_code ec;
+  auto dir =
+      spec.pool_path.has_parent_path() ? spec.pool_path.parent_path() : std::filesystem::path(".");
+  auto space = std::filesystem::space(dir, ec);
+  if (!ec && space.available > 0) want = std::min(want, static_cast<double>(space.available) / 2);
+  return std::max<std::size_t>(static_cast<std::size_t>(want), pm::kMinPoolSize);
+}
+
+RunResult run(const RunSpec& spec, Progress* progress) {
+  const IndexInfo& info = find_index(spec.index);
+  validate(spec, info);
+  const Distribution dist = spec.distribution.value_or(spec.workload.distribution);
+  const ScanLength scan =
+      spec.workload.scan_length_uniform_1_to_100 ? ScanLength{1, 100} : spec.scan;
+  if (scan.min == 0 || scan.min > scan.max)
+    throw Error(Errc::invalid_argument, "scan length must be at least 1 (--scan-length N)");
+
+  pm::set_mode(spec.pm_mode);
+  pm::set_delays(spec.flush_delay_ns, spec.fence_delay_ns);
+  auto report = [&](std::string_view phase, double f) {
+    if (progress) progress->update(phase, std::clamp(f, 0.0, 1.0));
+  };
+
+  RunResult r;
+  r.index = info.name;
+  r.persistent = info.persistent;
+  r.workload = spec.workload.name;
+  r.mix = spec.workload.mix;
+  r.distribution = dist;
+  r.theta = spec.theta;
+  r.threads = spec.threads;
+  r.pinned = spec.pin;
+  r.seed = spec.seed;
+  r.records = spec.records;
+  r.pm_mode = std::string(pm::to_string(spec.pm_mode));
+  r.flush_delay_ns = spec.flush_delay_ns;
+  r.fence_delay_ns = spec.fence_delay_ns;
+
+  // Declaration order matters: the index goes first, then the pool, then the file.
+  PoolFileGuard file;
+  std::unique_ptr<pm::Pool> pool;
+  if (info.persistent) {
+    const std::size_t size = spec.pool_size ? spec.pool_size : default_pool_size(spec);
+    pool = pm::Pool::create(spec.pool_path, size);  // refuses an existing file
+    file.path = spec.pool_path;
+    file.armed = !spec.keep_pool;
+    r.pool = spec.pool_path.string();
+  }
+  IndexConfig cfg{pool.get(), static_cast<std::size_t>(spec.records), spec.threads, spec.options};
+  std::unique_ptr<Index> index = info.create(cfg);
+  const Value max_value = index->max_value();
+
+  // Preload: ids 0 .. records-1 in id order, single-threaded (deterministic structure).
+  report("preload", 0);
+  auto t0 = Clock::now();
+  for (std::uint64_t id = 0; id < spec.records; ++id) {
+    index->upsert(KeyGenerator::key_of(id, dist), preload_value(spec.seed, id, max_value));
+    if ((id & 0xffff) == 0) {
+      report("preload", static_cast<double>(id) / static_cast<double>(spec.records));
+      if (stop_requested()) break;
+    }
+  }
+  r.preload_seconds = seconds_since(t0);
+
+  StreamParams sp;
+  sp.mix = spec.workload.mix;
+  sp.keys = {spec.records, spec.threads, dist, spec.theta, -1};
+  if (dist == Distribution::zipfian || dist == Distribution::latest)
+    sp.keys.zeta_records = Zipfian::zeta(spec.records, spec.theta);  // once, for all threads
+  sp.scan = scan;
+  sp.seed = spec.seed;
+  sp.max_value = max_value;
+
+  const unsigned n = spec.threads;
+  auto workers = std::make_unique<WorkerState[]>(n);
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false}, stop{false};
+  const std::vector<int> cpus = spec.pin ? allowed_cpus() : std::vector<int>{};
+  const double rate = spec.sample_rate;
+
+  auto work = [&](unsigned t) {
+    WorkerState& w = workers[t];
+    try {
+      if (!cpus.empty()) pin_to(cpus[t % cpus.size()]);
+      OpStream stream(sp, t);
+      // Sampling draws from its own generator so the operations do not depend on the rate.
+      Rng sampler(stream_seed(spec.seed, 0x5a5a0000ULL + t));
+      std::vector<KV> buf;
+      buf.reserve(scan.max);
+      const std::uint64_t quota =
+          spec.ops ? spec.ops / n + (t < spec.ops % n ? 1 : 0) : ~std::uint64_t{0};
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      std::uint64_t i = 0;
+      for (; i < quota; ++i) {
+        if ((i & 63) == 0) {
+          w.done.store(i, std::memory_order_relaxed);
+          if (stop.load(std::memory_order_relaxed)) break;
+        }
+        const Op op = stream.next();
+        const bool sampled = rate > 0 && sampler.unit() < rate;
+        const auto start = sampled ? Clock::now() : Clock::time_point{};
+        switch (op.kind) {
+          case OpKind::read:
+            if (index->lookup(op.key)) ++w.found;
+            break;
+          case OpKind::insert:  // index.h: the benchmark writes with upsert
+          case OpKind::update:
+            index->upsert(op.key, op.value);
+            break;
+          case OpKind::remove:
+            index->remove(op.key);
+            break;
+          case OpKind::scan:
+            buf.clear();
+            index->scan(op.key, op.length, buf);
+            break;
+          case OpKind::rmw: {
+            const auto v = index->lookup(op.key);
+            if (v) ++w.found;
+            index->upsert(
+                op.key,
+                v ? (*v + 1) % (max_value == ~Value{0} ? ~Value{0} : max_value + 1) : op.value);
+            break;
+          }
+        }
+        ++w.by_kind[static_cast<std::size_t>(op.kind)];
+        if (sampled)
+          w.hist.record(static_cast<std::uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
+      }
+      w.done.store(i, std::memory_order_relaxed);
+    } catch (...) {
+      w.error = std::current_exception();
+      stop.store(true);
+      ready.fetch_add(1);  // harmless if already counted: the main thread only waits for >= n
+    }
+    w.end = Clock::now();
+    w.finished.store(true, std::memory_order_release);
+  };
+
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (unsigned t = 0; t < n; ++t) threads.emplace_back(work, t);
+  while (ready.load() < n) std::this_thread::yield();
+  const pm::CounterSnapshot c0 = pm::counters();
+  const auto start = Clock::now();
+  go.store(true, std::memory_order_release);
+  report("run", 0);
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    bool all = true;
+    std::uint64_t done = 0;
+    for (unsigned t = 0; t < n; ++t) {
+      all = all && workers[t].finished.load(std::memory_order_acquire);
+      done += workers[t].done.load(std::memory_order_relaxed);
+    }
+    if (all) break;
+    const double elapsed = seconds_since(start);
+    if ((!spec.ops && elapsed >= spec.seconds) || stop_requested()) stop.store(true);
+    report("run", spec.ops ? static_cast<double>(done) / static_cast<double>(spec.ops)
+                           : elapsed / spec.seconds);
+  }
+  for (auto& th : threads) th.join();
+  // The run lasts until the last worker finished (not until the polling loop noticed).
+  Clock::time_point end = start;
+  for (unsigned t = 0; t < n; ++t) end = std::max(end, workers[t].end);
+  r.seconds = std::chrono::duration<double>(end - start).count();
+  const pm::CounterSnapshot delta = pm::counters() - c0;
+  for (unsigned t = 0; t < n; ++t)
+    if (workers[t].error) std::rethrow_exception(workers[t].error);
+
+  Histogram hist;
+  for (unsigned t = 0; t < n; ++t) {
+    hist.merge(workers[t].hist);
+    for (std::size_t k = 0; k < kOpKinds; ++k) r.ops_by_kind[k] += workers[t].by_kind[k];
+    r.reads_found += workers[t].found;
+  }
+  for (auto c : r.ops_by_kind) r.ops += c;
+  r.throughput_mops = r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds / 1e6 : 0;
+  r.latency_ns = {hist.percentile(50),   hist.percentile(90),    hist.percentile(99),
+                  hist.percentile(99.9), hist.percentile(99.99), hist.max(),
+                  hist.count()};
+  const double ops = r.ops ? static_cast<double>(r.ops) : 1.0;
+  const pm::Counters total = delta.total();
+  r.flushes_per_op = static_cast<double>(total.lines) / ops;
+  r.fences_per_op = static_cast<double>(total.fences) / ops;
+  r.pm_bytes_written_per_op = static_cast<double>(total.bytes) / ops;
+  for (std::size_t c = 0; c < pm::kCategories; ++c)
+    r.flushes_per_op_by_category.emplace_back(
+        std::string(pm::to_string(static_cast<pm::Category>(c))),
+        static_cast<double>(delta.by_category[c].lines) / ops);
+
+  const IndexStats st = index->stats();
+  r.final_records = st.records;
+  r.dram_bytes = st.dram_bytes;
+  r.pm_bytes = st.pm_bytes;
+  const double recs = st.records ? static_cast<double>(st.records) : 1.0;
+  r.dram_bytes_per_record = static_cast<double>(st.dram_bytes) / recs;
+  r.pm_bytes_per_record = static_cast<double>(st.pm_bytes) / recs;
+  r.index_stats = st.extra;
+
+  if (spec.recovery && info.persistent && !stop_requested()) {
+    // Close everything, then time: open the pool, recover the index, complete one lookup.
+    index.reset();
+    pool.reset();
+    report("recovery", 0);
+    const auto rt0 = Clock::now();
+    pool = pm::Pool::open(spec.pool_path);
+    cfg.pool = pool.get();
+    index = info.create(cfg);
+    (void)index->lookup(KeyGenerator::key_of(0, dist));
+    r.recovery_seconds = seconds_since(rt0);
+  }
+  report("done", 1);
+  return r;
+}
+
+}  // namespace dptree::bench

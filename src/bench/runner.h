@@ -1,0 +1,98 @@
+// One benchmark run: create the index (in a fresh pool if it is persistent), preload it,
+// run the workload on n threads, measure, optionally measure recovery, clean up.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/workload.h"
+#include "dptree/pm/persist.h"
+#include "dptree/registry.h"
+
+namespace dptree::bench {
+
+struct RunSpec {
+  std::string index;
+  Workload workload;
+  std::optional<Distribution> distribution;  // overrides the workload's own
+  double theta = 0.99;
+  ScanLength scan;  // ignored by workloads with their own (YCSB E)
+  std::uint64_t records = 1'000'000;
+  std::uint64_t ops = 0;  // operations to run; 0: run for `seconds`
+  double seconds = 1.0;
+  unsigned threads = 1;
+  bool pin = false;
+  std::uint64_t seed = 1729;
+  double sample_rate = 0.1;  // share of operations whose latency is measured
+  pm::Mode pm_mode = pm::Mode::pmem;
+  std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
+  std::filesystem::path pool_path;  // persistent indexes: must not exist yet
+  std::size_t pool_size = 0;        // 0: sized from records and ops
+  bool keep_pool = false;
+  bool recovery = false;
+  std::map<std::string, std::string> options;  // IndexConfig::options
+};
+
+struct Latency {
+  std::uint64_t p50 = 0, p90 = 0, p99 = 0, p999 = 0, p9999 = 0, max = 0;
+  std::uint64_t samples = 0;
+};
+
+struct RunResult {
+  std::string index;
+  bool persistent = false;
+  std::string workload;
+  Mix mix;
+  Distribution distribution = Distribution::uniform;
+  double theta = 0;
+  unsigned threads = 1;
+  bool pinned = false;
+  std::uint64_t seed = 0;
+  std::uint64_t records = 0;        // preloaded
+  std::uint64_t final_records = 0;  // the index's count after the run
+  std::uint64_t ops = 0;
+  std::uint64_t ops_by_kind[kOpKinds] = {};
+  std::uint64_t reads_found = 0;  // lookups (and rmw reads) that found their key
+  double seconds = 0;
+  double throughput_mops = 0;
+  double preload_seconds = 0;
+  Latency latency_ns;
+  double flushes_per_op = 0, fences_per_op = 0, pm_bytes_written_per_op = 0;
+  // Flushed lines per operation split by counter category (log / alloc / node / other).
+  std::vector<std::pair<std::string, double>> flushes_per_op_by_category;
+  std::size_t dram_bytes = 0, pm_bytes = 0;
+  double dram_bytes_per_record = 0, pm_bytes_per_record = 0;
+  std::optional<double> recovery_seconds;
+  std::string pm_mode;
+  std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
+  std::string pool;  // the pool file used ("" for volatile indexes)
+  std::vector<std::pair<std::string, double>> index_stats;  // IndexStats::extra
+};
+
+// What the runner tells its caller while it works (called from the runner's own thread).
+struct Progress {
+  virtual ~Progress() = default;
+  // phase: "preload", "run", "recovery"; fraction in [0, 1].
+  virtual void update(std::string_view phase, double fraction) = 0;
+};
+
+// Throws dptree::Error for a bad spec (unknown index, threads > 1 on a non-concurrent index,
+// an existing pool file, ...).
+RunResult run(const RunSpec& spec, Progress* progress = nullptr);
+
+// The default pool size for a spec: room for the preload and every insert of the run.
+std::size_t default_pool_size(const RunSpec& spec);
+
+// Set from a signal handler: running workloads stop early (and still clean up).
+void request_stop();
+bool stop_requested();
+
+}  // namespace dptree::bench

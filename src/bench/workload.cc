@@ -1,0 +1,155 @@
+#include "bench/workload.h"
+
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include "dptree/error.h"
+
+namespace dptree::bench {
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::read:
+      return "read";
+    case OpKind::insert:
+      return "insert";
+    case OpKind::update:
+      return "update";
+    case OpKind::remove:
+      return "remove";
+    case OpKind::scan:
+      return "scan";
+    case OpKind::rmw:
+      return "rmw";
+  }
+  return "?";
+}
+
+double Mix::of(OpKind k) const {
+  switch (k) {
+    case OpKind::read:
+      return read;
+    case OpKind::insert:
+      return insert;
+    case OpKind::update:
+      return update;
+    case OpKind::remove:
+      return remove;
+    case OpKind::scan:
+      return scan;
+    case OpKind::rmw:
+      return rmw;
+  }
+  return 0;
+}
+
+void Mix::validate() const {
+  for (std::size_t i = 0; i < kOpKinds; ++i) {
+    const double v = of(static_cast<OpKind>(i));
+    if (!(v >= 0 && v <= 100))
+      throw Error(Errc::invalid_argument,
+                  "operation share " + std::string(to_string(static_cast<OpKind>(i))) + "=" +
+                      std::to_string(v) + "% is out of range: give a percentage in [0, 100]");
+  }
+  if (std::fabs(total() - 100) > 1e-6)
+    throw Error(Errc::invalid_argument,
+                "operation percentages sum to " + std::to_string(total()) +
+                    "%: --read, --insert, --update, --remove and --scan must sum to 100");
+}
+
+const std::vector<Workload>& named_workloads() {
+  using D = Distribution;
+  static const std::vector<Workload> w = {
+      {"insert_only", "DPTree §4.4: 100% inserts of new keys", {.insert = 100}, D::uniform},
+      {"read_only", "DPTree §4.4: 100% lookups", {.read = 100}, D::uniform},
+      {"read_update",
+       "DPTree §4.4: 50% lookups, 50% updates",
+       {.read = 50, .update = 50},
+       D::uniform},
+      {"scan_insert", "DPTree §4.4: 95% scans, 5% inserts", {.insert = 5, .scan = 95}, D::uniform},
+      {"mixed",
+       "DPTree §4.4: 50% lookups, 20% updates, 10% scans, 20% inserts",
+       {.read = 50, .insert = 20, .update = 20, .scan = 10},
+       D::uniform},
+      {"ycsb_a", "YCSB A: 50% reads, 50% updates, zipfian", {.read = 50, .update = 50}, D::zipfian},
+      {"ycsb_b", "YCSB B: 95% reads, 5% updates, zipfian", {.read = 95, .update = 5}, D::zipfian},
+      {"ycsb_c", "YCSB C: 100% reads, zipfian", {.read = 100}, D::zipfian},
+      {"ycsb_d", "YCSB D: 95% reads, 5% inserts, latest", {.read = 95, .insert = 5}, D::latest},
+      {"ycsb_e",
+       "YCSB E: 95% scans (length uniform 1-100), 5% inserts, zipfian",
+       {.insert = 5, .scan = 95},
+       D::zipfian,
+       true},
+      {"ycsb_f",
+       "YCSB F: 50% reads, 50% read-modify-writes, zipfian",
+       {.read = 50, .rmw = 50},
+       D::zipfian},
+  };
+  return w;
+}
+
+namespace {
+std::string normalise(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (c != '_' && c != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+}  // namespace
+
+const Workload& find_workload(std::string_view name) {
+  std::string known;
+  for (const auto& w : named_workloads()) {
+    if (normalise(w.name) == normalise(name)) return w;
+    known += (known.empty() ? "" : ", ") + w.name;
+  }
+  throw Error(Errc::invalid_argument,
+              "unknown workload '" + std::string(name) + "': use one of " + known +
+                  ", or give a custom mix with --read/--insert/--update/--remove/--scan");
+}
+
+Workload custom_workload(const Mix& mix) {
+  mix.validate();
+  return {"custom", "custom mix", mix, Distribution::uniform};
+}
+
+OpStream::OpStream(const StreamParams& p, unsigned thread)
+    : p_(p), rng_(stream_seed(p.seed, thread + 1)), keys_(p.keys, thread) {
+  double c = 0;
+  for (std::size_t i = 0; i < kOpKinds; ++i) {
+    c += p_.mix.of(static_cast<OpKind>(i));
+    cut_[i] = c;
+  }
+}
+
+Value OpStream::value() {
+  const Value v = rng_.next();
+  return p_.max_value == ~Value{0} ? v : v % (p_.max_value + 1);
+}
+
+Op OpStream::next() {
+  const double u = rng_.unit() * cut_[kOpKinds - 1];
+  std::size_t k = 0;
+  while (k + 1 < kOpKinds && u >= cut_[k]) ++k;
+  Op op{static_cast<OpKind>(k), 0, 0, 0};
+  if (op.kind == OpKind::insert)
+    op.key = keys_.key(keys_.new_id());
+  else
+    op.key = keys_.key(keys_.existing_id(rng_));
+  if (op.kind == OpKind::insert || op.kind == OpKind::update || op.kind == OpKind::rmw)
+    op.value = value();
+  if (op.kind == OpKind::scan)
+    op.length = p_.scan.min == p_.scan.max
+                    ? p_.scan.min
+                    : p_.scan.min + static_cast<std::uint32_t>(
+                                        rng_.below(std::uint64_t{p_.scan.max} - p_.scan.min + 1));
+  return op;
+}
+
+Value preload_value(std::uint64_t seed, std::uint64_t id, Value max_value) {
+  const Value v = mix64(seed ^ mix64(id));
+  return max_value == ~Value{0} ? v : v % (max_value + 1);
+}
+
+}  // namespace dptree::bench

@@ -1,0 +1,406 @@
+// A plain volatile B+-tree in DRAM: sorted nodes, doubly linked leaves for range scans, no
+// persistence and no internal synchronisation (wrap it in a lock for concurrent use, as the
+// registered `btree` index does). It is the benchmark's upper bound and the DRAM index that
+// TIPS-style designs put on top of a PM layer, so it is a reusable template.
+//
+// Deletion frees a node as soon as it becomes empty and never merges half-empty siblings
+// (the "free at empty" policy of many practical B-trees): under deletes nodes may be sparse,
+// but no empty node is ever kept, and lookups stay O(log n) in the number of inserts.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dptree::btree {
+
+template <class K, class V, std::size_t LeafSlots = 64, std::size_t InnerSlots = 64,
+          class Less = std::less<K>>
+class BPlusTree {
+  static_assert(LeafSlots >= 4 && InnerSlots >= 4, "nodes need room to split");
+
+  struct Node {
+    bool leaf;
+    std::uint32_t n = 0;  // keys in the node
+    explicit Node(bool is_leaf) : leaf(is_leaf) {}
+  };
+  struct Leaf : Node {
+    Leaf() : Node(true) {}
+    K keys[LeafSlots];
+    V vals[LeafSlots];
+    Leaf* prev = nullptr;
+    Leaf* next = nullptr;
+  };
+  // child[i] holds keys < keys[i]; child[i + 1] holds keys >= keys[i].
+  struct Inner : Node {
+    Inner() : Node(false) {}
+    K keys[InnerSlots];
+    Node* child[InnerSlots + 1];
+  };
+
+ public:
+  // Forward iterator over (key, value) in ascending key order.
+  class Iterator {
+   public:
+    Iterator() = default;
+    bool valid() const { return leaf_ != nullptr; }
+    const K& key() const { return leaf_->keys[pos_]; }
+    const V& value() const { return leaf_->vals[pos_]; }
+    V& value() { return leaf_->vals[pos_]; }
+    Iterator& operator++() {
+      if (++pos_ >= leaf_->n) {
+        leaf_ = leaf_->next;
+        pos_ = 0;
+      }
+      return *this;
+    }
+
+   private:
+    friend class BPlusTree;
+    Iterator(Leaf* l, std::uint32_t p) : leaf_(l), pos_(p) {
+      if (leaf_ && pos_ >= leaf_->n) {  // past the end of this leaf: the next one's first key
+        leaf_ = leaf_->next;
+        pos_ = 0;
+      }
+    }
+    Leaf* leaf_ = nullptr;
+    std::uint32_t pos_ = 0;
+  };
+
+  static constexpr std::size_t kLeafSlots = LeafSlots;
+  static constexpr std::size_t kInnerSlots = InnerSlots;
+
+  BPlusTree() = default;
+  ~BPlusTree() { clear(); }
+  BPlusTree(const BPlusTree&) = delete;
+  BPlusTree& operator=(const BPlusTree&) = delete;
+  BPlusTree(BPlusTree&& o) noexcept { swap(o); }
+  BPlusTree& operator=(BPlusTree&& o) noexcept {
+    if (this != &o) {
+      clear();
+      swap(o);
+    }
+    return *this;
+  }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::size_t height() const { return height_; }
+  std::size_t leaf_count() const { return leaves_; }
+  std::size_t inner_count() const { return inners_; }
+  std::size_t memory_bytes() const {
+    return sizeof(*this) + leaves_ * sizeof(Leaf) + inners_ * sizeof(Inner);
+  }
+
+  const V* find(const K& k) const {
+    if (!root_) return nullptr;
+    const Leaf* l = leaf_for(k);
+    std::uint32_t i = lower(l, k);
+    return i < l->n && equal(l->keys[i], k) ? &l->vals[i] : nullptr;
+  }
+  V* find(const K& k) { return const_cast<V*>(std::as_const(*this).find(k)); }
+
+  // First entry with key >= k.
+  Iterator lower_bound(const K& k) const {
+    if (!root_) return {};
+    Leaf* l = leaf_for(k);
+    return Iterator(l, lower(l, k));
+  }
+  Iterator begin() const { return Iterator(first_, 0); }
+
+  // Adds (k, v) if k is absent; returns false and changes nothing if it is present.
+  bool insert(const K& k, const V& v) { return put(k, v, false); }
+  // Writes v under k whether k exists or not; returns true if k was new.
+  bool insert_or_assign(const K& k, const V& v) { return put(k, v, true); }
+  // Writes v under an existing k; returns false if k is absent.
+  bool update(const K& k, const V& v) {
+    V* p = find(k);
+    if (!p) return false;
+    *p = v;
+    return true;
+  }
+  // Removes k; returns whether it was present.
+  bool erase(const K& k) {
+    if (!root_) return false;
+    bool removed = false;
+    if (erase_in(root_, k, removed)) {  // the root emptied
+      free_node(root_);
+      root_ = nullptr;
+      first_ = nullptr;
+      height_ = 0;
+    }
+    // An inner root left with one child is a useless level.
+    while (root_ && !root_->leaf && root_->n == 0) {
+      Inner* in = static_cast<Inner*>(root_);
+      root_ = in->child[0];
+      in->n = 0;
+      delete in;
+      --inners_;
+      --height_;
+    }
+    return removed;
+  }
+
+  void clear() {
+    if (root_) free_subtree(root_);
+    root_ = nullptr;
+    first_ = nullptr;
+    size_ = leaves_ = inners_ = height_ = 0;
+  }
+
+  // Structural self-check: key order inside nodes and against separators, all leaves at one
+  // depth, no empty node, the leaf chain in order both ways, the size. Empty result = sound.
+  std::vector<std::string> check() const {
+    std::vector<std::string> problems;
+    if (!root_) {
+      if (size_ != 0) problems.push_back("empty tree with size " + std::to_string(size_));
+      return problems;
+    }
+    std::vector<const Leaf*> leaves;
+    std::size_t count = 0;
+    check_node(root_, nullptr, nullptr, 1, leaves, count, problems);
+    if (count != size_)
+      problems.push_back("counted " + std::to_string(count) + " keys, size says " +
+                         std::to_string(size_));
+    if (leaves.size() != leaves_)
+      problems.push_back("reached " + std::to_string(leaves.size()) + " leaves, expected " +
+                         std::to_string(leaves_));
+    const Leaf* l = first_;
+    const Leaf* prev = nullptr;
+    for (const Leaf* want : leaves) {
+      if (l != want) {
+        problems.push_back("leaf chain differs from the tree's leaf order");
+        break;
+      }
+      if (l->prev != prev) problems.push_back("leaf prev link broken");
+      prev = l;
+      l = l->next;
+    }
+    if (l != nullptr && problems.empty()) problems.push_back("leaf chain longer than the tree");
+    return problems;
+  }
+
+ private:
+  bool equal(const K& a, const K& b) const { return !less_(a, b) && !less_(b, a); }
+  std::uint32_t lower(const Leaf* l, const K& k) const {
+    return static_cast<std::uint32_t>(std::lower_bound(l->keys, l->keys + l->n, k, less_) -
+                                      l->keys);
+  }
+  // Child index for k: the number of separators <= k.
+  std::uint32_t route(const Inner* in, const K& k) const {
+    return static_cast<std::uint32_t>(std::upper_bound(in->keys, in->keys + in->n, k, less_) -
+                                      in->keys);
+  }
+  Leaf* leaf_for(const K& k) const {
+    Node* n = root_;
+    while (!n->leaf) {
+      const Inner* in = static_cast<const Inner*>(n);
+      n = in->child[route(in, k)];
+    }
+    return static_cast<Leaf*>(n);
+  }
+
+  struct Split {
+    K sep;
+    Node* right;
+  };
+
+  bool put(const K& k, const V& v, bool assign) {
+    if (!root_) {
+      Leaf* l = new Leaf();
+      ++leaves_;
+      root_ = first_ = l;
+      height_ = 1;
+    }
+    bool inserted = false;
+    std::optional<Split> s = put_in(root_, k, v, assign, inserted);
+    if (s) {  // the root split: grow a level
+      Inner* in = new Inner();
+      ++inners_;
+      in->n = 1;
+      in->keys[0] = s->sep;
+      in->child[0] = root_;
+      in->child[1] = s->right;
+      root_ = in;
+      ++height_;
+    }
+    if (inserted) ++size_;
+    return inserted;
+  }
+
+  std::optional<Split> put_in(Node* n, const K& k, const V& v, bool assign, bool& inserted) {
+    if (n->leaf) {
+      Leaf* l = static_cast<Leaf*>(n);
+      std::uint32_t i = lower(l, k);
+      if (i < l->n && equal(l->keys[i], k)) {
+        if (assign) l->vals[i] = v;
+        return std::nullopt;
+      }
+      inserted = true;
+      if (l->n < LeafSlots) {
+        insert_at(l, i, k, v);
+        return std::nullopt;
+      }
+      // Split in half, then insert into the half the key belongs to.
+      Leaf* r = new Leaf();
+      ++leaves_;
+      const std::uint32_t half = l->n / 2;
+      r->n = l->n - half;
+      std::move(l->keys + half, l->keys + l->n, r->keys);
+      std::move(l->vals + half, l->vals + l->n, r->vals);
+      l->n = half;
+      r->next = l->next;
+      r->prev = l;
+      if (l->next) l->next->prev = r;
+      l->next = r;
+      if (i <= half)
+        insert_at(l, i, k, v);
+      else
+        insert_at(r, i - half, k, v);
+      return Split{r->keys[0], r};
+    }
+    Inner* in = static_cast<Inner*>(n);
+    const std::uint32_t c = route(in, k);
+    std::optional<Split> s = put_in(in->child[c], k, v, assign, inserted);
+    if (!s) return std::nullopt;
+    if (in->n < InnerSlots) {
+      insert_child(in, c, s->sep, s->right);
+      return std::nullopt;
+    }
+    // Split the inner node: the middle separator moves up.
+    Inner* r = new Inner();
+    ++inners_;
+    const std::uint32_t mid = in->n / 2;
+    const K up = in->keys[mid];
+    r->n = in->n - mid - 1;
+    std::move(in->keys + mid + 1, in->keys + in->n, r->keys);
+    std::copy(in->child + mid + 1, in->child + in->n + 1, r->child);
+    in->n = mid;
+    if (c <= mid)
+      insert_child(in, c, s->sep, s->right);
+    else
+      insert_child(r, c - mid - 1, s->sep, s->right);
+    return Split{up, r};
+  }
+
+  static void insert_at(Leaf* l, std::uint32_t i, const K& k, const V& v) {
+    std::move_backward(l->keys + i, l->keys + l->n, l->keys + l->n + 1);
+    std::move_backward(l->vals + i, l->vals + l->n, l->vals + l->n + 1);
+    l->keys[i] = k;
+    l->vals[i] = v;
+    ++l->n;
+  }
+  // After child c split into (child[c], right) at `sep`.
+  static void insert_child(Inner* in, std::uint32_t c, const K& sep, Node* right) {
+    std::move_backward(in->keys + c, in->keys + in->n, in->keys + in->n + 1);
+    std::copy_backward(in->child + c + 1, in->child + in->n + 1, in->child + in->n + 2);
+    in->keys[c] = sep;
+    in->child[c + 1] = right;
+    ++in->n;
+  }
+
+  // Returns true when `n` became empty (the caller frees and unlinks it).
+  bool erase_in(Node* n, const K& k, bool& removed) {
+    if (n->leaf) {
+      Leaf* l = static_cast<Leaf*>(n);
+      std::uint32_t i = lower(l, k);
+      if (i >= l->n || !equal(l->keys[i], k)) return false;
+      std::move(l->keys + i + 1, l->keys + l->n, l->keys + i);
+      std::move(l->vals + i + 1, l->vals + l->n, l->vals + i);
+      --l->n;
+      --size_;
+      removed = true;
+      return l->n == 0;
+    }
+    Inner* in = static_cast<Inner*>(n);
+    const std::uint32_t c = route(in, k);
+    if (!erase_in(in->child[c], k, removed)) return false;
+    free_node(in->child[c]);
+    if (in->n == 0) return true;  // that was the only child
+    // Drop the child and one separator next to it: its neighbour takes over its key range.
+    const std::uint32_t ki = c > 0 ? c - 1 : 0;
+    std::move(in->keys + ki + 1, in->keys + in->n, in->keys + ki);
+    std::copy(in->child + c + 1, in->child + in->n + 1, in->child + c);
+    --in->n;
+    return false;
+  }
+
+  // Frees an empty node (unlinking a leaf from the chain).
+  void free_node(Node* n) {
+    if (n->leaf) {
+      Leaf* l = static_cast<Leaf*>(n);
+      if (l->prev) l->prev->next = l->next;
+      if (l->next) l->next->prev = l->prev;
+      if (first_ == l) first_ = l->next;
+      delete l;
+      --leaves_;
+    } else {
+      delete static_cast<Inner*>(n);
+      --inners_;
+    }
+  }
+
+  void free_subtree(Node* n) {
+    if (n->leaf) {
+      delete static_cast<Leaf*>(n);
+      return;
+    }
+    Inner* in = static_cast<Inner*>(n);
+    for (std::uint32_t i = 0; i <= in->n; ++i) free_subtree(in->child[i]);
+    delete in;
+  }
+
+  void check_node(const Node* n, const K* lo, const K* hi, std::size_t depth,
+                  std::vector<const Leaf*>& leaves, std::size_t& count,
+                  std::vector<std::string>& problems) const {
+    const std::size_t cap = n->leaf ? LeafSlots : InnerSlots;
+    if (n->n > cap) {
+      problems.push_back("node holds more keys than it has slots");
+      return;
+    }
+    const K* keys =
+        n->leaf ? static_cast<const Leaf*>(n)->keys : static_cast<const Inner*>(n)->keys;
+    for (std::uint32_t i = 0; i < n->n; ++i) {
+      if (i > 0 && !less_(keys[i - 1], keys[i])) problems.push_back("keys out of order in a node");
+      if (lo && less_(keys[i], *lo)) problems.push_back("key below its separator range");
+      if (hi && !less_(keys[i], *hi)) problems.push_back("key above its separator range");
+    }
+    if (n->leaf) {
+      if (depth != height_) problems.push_back("leaf at the wrong depth");
+      if (n->n == 0) problems.push_back("empty leaf kept");
+      leaves.push_back(static_cast<const Leaf*>(n));
+      count += n->n;
+      return;
+    }
+    const Inner* in = static_cast<const Inner*>(n);
+    for (std::uint32_t i = 0; i <= in->n; ++i) {
+      const K* clo = i == 0 ? lo : &in->keys[i - 1];
+      const K* chi = i == in->n ? hi : &in->keys[i];
+      check_node(in->child[i], clo, chi, depth + 1, leaves, count, problems);
+    }
+  }
+
+  void swap(BPlusTree& o) noexcept {
+    std::swap(root_, o.root_);
+    std::swap(first_, o.first_);
+    std::swap(size_, o.size_);
+    std::swap(leaves_, o.leaves_);
+    std::swap(inners_, o.inners_);
+    std::swap(height_, o.height_);
+  }
+
+  Node* root_ = nullptr;
+  Leaf* first_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t leaves_ = 0;
+  std::size_t inners_ = 0;
+  std::size_t height_ = 0;
+  [[no_unique_address]] Less less_{};
+};
+
+}  // namespace dptree::btree

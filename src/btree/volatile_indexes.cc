@@ -1,0 +1,132 @@
+// The two volatile upper bounds of the benchmark, registered as `btree` and `stdmap`.
+//
+// `btree` is safe for concurrent use through one reader-writer lock over the whole tree
+// (lookups and scans share it, writes take it alone): correct and simple, not scalable; it
+// is the DRAM reference, not a concurrent index design. `stdmap` is single-threaded.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+
+#include "btree/btree.h"
+#include "dptree/error.h"
+#include "dptree/registry.h"
+
+namespace dptree {
+namespace {
+
+void refuse_options(const IndexConfig& cfg, const std::string& index) {
+  if (cfg.options.empty()) return;
+  throw Error(Errc::invalid_argument, index + " takes no index options (got '" +
+                                          cfg.options.begin()->first + "'); remove the option");
+}
+
+class BTreeIndex final : public Index {
+ public:
+  std::string name() const override { return "btree"; }
+
+  void upsert(Key k, Value v) override {
+    std::unique_lock lock(mu_);
+    tree_.insert_or_assign(k, v);
+  }
+  bool insert(Key k, Value v) override {
+    std::unique_lock lock(mu_);
+    return tree_.insert(k, v);
+  }
+  bool update(Key k, Value v) override {
+    std::unique_lock lock(mu_);
+    return tree_.update(k, v);
+  }
+  bool remove(Key k) override {
+    std::unique_lock lock(mu_);
+    return tree_.erase(k);
+  }
+  std::optional<Value> lookup(Key k) const override {
+    std::shared_lock lock(mu_);
+    const Value* v = tree_.find(k);
+    return v ? std::optional<Value>(*v) : std::nullopt;
+  }
+  std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
+    std::shared_lock lock(mu_);
+    std::size_t n = 0;
+    for (auto it = tree_.lower_bound(start); it.valid() && n < count; ++it, ++n)
+      out.emplace_back(it.key(), it.value());
+    return n;
+  }
+  IndexStats stats() const override {
+    std::shared_lock lock(mu_);
+    IndexStats s;
+    s.records = tree_.size();
+    s.dram_bytes = tree_.memory_bytes();
+    s.extra = {{"height", static_cast<double>(tree_.height())},
+               {"leaves", static_cast<double>(tree_.leaf_count())},
+               {"inner_nodes", static_cast<double>(tree_.inner_count())}};
+    return s;
+  }
+  CheckReport check() const override {
+    std::shared_lock lock(mu_);
+    CheckReport r;
+    for (auto& p : tree_.check()) r.fail(p);
+    r.facts = {{"records", static_cast<double>(tree_.size())},
+               {"leaves", static_cast<double>(tree_.leaf_count())}};
+    return r;
+  }
+
+ private:
+  mutable std::shared_mutex mu_;
+  btree::BPlusTree<Key, Value> tree_;
+};
+
+class StdMapIndex final : public Index {
+ public:
+  std::string name() const override { return "stdmap"; }
+  void upsert(Key k, Value v) override { map_.insert_or_assign(k, v); }
+  bool insert(Key k, Value v) override { return map_.emplace(k, v).second; }
+  bool update(Key k, Value v) override {
+    auto it = map_.find(k);
+    if (it == map_.end()) return false;
+    it->second = v;
+    return true;
+  }
+  bool remove(Key k) override { return map_.erase(k) > 0; }
+  std::optional<Value> lookup(Key k) const override {
+    auto it = map_.find(k);
+    return it == map_.end() ? std::nullopt : std::optional<Value>(it->second);
+  }
+  std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
+    std::size_t n = 0;
+    for (auto it = map_.lower_bound(start); it != map_.end() && n < count; ++it, ++n)
+      out.emplace_back(it->first, it->second);
+    return n;
+  }
+  IndexStats stats() const override {
+    IndexStats s;
+    s.records = map_.size();
+    // Estimate: a red-black node (colour + 3 links = 32 B) plus the pair, rounded up by malloc.
+    s.dram_bytes = sizeof(map_) + map_.size() * kNodeBytes;
+    return s;
+  }
+
+ private:
+  static constexpr std::size_t kNodeBytes = 64;
+  std::map<Key, Value> map_;
+};
+
+}  // namespace
+
+void register_volatile_indexes() {
+  register_index({"btree",
+                  "volatile DRAM B+-tree (64-slot sorted nodes, linked leaves), one reader-writer "
+                  "lock; upper bound, no persistence",
+                  false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+                    refuse_options(cfg, "btree");
+                    return std::make_unique<BTreeIndex>();
+                  }});
+  register_index({"stdmap", "std::map (red-black tree) in DRAM, single-threaded; no persistence",
+                  false, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+                    refuse_options(cfg, "stdmap");
+                    return std::make_unique<StdMapIndex>();
+                  }});
+}
+
+}  // namespace dptree

@@ -1,0 +1,16 @@
+// The built-in indexes: one call per index family, in the order `dptree bench --list` shows.
+namespace dptree {
+
+void register_volatile_indexes();  // btree/volatile_indexes.cc
+void register_cawbt_index();       // baselines/cawbt/cawbt.cc
+void register_utree_index();       // baselines/utree/utree.cc
+void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptree)
+
+void register_builtin_indexes() {
+  register_volatile_indexes();
+  register_cawbt_index();
+  register_utree_index();
+  register_paper_peers();
+}
+
+}  // namespace dptree

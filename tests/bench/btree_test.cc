@@ -1,0 +1,238 @@
+// The volatile B+-tree template, the registered volatile indexes against a std::map model,
+// the registry, and the btree index under concurrent use.
+#include "btree/btree.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "dptree/error.h"
+#include "dptree/registry.h"
+
+namespace dptree {
+namespace {
+
+using SmallTree = btree::BPlusTree<std::uint64_t, std::uint64_t, 4, 4>;
+
+void expect_equal(const SmallTree& t, const std::map<std::uint64_t, std::uint64_t>& m) {
+  ASSERT_EQ(t.size(), m.size());
+  auto it = t.begin();
+  for (const auto& [k, v] : m) {
+    ASSERT_TRUE(it.valid());
+    ASSERT_EQ(it.key(), k);
+    ASSERT_EQ(it.value(), v);
+    ++it;
+  }
+  EXPECT_FALSE(it.valid());
+}
+
+TEST(BPlusTree, RandomOperationsMatchStdMap) {
+  SmallTree t;
+  std::map<std::uint64_t, std::uint64_t> m;
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 30000; ++i) {
+    const std::uint64_t k = rng() % 600, v = rng();
+    switch (rng() % 5) {
+      case 0:
+        EXPECT_EQ(t.insert(k, v), m.emplace(k, v).second);
+        break;
+      case 1:
+        EXPECT_EQ(t.insert_or_assign(k, v), m.insert_or_assign(k, v).second);
+        break;
+      case 2: {
+        auto mi = m.find(k);
+        EXPECT_EQ(t.update(k, v), mi != m.end());
+        if (mi != m.end()) mi->second = v;
+        break;
+      }
+      case 3:
+        EXPECT_EQ(t.erase(k), m.erase(k) > 0);
+        break;
+      case 4: {
+        auto it = t.lower_bound(k);
+        auto mi = m.lower_bound(k);
+        for (int n = 0; n < 5 && mi != m.end(); ++n, ++mi, ++it) {
+          ASSERT_TRUE(it.valid());
+          ASSERT_EQ(it.key(), mi->first);
+        }
+        if (mi == m.end()) {
+          EXPECT_FALSE(it.valid());
+        }
+        break;
+      }
+    }
+    const std::uint64_t* f = t.find(k);
+    auto mi = m.find(k);
+    ASSERT_EQ(f != nullptr, mi != m.end());
+    if (f) {
+      ASSERT_EQ(*f, mi->second);
+    }
+    if (i % 500 == 0) {
+      auto problems = t.check();
+      ASSERT_TRUE(problems.empty()) << problems.front();
+    }
+  }
+  expect_equal(t, m);
+  EXPECT_GT(t.height(), 3u) << "small nodes should have built a deep tree";
+}
+
+TEST(BPlusTree, EmptiesCompletelyAndRefills) {
+  SmallTree t;
+  for (std::uint64_t k = 0; k < 1000; ++k) t.insert(k, k);
+  EXPECT_TRUE(t.check().empty());
+  for (std::uint64_t k = 0; k < 1000; k += 2) EXPECT_TRUE(t.erase(k));
+  EXPECT_TRUE(t.check().empty());
+  for (std::uint64_t k = 999; k < 1000; k -= 2) EXPECT_TRUE(t.erase(k));
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ(t.leaf_count(), 0u);
+  EXPECT_EQ(t.inner_count(), 0u);
+  EXPECT_FALSE(t.begin().valid());
+  EXPECT_FALSE(t.erase(3));
+  for (std::uint64_t k = 1000; k > 0; --k) t.insert(k, k);
+  EXPECT_TRUE(t.check().empty());
+  expect_equal(t, [] {
+    std::map<std::uint64_t, std::uint64_t> m;
+    for (std::uint64_t k = 1; k <= 1000; ++k) m[k] = k;
+    return m;
+  }());
+}
+
+TEST(BPlusTree, MoveLeavesTheSourceEmpty) {
+  SmallTree a;
+  for (std::uint64_t k = 0; k < 100; ++k) a.insert(k, k);
+  SmallTree b = std::move(a);
+  EXPECT_EQ(b.size(), 100u);
+  EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move): moved-from state is specified
+  EXPECT_TRUE(b.check().empty());
+}
+
+TEST(Registry, ListsTheVolatileIndexes) {
+  const auto& all = registered_indexes();
+  auto find = [&](const std::string& n) -> const IndexInfo* {
+    for (const auto& i : all)
+      if (i.name == n) return &i;
+    return nullptr;
+  };
+  ASSERT_TRUE(find("btree"));
+  ASSERT_TRUE(find("stdmap"));
+  EXPECT_FALSE(find("btree")->persistent);
+  EXPECT_TRUE(find("btree")->concurrent);
+  EXPECT_FALSE(find("stdmap")->concurrent);
+  EXPECT_FALSE(find("stdmap")->description.empty());
+  EXPECT_EQ(&find_index("btree"), find("btree"));
+}
+
+TEST(Registry, UnknownAndDuplicateNamesAreRefused) {
+  try {
+    find_index("nope");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("btree"), std::string::npos) << "lists known names";
+  }
+  EXPECT_THROW(register_index({"btree", "again", false, false,
+                               [](const IndexConfig&) { return std::unique_ptr<Index>(); }}),
+               Error);
+  EXPECT_THROW(register_index({"", "nameless", false, false, nullptr}), Error);
+}
+
+TEST(Registry, IndexesRefuseUnknownOptions) {
+  IndexConfig cfg;
+  cfg.options["fanout"] = "3";
+  EXPECT_THROW(find_index("btree").create(cfg), Error);
+}
+
+// Model-based: every operation of the Index interface against std::map.
+class VolatileIndex : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VolatileIndex, MatchesStdMap) {
+  auto idx = find_index(GetParam()).create(IndexConfig{});
+  ASSERT_EQ(idx->name(), GetParam());
+  std::map<Key, Value> m;
+  std::mt19937_64 rng(17);
+  std::vector<KV> out;
+  for (int i = 0; i < 20000; ++i) {
+    const Key k = rng() % 3000;
+    const Value v = rng() % (idx->max_value() == ~Value{0} ? ~Value{0} : idx->max_value() + 1);
+    switch (rng() % 6) {
+      case 0:
+        idx->upsert(k, v), m[k] = v;
+        break;
+      case 1:
+        ASSERT_EQ(idx->insert(k, v), m.emplace(k, v).second);
+        break;
+      case 2: {
+        auto it = m.find(k);
+        ASSERT_EQ(idx->update(k, v), it != m.end());
+        if (it != m.end()) it->second = v;
+        break;
+      }
+      case 3:
+        ASSERT_EQ(idx->remove(k), m.erase(k) > 0);
+        break;
+      case 4: {
+        auto got = idx->lookup(k);
+        auto it = m.find(k);
+        ASSERT_EQ(got.has_value(), it != m.end());
+        if (got) {
+          ASSERT_EQ(*got, it->second);
+        }
+        break;
+      }
+      case 5: {
+        out.assign(1, {1, 1});  // scan appends: what is already there stays
+        const std::size_t n = rng() % 40;
+        const std::size_t got = idx->scan(k, n, out);
+        ASSERT_EQ(out.size(), got + 1);
+        auto it = m.lower_bound(k);
+        for (std::size_t j = 0; j < n && it != m.end(); ++j, ++it) {
+          ASSERT_LT(j, got);
+          ASSERT_EQ(out[j + 1], (KV{it->first, it->second}));
+        }
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(idx->stats().records, m.size());
+  EXPECT_GT(idx->stats().dram_bytes, 0u);
+  EXPECT_TRUE(idx->check().ok);
+}
+
+INSTANTIATE_TEST_SUITE_P(Registered, VolatileIndex, ::testing::Values("btree", "stdmap"));
+
+TEST(BTreeIndex, ConcurrentWritersAndReaders) {
+  auto idx = find_index("btree").create(IndexConfig{});
+  constexpr Key kPerWriter = 20000;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> disorder{false};
+  std::thread reader([&] {
+    std::vector<KV> out;
+    while (!stop.load()) {
+      out.clear();
+      idx->scan(kPerWriter / 2, 200, out);
+      for (std::size_t i = 1; i < out.size(); ++i)
+        if (out[i - 1].first >= out[i].first) disorder = true;
+      (void)idx->lookup(7);
+    }
+  });
+  std::vector<std::thread> writers;
+  for (Key w = 0; w < 2; ++w)
+    writers.emplace_back([&, w] {
+      for (Key k = 0; k < kPerWriter; ++k) idx->upsert(w * kPerWriter + k, k);
+      for (Key k = 0; k < kPerWriter; k += 4) idx->remove(w * kPerWriter + k);
+    });
+  for (auto& t : writers) t.join();
+  stop = true;
+  reader.join();
+  EXPECT_FALSE(disorder.load());
+  EXPECT_EQ(idx->stats().records, 2 * (kPerWriter - kPerWriter / 4));
+  for (Key k = 0; k < 2 * kPerWriter; ++k) ASSERT_EQ(idx->lookup(k).has_value(), k % 4 != 0) << k;
+  const CheckReport rep = idx->check();
+  EXPECT_TRUE(rep.ok) << (rep.problems.empty() ? "" : rep.problems.front());
+}
+
+}  // namespace
+}  // namespace dptree

@@ -1,0 +1,138 @@
+// The `dptree` binary: help, flag errors, --list, and the JSON / CSV files of a tiny run.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(DPTREE_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+std::string temp(const char* name) {
+  return (std::filesystem::temp_directory_path() /
+          ("dptree-cli-test-" + std::to_string(getpid()) + "-" + name))
+      .string();
+}
+
+TEST(Cli, HelpForEveryCommand) {
+  for (const char* c : {"--help", "bench --help", "microbench --help"}) {
+    Result r = run(c);
+    EXPECT_EQ(r.status, 0) << c << "\n" << r.output;
+    EXPECT_TRUE(has(r.output, "Usage")) << c;
+  }
+  Result r = run("bench --help");
+  for (const char* flag : {"--index",          "--list",        "--workload",
+                           "--records",        "--ops",         "--seconds",
+                           "--threads",        "--pin",         "--distribution",
+                           "--theta",          "--scan-length", "--scan-selectivity",
+                           "--read",           "--insert",      "--update",
+                           "--remove",         "--scan",        "--seed",
+                           "--sample-rate",    "--pm-mode",     "--pool",
+                           "--pool-size",      "--keep",        "--flush-delay-ns",
+                           "--fence-delay-ns", "--json",        "--csv",
+                           "--recovery"})
+    EXPECT_TRUE(has(r.output, flag)) << flag;
+}
+
+TEST(Cli, BadFlagsExitNonZeroSayingWhatIsAccepted) {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{"bench --bogus", "accepts: --help, --index"},
+        Case{"bench --workload nope", "use one of insert_only"},
+        Case{"bench --distribution gauss", "uniform,zipfian"},
+        Case{"bench --pm-mode nvme", "pmem,eadr,dram"},
+        Case{"bench --threads 0", "thread counts from 1"}, Case{"bench --theta 1.5", "--theta"},
+        Case{"bench --read 50 --insert 20", "must sum to 100"},
+        Case{"bench --index nope", "registered indexes (btree"},
+        Case{"bench --index stdmap --threads 2", "not safe for concurrent use"},
+        Case{"bench --ops 10 --seconds 1", "excludes"}, Case{"bench --option x", "KEY=VALUE"},
+        Case{"frobnicate", "accepts"}}) {
+    Result r = run(c.args);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_TRUE(has(r.output, c.says)) << c.args << " said:\n" << r.output;
+  }
+}
+
+TEST(Cli, ListShowsTheRegisteredIndexes) {
+  Result r = run("bench --list");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "btree        no         yes")) << r.output;
+  EXPECT_TRUE(has(r.output, "stdmap       no         no")) << r.output;
+}
+
+TEST(Cli, JsonAndCsvOfATinyRun) {
+  const std::string json = temp("out.json"), csv = temp("out.csv");
+  Result r =
+      run("bench --index btree,stdmap --workload read_update,ycsb_e --records 1000 "
+          "--ops 3000 --pm-mode dram --quiet --json " +
+          json + " --csv " + csv);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "Mops/s"));
+  std::ifstream jf(json);
+  const auto j = nlohmann::json::parse(jf);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 4u);
+  for (const auto& run : j) {
+    for (const char* f :
+         {"index", "workload", "threads", "records", "ops", "seconds", "throughput_mops",
+          "latency_ns", "flushes_per_op", "fences_per_op", "pm_bytes_written_per_op", "dram_bytes",
+          "pm_bytes", "recovery_seconds", "pm_mode"})
+      EXPECT_TRUE(run.contains(f)) << f;
+    for (const char* p : {"p50", "p90", "p99", "p999", "p9999", "max"})
+      EXPECT_TRUE(run["latency_ns"].contains(p)) << p;
+    EXPECT_EQ(run["ops"], 3000);
+    EXPECT_EQ(run["records"], 1000);
+    EXPECT_EQ(run["pm_mode"], "dram");
+    EXPECT_GT(run["throughput_mops"].get<double>(), 0);
+    EXPECT_TRUE(run["recovery_seconds"].is_null()) << "volatile indexes have no recovery";
+  }
+  EXPECT_EQ(j[0]["index"], "btree");
+  EXPECT_EQ(j[1]["index"], "stdmap");
+  EXPECT_EQ(j[2]["workload"], "ycsb_e");
+  std::ifstream cf(csv);
+  std::string line;
+  int lines = 0;
+  while (std::getline(cf, line)) ++lines;
+  EXPECT_EQ(lines, 5) << "header + 4 runs";
+  std::filesystem::remove(json);
+  std::filesystem::remove(csv);
+}
+
+TEST(Cli, CustomMix) {
+  Result r =
+      run("bench --index btree --read 40 --insert 30 --remove 10 --scan 20 --records 500 "
+          "--ops 1000 --quiet --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j[0]["workload"], "custom");
+  EXPECT_EQ(j[0]["ops_by_kind"]["remove"].get<int>() > 0, true);
+}
+
+}  // namespace

@@ -1,0 +1,201 @@
+// The runner end to end on the volatile indexes and on a minimal persistent test index.
+#include "bench/runner.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::bench {
+namespace {
+
+RunSpec small(const std::string& index, const std::string& workload) {
+  RunSpec s;
+  s.index = index;
+  s.workload = find_workload(workload);
+  s.records = 2000;
+  s.ops = 6000;
+  s.pm_mode = pm::Mode::dram;
+  s.sample_rate = 0.5;
+  return s;
+}
+
+TEST(Runner, RunsTheRequestedOperations) {
+  for (const char* index : {"btree", "stdmap"}) {
+    RunSpec s = small(index, "mixed");
+    RunResult r = run(s);
+    EXPECT_EQ(r.ops, 6000u);
+    const auto inserts = r.ops_by_kind[static_cast<int>(OpKind::insert)];
+    EXPECT_GT(inserts, 0u);
+    // Inserts add new keys and nothing removes: the index ends with exactly this many.
+    EXPECT_EQ(r.final_records, 2000u + inserts) << index;
+    // Single thread, no removes: every lookup hits.
+    EXPECT_EQ(r.reads_found, r.ops_by_kind[static_cast<int>(OpKind::read)]) << index;
+    EXPECT_GT(r.latency_ns.samples, 0u);
+    EXPECT_LE(r.latency_ns.p50, r.latency_ns.p99);
+    EXPECT_LE(r.latency_ns.p99, r.latency_ns.max);
+    EXPECT_GT(r.dram_bytes, 0u);
+    EXPECT_FALSE(r.recovery_seconds.has_value());
+    EXPECT_EQ(r.pm_mode, "dram");
+  }
+}
+
+TEST(Runner, SameSeedSameRun) {
+  RunSpec s = small("btree", "ycsb_d");
+  RunResult a = run(s), b = run(s);
+  for (std::size_t k = 0; k < kOpKinds; ++k) EXPECT_EQ(a.ops_by_kind[k], b.ops_by_kind[k]);
+  EXPECT_EQ(a.reads_found, b.reads_found);
+  EXPECT_EQ(a.final_records, b.final_records);
+}
+
+TEST(Runner, SeveralThreadsShareTheOperations) {
+  RunSpec s = small("btree", "insert_only");
+  s.threads = 2;
+  s.pin = true;
+  RunResult r = run(s);
+  EXPECT_EQ(r.ops, 6000u);
+  EXPECT_EQ(r.final_records, 8000u) << "threads insert disjoint keys";
+}
+
+TEST(Runner, TimedRunStops) {
+  RunSpec s = small("btree", "read_only");
+  s.ops = 0;
+  s.seconds = 0.05;
+  RunResult r = run(s);
+  EXPECT_GT(r.ops, 0u);
+}
+
+TEST(Runner, RefusesThreadsOnANonConcurrentIndex) {
+  RunSpec s = small("stdmap", "read_only");
+  s.threads = 2;
+  try {
+    run(s);
+    FAIL() << "stdmap ran on 2 threads";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not safe for concurrent use"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--threads 1"), std::string::npos);
+  }
+}
+
+// A minimal persistent index: a DRAM map, plus every upsert appended to a PM array with one
+// flush and one fence. Enough to check the runner's pool handling and PM counters.
+struct Root {
+  std::uint64_t count;  // entries follow the 64-byte header, 16 bytes each: 4 per cache line
+  std::uint64_t pad[7];
+  KV* entries() { return reinterpret_cast<KV*>(this + 1); }
+};
+
+class PmLogIndex final : public Index {
+ public:
+  static constexpr std::size_t kBytes = 4 << 20;
+  explicit PmLogIndex(pm::Pool& pool) {
+    root_ = pool.root<Root>();
+    if (!root_) {
+      auto blk = pool.allocator().reserve(kBytes);
+      std::memset(pool.at(blk), 0, kBytes);
+      pm::persist(pool.at(blk), kBytes);
+      pool.allocator().activate(pool.root_word(), blk);
+      root_ = pool.root<Root>();
+    }
+    for (std::uint64_t i = 0; i < root_->count; ++i)
+      map_[root_->entries()[i].first] = root_->entries()[i].second;
+  }
+  std::string name() const override { return "test_pmlog"; }
+  void upsert(Key k, Value v) override {
+    KV& e = root_->entries()[root_->count];
+    e = {k, v};
+    pm::persist(&e, sizeof(e));
+    ++root_->count;  // counted only to rebuild on open; not persisted, to keep 1 flush per op
+    map_[k] = v;
+  }
+  bool insert(Key k, Value v) override {
+    if (map_.count(k)) return false;
+    upsert(k, v);
+    return true;
+  }
+  bool update(Key k, Value v) override {
+    if (!map_.count(k)) return false;
+    upsert(k, v);
+    return true;
+  }
+  bool remove(Key k) override { return map_.erase(k) > 0; }
+  std::optional<Value> lookup(Key k) const override {
+    auto it = map_.find(k);
+    return it == map_.end() ? std::nullopt : std::optional<Value>(it->second);
+  }
+  std::size_t scan(Key, std::size_t, std::vector<KV>&) const override { return 0; }
+  IndexStats stats() const override {
+    IndexStats s;
+    s.records = map_.size();
+    s.pm_bytes = kBytes;
+    s.dram_bytes = map_.size() * 64;
+    return s;
+  }
+
+ private:
+  Root* root_ = nullptr;
+  std::map<Key, Value> map_;
+};
+
+void register_test_index() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  register_index({"test_pmlog", "test only", true, false, [](const IndexConfig& c) {
+                    if (!c.pool) throw Error(Errc::invalid_argument, "test_pmlog needs a pool");
+                    return std::unique_ptr<Index>(new PmLogIndex(*c.pool));
+                  }});
+}
+
+std::filesystem::path temp_pool(const char* tag) {
+  return pm::default_pool_dir() / ("dptree-runner-test-" + std::to_string(getpid()) + tag);
+}
+
+TEST(Runner, PersistentIndexGetsAPoolAndCountsFlushes) {
+  register_test_index();
+  RunSpec s = small("test_pmlog", "insert_only");
+  s.records = 1000;
+  s.ops = 4000;
+  s.pool_path = temp_pool("a");
+  s.recovery = true;
+  RunResult r = run(s);
+  EXPECT_DOUBLE_EQ(r.flushes_per_op, 1.0);
+  EXPECT_DOUBLE_EQ(r.fences_per_op, 1.0);
+  EXPECT_DOUBLE_EQ(r.pm_bytes_written_per_op, 64.0);
+  EXPECT_EQ(r.pm_bytes, PmLogIndex::kBytes);
+  EXPECT_TRUE(r.recovery_seconds.has_value());
+  EXPECT_EQ(r.pool, s.pool_path.string());
+  EXPECT_FALSE(std::filesystem::exists(s.pool_path)) << "the pool is removed after the run";
+}
+
+TEST(Runner, KeepLeavesThePoolAndAnExistingPoolIsRefused) {
+  register_test_index();
+  RunSpec s = small("test_pmlog", "read_only");
+  s.pool_path = temp_pool("b");
+  s.keep_pool = true;
+  run(s);
+  EXPECT_TRUE(std::filesystem::exists(s.pool_path));
+  // Running again on the kept file is refused and leaves it alone.
+  s.keep_pool = false;
+  EXPECT_THROW(run(s), Error);
+  EXPECT_TRUE(std::filesystem::exists(s.pool_path)) << "a refused pool must not be deleted";
+  std::filesystem::remove(s.pool_path);
+}
+
+TEST(Runner, VolatileIndexesNeedNoPool) {
+  RunSpec s = small("btree", "read_only");
+  s.recovery = true;  // not measured for a volatile index
+  RunResult r = run(s);
+  EXPECT_TRUE(r.pool.empty());
+  EXPECT_FALSE(r.recovery_seconds.has_value());
+  EXPECT_EQ(r.flushes_per_op, 0.0);
+}
+
+}  // namespace
+}  // namespace dptree::bench

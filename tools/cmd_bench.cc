@@ -1,0 +1,347 @@
+// `dptree bench`: the PiBench/YCSB-style benchmark over every registered index (docs/bench.md).
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/progress.h"
+#include "bench/report.h"
+#include "bench/runner.h"
+#include "commands.h"
+#include "dptree/error.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+
+namespace dptree::cli {
+namespace {
+
+using bench::RunSpec;
+
+const char* const kDefaultWorkloads = "insert_only,read_only,read_update,scan_insert,mixed";
+
+struct BenchOptions {
+  std::string indexes;  // empty: every registered index
+  bool list = false;
+  std::string workloads = kDefaultWorkloads;
+  std::uint64_t records = 1'000'000;
+  std::uint64_t ops = 0;
+  double seconds = 1.0;
+  std::string threads = "1";
+  bool pin = false;
+  std::string distribution;  // empty: each workload's own
+  double theta = 0.99;
+  std::uint32_t scan_length = 100;
+  double scan_selectivity = 0;  // percent of the records; 0: use scan_length
+  std::optional<double> read, insert, update, remove, scan;
+  std::uint64_t seed = 1729;
+  double sample_rate = 0.1;
+  std::string pm_mode = "pmem";
+  std::string pool;
+  std::size_t pool_size = 0;
+  bool keep = false;
+  std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
+  std::string json, csv;
+  bool recovery = false;
+  std::vector<std::string> index_options;
+  bool quiet = false;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void print_list() {
+  fmt::print("{:<12} {:<10} {:<10} {}\n", "index", "persistent", "concurrent", "description");
+  for (const auto& i : registered_indexes())
+    fmt::print("{:<12} {:<10} {:<10} {}\n", i.name, i.persistent ? "yes" : "no",
+               i.concurrent ? "yes" : "no", i.description);
+}
+
+std::vector<unsigned> parse_threads(const std::string& s) {
+  std::vector<unsigned> out;
+  for (const auto& t : split(s)) {
+    std::size_t used = 0;
+    unsigned long v = 0;
+    try {
+      v = std::stoul(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != t.size() || v == 0 || v > 1024)
+      throw Error(Errc::invalid_argument, "--threads '" + s +
+                                              "': give thread counts from 1 to 1024, "
+                                              "comma-separated (e.g. 1,2,4)");
+    out.push_back(static_cast<unsigned>(v));
+  }
+  if (out.empty()) throw Error(Errc::invalid_argument, "--threads needs at least one count");
+  return out;
+}
+
+std::map<std::string, std::string> parse_index_options(const std::vector<std::string>& kvs) {
+  std::map<std::string, std::string> out;
+  for (const auto& kv : kvs) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error(Errc::invalid_argument,
+                  "--option '" + kv + "': write index options as KEY=VALUE (e.g. fanout=64)");
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
+void write_file(const std::string& path, const std::string& text, const char* what) {
+  if (path == "-") {
+    fmt::print("{}", text);
+    return;
+  }
+  std::ofstream f(path);
+  f << text;
+  f.close();
+  if (!f)
+    throw Error(Errc::io_error, std::string("cannot write the ") + what + " file '" + path +
+                                    "': check the directory exists and is writable");
+}
+
+void on_signal(int) {
+  bench::request_stop();
+}
+
+void run_bench(const BenchOptions& o) {
+  if (o.list) {
+    print_list();
+    return;
+  }
+  // Validate everything before the first run, so a typo does not waste a long benchmark.
+  const bool all_indexes = o.indexes.empty();
+  std::vector<const IndexInfo*> indexes;
+  if (all_indexes)
+    for (const auto& i : registered_indexes()) indexes.push_back(&i);
+  else
+    for (const auto& name : split(o.indexes)) indexes.push_back(&find_index(name));
+  if (indexes.empty())
+    throw Error(Errc::invalid_argument, "--index lists no index: see `dptree bench --list`");
+
+  const bool custom = o.read || o.insert || o.update || o.remove || o.scan;
+  std::vector<bench::Workload> workloads;
+  if (custom) {
+    bench::Mix m;
+    m.read = o.read.value_or(0);
+    m.insert = o.insert.value_or(0);
+    m.update = o.update.value_or(0);
+    m.remove = o.remove.value_or(0);
+    m.scan = o.scan.value_or(0);
+    workloads.push_back(bench::custom_workload(m));
+  } else {
+    for (const auto& w : split(o.workloads)) workloads.push_back(bench::find_workload(w));
+    if (workloads.empty())
+      throw Error(Errc::invalid_argument,
+                  "--workload lists no workload: see `dptree bench --help`");
+  }
+  const std::vector<unsigned> threads = parse_threads(o.threads);
+
+  RunSpec base;
+  if (!o.distribution.empty()) base.distribution = bench::parse_distribution(o.distribution);
+  base.theta = o.theta;
+  if (!(o.theta >= 0 && o.theta < 1))
+    throw Error(Errc::invalid_argument, "--theta must be in [0, 1) (YCSB uses 0.99)");
+  base.records = o.records;
+  base.ops = o.ops;
+  base.seconds = o.seconds;
+  base.pin = o.pin;
+  base.seed = o.seed;
+  base.sample_rate = o.sample_rate;
+  base.pm_mode = pm::parse_mode(o.pm_mode);
+  base.flush_delay_ns = o.flush_delay_ns;
+  base.fence_delay_ns = o.fence_delay_ns;
+  base.pool_size = o.pool_size;
+  base.keep_pool = o.keep;
+  base.recovery = o.recovery;
+  base.options = parse_index_options(o.index_options);
+  if (o.scan_selectivity > 0) {
+    // Mean length = selectivity x records; uniform in [1, 2L-1] gives a standard deviation
+    // of ~0.58 L, close to the DPTree paper's 0.001% +- 0.0006%.
+    const double len = o.scan_selectivity / 100.0 * static_cast<double>(o.records);
+    const auto l = static_cast<std::uint32_t>(std::max(1.0, len + 0.5));
+    base.scan = {1, 2 * l - 1};
+  } else {
+    base.scan = {o.scan_length, o.scan_length};
+  }
+
+  // The runs, grouped so that each (workload, threads) block compares the indexes in turn.
+  std::vector<RunSpec> specs;
+  for (const auto& w : workloads)
+    for (unsigned t : threads)
+      for (const IndexInfo* info : indexes) {
+        if (t > 1 && !info->concurrent) {
+          if (all_indexes) continue;  // the default selection skips what cannot run
+          throw Error(Errc::invalid_argument,
+                      "index '" + info->name + "' is not safe for concurrent use, so it cannot " +
+                          "run with --threads " + std::to_string(t) +
+                          ": drop it from --index or use --threads 1");
+        }
+        RunSpec s = base;
+        s.index = info->name;
+        s.workload = w;
+        s.threads = t;
+        specs.push_back(std::move(s));
+      }
+  if (specs.empty())
+    throw Error(Errc::invalid_argument,
+                "no run left: no selected index is concurrent for the thread counts given");
+
+  // Pool files: the given path, or a fresh one per process; one per run when several
+  // persistent runs would otherwise share it and the pools are kept.
+  std::size_t persistent_runs = 0;
+  for (const auto& s : specs) persistent_runs += find_index(s.index).persistent ? 1 : 0;
+  const std::filesystem::path pool =
+      o.pool.empty() ? pm::default_pool_dir() / fmt::format("dptree-bench-{}.pool", getpid())
+                     : std::filesystem::path(o.pool);
+  for (auto& s : specs) {
+    s.pool_path = pool;
+    if (persistent_runs > 1 && o.keep) {
+      s.pool_path.replace_filename(fmt::format("{}-{}-{}-t{}{}", pool.stem().string(), s.index,
+                                               s.workload.name, s.threads,
+                                               pool.extension().string()));
+    }
+  }
+
+  if (!o.quiet)
+    fmt::print(stderr,
+               "dptree bench: {} run(s); records {}, {}, pm-mode {} (flush: {}), seed {}, "
+               "latency sample rate {}\n",
+               specs.size(), o.records,
+               o.ops ? fmt::format("{} ops", o.ops) : fmt::format("{} s per run", o.seconds),
+               o.pm_mode, pm::to_string(pm::flush_instruction()), o.seed, o.sample_rate);
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  bench::StderrProgress progress(bench::stderr_is_tty());
+  std::vector<bench::RunResult> results;
+  for (const auto& s : specs) {
+    if (bench::stop_requested()) break;
+    progress.begin(fmt::format("[{}/{}] {} {} t={}", results.size() + 1, specs.size(), s.index,
+                               s.workload.name, s.threads));
+    auto r = bench::run(s, o.quiet ? nullptr : &progress);
+    if (!o.quiet)
+      progress.end(fmt::format("{:.3f} Mops/s, p99 {} (preload {:.2f} s)", r.throughput_mops,
+                               bench::format_ns(static_cast<double>(r.latency_ns.p99)),
+                               r.preload_seconds));
+    if (s.keep_pool && !r.pool.empty()) fmt::print(stderr, "kept pool {}\n", r.pool);
+    results.push_back(std::move(r));
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+
+  if (o.json != "-" && o.csv != "-") fmt::print("{}", bench::format_table(results));
+  if (!o.json.empty()) write_file(o.json, bench::to_json(results), "JSON");
+  if (!o.csv.empty()) write_file(o.csv, bench::to_csv(results), "CSV");
+  if (bench::stop_requested()) {
+    fmt::print(stderr, "dptree bench: interrupted; the table shows the runs that finished\n");
+    exit_code() = 130;
+  }
+}
+
+void setup(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  std::string workload_names;
+  for (const auto& w : bench::named_workloads())
+    workload_names += fmt::format("\n  {:<12} {}", w.name, w.description);
+
+  app.add_option("--index", o->indexes,
+                 "Indexes to compare, comma-separated; the table shows each one's throughput "
+                 "relative to the first (default: every registered index; see --list)");
+  app.add_flag("--list", o->list, "List the registered indexes and exit");
+  app.add_option("--workload", o->workloads,
+                 "Workloads, comma-separated (default: the DPTree paper's five):" + workload_names)
+      ->capture_default_str();
+  app.add_option("--records", o->records, "Records preloaded before each run")
+      ->capture_default_str();
+  auto* ops = app.add_option("--ops", o->ops, "Operations per run (all threads together)");
+  auto* secs =
+      app.add_option("--seconds", o->seconds, "Duration of each run, when --ops is not given")
+          ->capture_default_str()
+          ->check(CLI::PositiveNumber);
+  ops->excludes(secs);
+  app.add_option("--threads", o->threads,
+                 "Thread counts, comma-separated (e.g. 1,2): one run per count")
+      ->capture_default_str();
+  app.add_flag("--pin", o->pin, "Pin worker thread i to the i-th CPU this process may use");
+  app.add_option("--distribution", o->distribution,
+                 "Key distribution (default: the workload's own; uniform for the paper's mixes)")
+      ->check(CLI::IsMember({"uniform", "zipfian", "sequential", "latest"}));
+  app.add_option("--theta", o->theta, "Zipfian/latest skew, 0 <= theta < 1")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999999));
+  auto* len = app.add_option("--scan-length", o->scan_length, "Records per scan (fixed)")
+                  ->capture_default_str()
+                  ->check(CLI::Range(1u, 1u << 24));
+  auto* sel = app.add_option("--scan-selectivity", o->scan_selectivity,
+                             "Scan length as a percentage of --records (mean; uniform in "
+                             "[1, 2x-1]; the paper uses 0.001)")
+                  ->check(CLI::Range(1e-9, 100.0));
+  len->excludes(sel);
+  const char* pct =
+      "Custom mix: percentage of {} (the five shares must sum to 100; "
+      "replaces --workload)";
+  app.add_option("--read", o->read, fmt::format(fmt::runtime(pct), "lookups"))
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--insert", o->insert, fmt::format(fmt::runtime(pct), "inserts of new keys"))
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--update", o->update, fmt::format(fmt::runtime(pct), "updates of existing keys"))
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--remove", o->remove, fmt::format(fmt::runtime(pct), "removes"))
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--scan", o->scan, fmt::format(fmt::runtime(pct), "scans"))
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();
+  app.add_option("--sample-rate", o->sample_rate,
+                 "Share of operations whose latency is measured (0 to 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--pm-mode", o->pm_mode,
+                 "Persistence: pmem (clwb/clflushopt/clflush + sfence), eadr (fence only), "
+                 "dram (neither); flushes are counted in every mode")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"pmem", "eadr", "dram"}));
+  app.add_option("--pool", o->pool,
+                 "Pool file for persistent indexes; must not exist (default: a fresh file "
+                 "under " +
+                     pm::default_pool_dir().string() + ", removed at exit unless --keep)");
+  app.add_option("--pool-size", o->pool_size,
+                 "Pool size, e.g. 4GiB (default: sized from --records and the inserts to come)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_flag("--keep", o->keep, "Keep the pool file(s) after the run");
+  app.add_option("--flush-delay-ns", o->flush_delay_ns,
+                 "Emulated extra latency per flushed cache line (ns)");
+  app.add_option("--fence-delay-ns", o->fence_delay_ns, "Emulated extra latency per fence (ns)");
+  app.add_option("--json", o->json, "Write the results as JSON to FILE ('-': stdout)");
+  app.add_option("--csv", o->csv, "Write the results as CSV to FILE ('-': stdout)");
+  app.add_flag("--recovery", o->recovery,
+               "Persistent indexes: after the run close the pool, reopen it and time the "
+               "recovery until the first lookup completes");
+  app.add_option("--option", o->index_options,
+                 "Index option KEY=VALUE passed to every index (repeatable)");
+  app.add_flag("--quiet", o->quiet, "No progress or status output on stderr (errors only)");
+  app.callback([o] { run_bench(*o); });
+}
+
+const Registrar kRegistrar{
+    {"bench",
+     "Benchmark indexes: the DPTree paper's mixes, YCSB A-F or a custom mix; throughput, "
+     "latency percentiles, flushes/fences/PM bytes per op, memory, recovery time",
+     setup}};
+
+}  // namespace
+}  // namespace dptree::cli

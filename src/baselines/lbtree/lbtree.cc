@@ -1,0 +1,379 @@
+// LB+-Tree (Liu, Chen, Wang, PVLDB 13(7), 2020): a B+-tree with DRAM inner nodes over
+// 256-byte PM leaves (256 B is 3DXPoint's internal access size).
+//
+// Leaf: four cache lines. Line 0 starts with the header: a 14-bit bitmap of valid slots, the
+// alternate-sibling bit and 14 one-byte fingerprints; then 14 unsorted 16-byte entries
+// (3 in line 0, 4 + 4 + 3 in lines 1-3) and two sibling pointers at the end of line 3.
+//   - Insert, entry moving: if line 0 has a free slot the entry, its fingerprint and the new
+//     bitmap go into line 0 and that one line is flushed; otherwise the new entry and as many
+//     line-0 entries as fit are written into the emptiest other line (flushed first), then the
+//     header frees their line-0 slots (second flush), so the next inserts hit line 0 again.
+//   - Log-less split: the upper half goes to a new leaf, which is persisted and then named in
+//     the *inactive* sibling pointer; one 8-byte header store then drops the moved slots from
+//     the bitmap and flips the alternate bit, making the new leaf reachable. No log.
+//   - Inner nodes are a volatile B+-tree from a leaf's lower bound to the leaf; recovery walks
+//     the leaf chain and rebuilds them.
+// What it assumes: a write-back carries the whole line as it stood (stores to one line reach
+// PM in program order), so the line-0 insert needs one flush; tested under the simulator's
+// 64-byte unit. Departures (docs/indexes.md): single-threaded (no HTM or leaf locks), leaves
+// from a slab arena, empty leaves are kept rather than freed.
+#include "baselines/lbtree/lbtree.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "baselines/slab/slab_arena.h"
+#include "btree/btree.h"
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+
+namespace dptree::baselines {
+namespace {
+
+constexpr std::uint64_t kMagic = 0x31454552'5442424cull;  // "LBBTREE1"
+constexpr int kSlots = 14;
+constexpr std::uint16_t kAllSlots = (1u << kSlots) - 1;
+constexpr std::uint16_t kAltBit = 1u << 15;
+// Slots of each cache line: line 0 holds 0-2, line 1 3-6, line 2 7-10, line 3 11-13.
+constexpr int kLineFirst[5] = {0, 3, 7, 11, 14};
+constexpr std::uint16_t line_mask(int line) {
+  return static_cast<std::uint16_t>(((1u << kLineFirst[line + 1]) - 1) &
+                                    ~((1u << kLineFirst[line]) - 1));
+}
+
+struct Entry {
+  Key key;
+  Value value;
+};
+
+struct alignas(256) Leaf {
+  std::uint16_t bits;  // valid slots (bits 0-13) | kAltBit: which next[] is live
+  std::uint8_t fp[kSlots];
+  Entry ent[kSlots];
+  std::uint64_t next[2];  // alternate sibling pointers (§ log-less split)
+
+  std::uint16_t valid() const { return bits & kAllSlots; }
+  std::uint64_t sibling() const { return next[(bits & kAltBit) ? 1 : 0]; }
+};
+static_assert(sizeof(Leaf) == 256);
+static_assert(offsetof(Leaf, ent) == 16 && offsetof(Leaf, next) == 240);
+
+struct alignas(64) Root {
+  std::uint64_t magic;
+  std::uint64_t slab_size;
+  std::uint64_t leaf_dir;  // SlabArena directory of the leaves
+  std::uint64_t head;      // the leftmost leaf (never changes once created)
+  std::uint64_t pad[4];
+};
+static_assert(sizeof(Root) == 64);
+
+std::uint8_t fingerprint(Key k) {
+  return static_cast<std::uint8_t>((k * 0x9E3779B97F4A7C15ull) >> 56);
+}
+
+// Inner nodes: lower bound of a leaf -> leaf, in descending order so lower_bound(k) finds the
+// leaf whose range holds k.
+using Inner = btree::BPlusTree<Key, std::uint64_t, 64, 64, std::greater<Key>>;
+
+class LBTree final : public Index {
+ public:
+  explicit LBTree(pm::Pool& pool) : pool_(pool) {
+    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "lbtree"));
+    leaves_ = std::make_unique<SlabArena>(pool, &root_->leaf_dir, sizeof(Leaf), root_->slab_size);
+    recover();
+  }
+
+  std::string name() const override { return "lbtree"; }
+
+  void upsert(Key k, Value v) override { put(k, v, true, true); }
+  bool insert(Key k, Value v) override { return put(k, v, true, false); }
+  bool update(Key k, Value v) override { return put(k, v, false, true); }
+
+  bool remove(Key k) override {
+    Leaf* l = leaf_for(k);
+    int s = find(*l, k);
+    if (s < 0) return false;
+    pm::CategoryScope cat(pm::Category::node);
+    l->bits = static_cast<std::uint16_t>(l->bits & ~(1u << s));  // one 8-byte header word
+    pm::persist(l, 8);
+    --records_;
+    return true;
+  }
+
+  std::optional<Value> lookup(Key k) const override {
+    const Leaf* l = leaf_for(k);
+    int s = find(*l, k);
+    if (s < 0) return std::nullopt;
+    return l->ent[s].value;
+  }
+
+  std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
+    std::size_t n = 0;
+    std::vector<KV> buf;
+    for (const Leaf* l = leaf_for(start); l && n < count; l = leaf(l->sibling())) {
+      buf.clear();
+      for (std::uint16_t b = l->valid(); b; b &= b - 1) {
+        const Entry& e = l->ent[std::countr_zero(b)];
+        if (e.key >= start) buf.emplace_back(e.key, e.value);
+      }
+      std::sort(buf.begin(), buf.end());  // leaves are unsorted
+      for (std::size_t i = 0; i < buf.size() && n < count; ++i, ++n) out.push_back(buf[i]);
+    }
+    return n;
+  }
+
+  IndexStats stats() const override {
+    IndexStats s;
+    s.records = records_;
+    s.dram_bytes = inner_.memory_bytes();
+    s.pm_bytes = pool_.allocator().block_size(*pool_.root_word()) + leaves_->pm_bytes();
+    s.extra = {{"leaves", double(leaves_->used_slots())},
+               {"splits", double(splits_)},
+               {"entry_moves", double(moves_)}};
+    return s;
+  }
+
+  CheckReport check() const override {
+    CheckReport r;
+    for (const auto& p : recovery_problems_) r.fail("recovery: " + p);
+    for (const auto& p : inner_.check()) r.fail("inner nodes: " + p);
+    std::set<std::uint64_t> chain;
+    std::size_t records = 0, leaves = 0;
+    bool any = false;
+    Key prev_max = 0;
+    for (std::uint64_t off = root_->head; off && r.problems.size() < 20;
+         off = leaf(off)->sibling()) {
+      std::string at = "leaf " + std::to_string(off);
+      if (!leaves_->is_slot(off) || !chain.insert(off).second) {
+        r.fail(at + " is not a leaf slot or is reached twice");
+        break;
+      }
+      if (!leaves_->is_used(off)) r.fail(at + " is free in the arena");
+      ++leaves;
+      const Leaf& l = *leaf(off);
+      if (l.bits & ~(kAllSlots | kAltBit)) r.fail(at + " has stray header bits");
+      std::vector<Key> keys;
+      for (std::uint16_t b = l.valid(); b; b &= b - 1) {
+        int s = std::countr_zero(b);
+        Key k = l.ent[s].key;
+        keys.push_back(k);
+        if (l.fp[s] != fingerprint(k)) r.fail(at + " slot " + std::to_string(s) + " fingerprint");
+        const std::uint64_t* routed = route(k);
+        if (!routed || *routed != off)
+          r.fail(at + ": key " + std::to_string(k) + " is not routed to its leaf");
+      }
+      std::sort(keys.begin(), keys.end());
+      if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) r.fail(at + " repeats a key");
+      if (!keys.empty()) {
+        if (any && keys.front() <= prev_max) r.fail(at + " overlaps the leaf before it");
+        any = true;
+        prev_max = keys.back();
+      }
+      records += keys.size();
+    }
+    for (auto it = inner_.begin(); it.valid(); ++it)
+      if (!chain.contains(it.value()))
+        r.fail("inner nodes name leaf " + std::to_string(it.value()) + " outside the chain");
+    if (records != records_)
+      r.fail("record count " + std::to_string(records_) + ", leaves hold " +
+             std::to_string(records));
+    if (chain.size() != leaves_->used_slots())
+      r.fail("arena uses " + std::to_string(leaves_->used_slots()) + " leaves, chain has " +
+             std::to_string(chain.size()));
+    check_arena_blocks(pool_, {leaves_.get()}, r);
+    r.facts = {{"records", double(records)},
+               {"leaves", double(leaves)},
+               {"inner_height", double(inner_.height())}};
+    return r;
+  }
+
+ private:
+  const Leaf* leaf(std::uint64_t off) const { return pool_.at<Leaf>(off); }
+  Leaf* leaf(std::uint64_t off) { return pool_.at<Leaf>(off); }
+  const std::uint64_t* route(Key k) const {
+    auto it = inner_.lower_bound(k);
+    return it.valid() ? &it.value() : nullptr;
+  }
+  Leaf* leaf_for(Key k) const { return pool_.at<Leaf>(*route(k)); }
+
+  static int find(const Leaf& l, Key k) {
+    std::uint8_t f = fingerprint(k);
+    for (std::uint16_t b = l.valid(); b; b &= b - 1) {
+      int s = std::countr_zero(b);
+      if (l.fp[s] == f && l.ent[s].key == k) return s;
+    }
+    return -1;
+  }
+
+  bool put(Key k, Value v, bool may_insert, bool may_update) {
+    pm::CategoryScope cat(pm::Category::node);
+    for (;;) {
+      Leaf* l = leaf_for(k);
+      int s = find(*l, k);
+      if (s >= 0) {
+        if (!may_update) return false;
+        l->ent[s].value = v;  // in place: one 8-byte store
+        pm::persist(&l->ent[s].value, 8);
+        return true;
+      }
+      if (!may_insert) return false;
+      if (l->valid() == kAllSlots) {
+        split(l);
+        continue;
+      }
+      insert_into(l, k, v);
+      ++records_;
+      return true;
+    }
+  }
+
+  void insert_into(Leaf* l, Key k, Value v) {
+    std::uint16_t free0 = static_cast<std::uint16_t>(~l->valid() & line_mask(0));
+    if (free0) {
+      // The common case: entry, fingerprint and bitmap all in line 0, one line flushed.
+      int s = std::countr_zero(free0);
+      l->ent[s] = {k, v};
+      l->fp[s] = fingerprint(k);
+      l->bits = static_cast<std::uint16_t>(l->bits | (1u << s));
+      pm::persist(l, 64);
+      return;
+    }
+    // Entry moving: the emptiest other line takes the new entry and line-0 entries.
+    int best = 1, best_free = -1;
+    for (int line = 1; line < 4; ++line) {
+      int f = std::popcount(static_cast<unsigned>(~l->valid() & line_mask(line)));
+      if (f > best_free) best = line, best_free = f;
+    }
+    std::uint16_t free_l = static_cast<std::uint16_t>(~l->valid() & line_mask(best));
+    std::uint16_t set = 0, cleared = 0;
+    std::uint8_t fps[kSlots];
+    std::memcpy(fps, l->fp, kSlots);
+    int s = std::countr_zero(free_l);
+    free_l &= free_l - 1;
+    l->ent[s] = {k, v};
+    fps[s] = fingerprint(k);
+    set |= 1u << s;
+    for (int from = 0; from < 3 && free_l; ++from, free_l &= free_l - 1) {
+      int to = std::countr_zero(free_l);
+      l->ent[to] = l->ent[from];
+      fps[to] = fps[from];
+      set |= 1u << to;
+      cleared |= 1u << from;
+    }
+    pm::persist(&l->ent[kLineFirst[best]], 64);  // the moved copies, still invisible
+    // Header: line 0 (bitmap + fingerprints) written as one line.
+    std::memcpy(l->fp, fps, kSlots);
+    l->bits = static_cast<std::uint16_t>((l->bits | set) & ~cleared);
+    pm::persist(l, 64);
+    ++moves_;
+  }
+
+  // Log-less split: new leaf persisted, named in the inactive sibling pointer, then one
+  // 8-byte header store (bitmap minus the moved slots, alternate bit flipped) commits it.
+  void split(Leaf* l) {
+    int order[kSlots];
+    for (int i = 0; i < kSlots; ++i) order[i] = i;
+    std::sort(order, order + kSlots, [&](int a, int b) { return l->ent[a].key < l->ent[b].key; });
+    std::uint64_t n_off = leaves_->alloc();
+    Leaf* n = leaf(n_off);
+    std::memset(static_cast<void*>(n), 0, sizeof(Leaf));
+    std::uint16_t moved = 0;
+    constexpr int kKeep = kSlots / 2;
+    for (int i = kKeep; i < kSlots; ++i) {
+      int src = order[i], dst = i - kKeep;
+      n->ent[dst] = l->ent[src];
+      n->fp[dst] = l->fp[src];
+      n->bits = static_cast<std::uint16_t>(n->bits | (1u << dst));
+      moved |= 1u << src;
+    }
+    n->next[0] = l->sibling();
+    pm::persist(n, sizeof(Leaf));
+    int alt = (l->bits & kAltBit) ? 1 : 0;
+    l->next[1 - alt] = n_off;
+    pm::persist(&l->next[1 - alt], 8);
+    l->bits = static_cast<std::uint16_t>((l->bits & ~moved) ^ kAltBit);  // the commit
+    pm::persist(l, 8);
+    inner_.insert(n->ent[0].key, n_off);
+    ++splits_;
+  }
+
+  // Walks the leaf chain from the leftmost leaf, rebuilds the inner nodes (a leaf's lower
+  // bound becomes its smallest key; empty leaves get no entry and are skipped by routing) and
+  // the arena's used slots. Writes only the first leaf of a fresh pool (idempotent).
+  void recover() {
+    pm::CategoryScope cat(pm::Category::node);
+    leaves_->open();
+    if (root_->head == 0) {
+      std::uint64_t off = leaves_->alloc();
+      std::memset(static_cast<void*>(leaf(off)), 0, sizeof(Leaf));
+      pm::persist(leaf(off), sizeof(Leaf));
+      root_->head = off;
+      pm::persist(&root_->head, 8);
+      leaves_->open();
+    }
+    inner_.clear();
+    records_ = 0;
+    bool first = true;
+    for (std::uint64_t off = root_->head; off; off = leaf(off)->sibling()) {
+      if (!leaves_->mark_used(off)) {
+        problem("leaf " + std::to_string(off) + " is not a leaf slot or is reached twice");
+        break;
+      }
+      const Leaf& l = *leaf(off);
+      int n = std::popcount(static_cast<unsigned>(l.valid()));
+      records_ += static_cast<std::size_t>(n);
+      if (first) {
+        inner_.insert(0, off);  // the leftmost leaf covers every key below the next one
+        first = false;
+        continue;
+      }
+      if (n == 0) continue;
+      Key lo = ~Key{0};
+      for (std::uint16_t b = l.valid(); b; b &= b - 1)
+        lo = std::min(lo, l.ent[std::countr_zero(b)].key);
+      if (!inner_.insert(lo, off)) problem("two leaves start at key " + std::to_string(lo));
+    }
+    leaves_->finish();
+  }
+  void problem(std::string s) {
+    if (recovery_problems_.size() < 20) recovery_problems_.push_back(std::move(s));
+  }
+
+  pm::Pool& pool_;
+  Root* root_ = nullptr;
+  std::unique_ptr<SlabArena> leaves_;
+  Inner inner_;
+  std::vector<std::string> recovery_problems_;
+  std::size_t records_ = 0, splits_ = 0, moves_ = 0;
+};
+
+}  // namespace
+}  // namespace dptree::baselines
+
+namespace dptree {
+
+void register_lbtree_index() {
+  register_index(
+      {"lbtree",
+       "LB+-Tree (Liu et al., VLDB 2020): DRAM inner nodes over 256-byte PM leaves (header "
+       "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
+       "line reaches PM whole (64-byte unit); single-threaded (no HTM/leaf locks)",
+       true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+         if (!cfg.pool) throw Error(Errc::invalid_argument, "lbtree is persistent: give it a pool");
+         if (!cfg.options.empty())
+           throw Error(Errc::invalid_argument, "lbtree takes no index options (got '" +
+                                                   cfg.options.begin()->first +
+                                                   "'): its leaves are 256 bytes");
+         return std::make_unique<baselines::LBTree>(*cfg.pool);
+       }});
+}
+
+}  // namespace dptree

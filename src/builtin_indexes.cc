@@ -4,12 +4,14 @@ namespace dptree {
 void register_volatile_indexes();  // btree/volatile_indexes.cc
 void register_cawbt_index();       // baselines/cawbt/cawbt.cc
 void register_utree_index();       // baselines/utree/utree.cc
+void register_lbtree_index();      // baselines/lbtree/lbtree.cc
 void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptree)
 
 void register_builtin_indexes() {
   register_volatile_indexes();
   register_cawbt_index();
   register_utree_index();
+  register_lbtree_index();
   register_paper_peers();
 }
 

@@ -2,6 +2,7 @@
 namespace dptree {
 
 void register_volatile_indexes();  // btree/volatile_indexes.cc
+void register_dptree_indexes();    // dptree/dptree_index.cc
 void register_cawbt_index();       // baselines/cawbt/cawbt.cc
 void register_utree_index();       // baselines/utree/utree.cc
 void register_lbtree_index();      // baselines/lbtree/lbtree.cc
@@ -9,6 +10,7 @@ void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptr
 
 void register_builtin_indexes() {
   register_volatile_indexes();
+  register_dptree_indexes();
   register_cawbt_index();
   register_utree_index();
   register_lbtree_index();

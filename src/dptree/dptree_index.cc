@@ -1,0 +1,70 @@
+// DPTree behind the common Index interface (index.h), registered as "dptree".
+#include <memory>
+#include <string>
+
+#include "dptree/dptree.h"
+#include "dptree/error.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+
+namespace dptree {
+namespace {
+
+class DPTreeIndex final : public Index {
+ public:
+  explicit DPTreeIndex(std::unique_ptr<DPTree<>> t) : t_(std::move(t)) {}
+  std::string name() const override { return "dptree"; }
+  void upsert(Key k, Value v) override { t_->upsert(k, v); }
+  bool insert(Key k, Value v) override { return t_->insert(k, v); }
+  bool update(Key k, Value v) override { return t_->update(k, v); }
+  bool remove(Key k) override { return t_->remove(k); }
+  std::optional<Value> lookup(Key k) const override { return t_->lookup(k); }
+  std::size_t scan(Key s, std::size_t n, std::vector<KV>& out) const override {
+    return t_->scan(s, n, out);
+  }
+  Value max_value() const override { return t_->max_value(); }
+  IndexStats stats() const override {
+    auto s = t_->stats();
+    IndexStats r;
+    r.records = s.records;
+    r.dram_bytes = s.dram_bytes;
+    r.pm_bytes = s.pm_bytes;
+    auto d = [](auto x) { return static_cast<double>(x); };
+    r.extra = {{"buffer_entries", d(s.buffer_entries)},
+               {"base_records", d(s.base_records)},
+               {"leaves", d(s.leaves)},
+               {"merges", d(s.merges)},
+               {"splits", d(s.splits)},
+               {"consolidations", d(s.consolidations)},
+               {"leaves_created", d(s.leaves_created)},
+               {"leaves_freed", d(s.leaves_freed)},
+               {"lazy_rebuilds", d(s.lazy_rebuilds)},
+               {"log_pages", d(s.log_pages)},
+               {"free_log_pages", d(s.free_log_pages)},
+               {"restart_count", d(s.restart_count)}};
+    return r;
+  }
+  CheckReport check() const override { return t_->check(); }
+
+ private:
+  std::unique_ptr<DPTree<>> t_;
+};
+
+}  // namespace
+
+void register_dptree_indexes() {
+  register_index(IndexInfo{
+      "dptree",
+      "DPTree (§2): DRAM buffer tree + PM log, in-place merged PM base tree; single-threaded", true,
+      false, [](const IndexConfig& c) -> std::unique_ptr<Index> {
+        if (!c.pool)
+          throw Error(Errc::invalid_argument,
+                      "index 'dptree' is persistent: give it a pool (IndexConfig::pool)");
+        auto opt = DPTreeOptions::from_map(c.options);
+        if (*c.pool->root_word())
+          return std::make_unique<DPTreeIndex>(DPTree<>::open(*c.pool, opt));
+        return std::make_unique<DPTreeIndex>(DPTree<>::create(*c.pool, opt));
+      }});
+}
+
+}  // namespace dptree

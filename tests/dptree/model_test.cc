@@ -1,0 +1,80 @@
+// DPTree against std::map through the generic model fixture (tests/fixtures/), with small
+// leaves and a large R so merges, splits and consolidations happen many times.
+#include <gtest/gtest.h>
+
+#include "fixtures/model_fixture.h"
+
+namespace dptree::testing {
+namespace {
+
+const std::map<std::string, std::string> kSmall = {{"leaf_capacity", "8"},
+                                                   {"merge_ratio", "0.3"},
+                                                   {"min_merge_records", "12"},
+                                                   {"log_page_size", "1024"}};
+
+class DPTreeModel : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(DPTreeModel, SmallLeavesManyMerges) {
+  ModelConfig c;
+  c.index = "dptree";
+  c.options = kSmall;
+  c.seed = GetParam();
+  c.ops = 60000;
+  c.key_space = 1500;
+  c.check_every = 1000;
+  auto r = run_model(c);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["merges"], 100) << "merges happened many times";
+  EXPECT_GT(r.extra["splits"], 50);
+  EXPECT_GT(r.extra["consolidations"], 10);
+  EXPECT_GT(r.extra["leaves_freed"], 50);
+}
+
+TEST_P(DPTreeModel, ShrinkToEmptyAndGrowAgain) {
+  // Mostly removes over a small key space: leaves empty out and are consolidated away.
+  ModelConfig c;
+  c.index = "dptree";
+  c.options = kSmall;
+  c.seed = GetParam() + 100;
+  c.ops = 15000;
+  c.key_space = 200;
+  c.remove_weight = 45;
+  c.check_every = 500;
+  auto r = run_model(c);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["consolidations"], 20);
+}
+
+TEST_P(DPTreeModel, ReopenedOftenLazyRebuild) {
+  ModelConfig c;
+  c.index = "dptree";
+  c.options = kSmall;
+  c.seed = GetParam() + 200;
+  c.ops = 12000;
+  c.key_space = 800;
+  c.check_every = 400;
+  c.reopen_every = 700;
+  auto r = run_model(c);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.reopens, 10u);
+  EXPECT_GT(r.extra["restart_count"], 10);
+  EXPECT_GT(r.extra["lazy_rebuilds"], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, DPTreeModel, ::testing::Values(1, 2, 3, 4));
+
+TEST(DPTreeModelDefaults, PaperDefaults) {
+  ModelConfig c;
+  c.index = "dptree";
+  c.seed = 9;
+  c.ops = 40000;
+  c.key_space = 20000;
+  c.check_every = 10000;
+  c.pool_bytes = 16u << 20;
+  auto r = run_model(c);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["merges"], 3);
+}
+
+}  // namespace
+}  // namespace dptree::testing

@@ -85,6 +85,51 @@ TEST_P(Peer, ExtremeKeysAndValues) {
   expect_check_ok(*idx, "extreme keys");
 }
 
+// A full pool is an error (pool_full) that loses nothing: every acknowledged key is there,
+// check() passes, and removes and updates still work (or fail cleanly with pool_full).
+TEST_P(Peer, FullPoolIsAnErrorAndLosesNothing) {
+  auto v = GetParam();
+  pm::set_mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(1u << 20);
+  auto idx = make_index(v.index, pool.get(), options_of(v));
+  std::map<Key, Value> m;
+  std::mt19937_64 rng(5);
+  bool full = false;
+  for (int i = 0; i < 1000000 && !full; ++i) {
+    Key k = rng();
+    try {
+      idx->upsert(k, i);
+      m[k] = i;
+    } catch (const Error& e) {
+      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();
+      full = true;
+    }
+  }
+  ASSERT_TRUE(full) << "the pool never filled";
+  EXPECT_GT(m.size(), 100u);
+  expect_check_ok(*idx, "after pool_full");
+  EXPECT_EQ(contents(*idx), m);
+  // Removes never allocate; an FPTree update writes out of place and may still need a split.
+  for (auto it = m.begin(); it != m.end();) {
+    if (it->first % 2) {
+      ASSERT_TRUE(idx->remove(it->first));
+      it = m.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [k, val] : m) {
+    try {
+      ASSERT_TRUE(idx->update(k, val + 1));
+      ++val;
+    } catch (const Error& e) {
+      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();
+    }
+  }
+  EXPECT_EQ(contents(*idx), m);
+  expect_check_ok(*idx, "after removes and updates");
+}
+
 const Variant kVariants[] = {
     {"fastfair", "node_bytes", "128", true}, {"fastfair", "node_bytes", "256", true},
     {"fastfair", nullptr, nullptr, false},   {"fptree", "leaf_capacity", "4", true},

@@ -212,12 +212,14 @@ class FPTree final : public Index {
 
   // The split micro-log protocol; recovery redoes from step 3 or undoes before it.
   void split(std::uint64_t off) {
+    // Reserved before anything is written, so a full pool throws with the leaf untouched.
+    auto s = pool_.allocator().reserve(leaf_bytes_);
     {
       pm::CategoryScope cat(pm::Category::log);
       store8(&root_->log_leaf, off);  // 1. log the leaf being split
       pm::persist(&root_->log_leaf, 8);
     }
-    auto s = pool_.allocator().reserve(leaf_bytes_);  // 2. allocate the new leaf
+    // 2. allocate the new leaf (activate below)
     auto* sl = leaf(s);
     std::memset(static_cast<void*>(sl), 0, sizeof(Leaf));
     sl->links.prev = root_->chain.last;

@@ -735,8 +735,11 @@ struct DPTreeCore::Impl {
   u64 leaf_upsert_merge(u64 prev, u64 cur, const std::vector<std::pair<u64, u64>>& es, int cvv,
                         int nv) {
     Leaf lf = leaf(cur);
+    // A copy identical to what version nv already holds is durable already (every write of
+    // it was flushed before the flip that ended its merge): phase 4 need not flush it.
+    bool same = std::memcmp(&lf.next(nv), &lf.next(cvv), L.meta_p_bytes) == 0;
     lf.copy_meta(cvv, nv);  // line 1 (rc matches: ensure_meta ran on version cv)
-    dirty[cur];
+    dirty[cur].meta_flushed = same;
     std::size_t freeslots = L.cap - lf.count(nv);
     if (es.size() < freeslots) {
       if (!es.empty()) upsert_in_place(cur, es, 0, es.size(), nv);
@@ -757,6 +760,7 @@ struct DPTreeCore::Impl {
     }
     auto nl = build_leaves(all, lf.max_key(cvv), nv);
     *next_word(prev, nv) = nl.front();
+    if (prev) dirty[prev].meta_flushed = false;
     leaf(nl.back()).next(nv) = lf.next(cvv);
     ++splits;
     return nl.back();
@@ -829,6 +833,7 @@ struct DPTreeCore::Impl {
       if (!es.empty()) {
         auto nl = build_leaves(es, ~u64{0}, nv);
         *next_word(prev, nv) = nl.front();
+        if (prev) dirty[prev].meta_flushed = false;
         leaf(nl.back()).next(nv) = 0;
       }
     }
@@ -860,12 +865,21 @@ struct DPTreeCore::Impl {
         Leaf lf = leaf(l);
         auto d = dirty.find(l);
         if (d != dirty.end() && d->second.whole) {
-          pm::flush(pool.at(l), L.bytes);
+          // A new leaf: its crash-consistent metadata and occupied slots; not the count /
+          // order / fingerprints (partial persistence, §2.2) nor its empty slots.
+          pm::flush(&lf.next(nv), L.meta_p_bytes);
+          pm::flush(&lf.next(1 - nv), L.meta_p_bytes);  // zeroed: no stale bitmap codes
+          std::vector<std::uint16_t> occ;
+          for (std::size_t x = 0; x < L.cap; ++x)
+            if (lf.state(nv, x) == kOccupied) occ.push_back(static_cast<std::uint16_t>(x));
+          flush_slots(lf, occ);
           continue;
         }
         if (d == dirty.end() || !d->second.meta_flushed) pm::flush(&lf.next(nv), L.meta_p_bytes);
-        if (d != dirty.end())
-          for (auto s : d->second.slots) pm::flush(lf.entry(s), L.ebytes);
+        if (d != dirty.end()) {
+          std::sort(d->second.slots.begin(), d->second.slots.end());
+          flush_slots(lf, d->second.slots);
+        }
       }
       root->base_count[nv] = total;
       pm::flush(&root->head[nv], 8);
@@ -901,6 +915,20 @@ struct DPTreeCore::Impl {
     reset_bloom();
     dirty.clear();
     pending_leaves.clear();
+  }
+
+  // Writes back the cache lines holding the given slots (sorted), each line once.
+  void flush_slots(Leaf lf, const std::vector<std::uint16_t>& slots) {
+    const std::byte* last = nullptr;
+    for (auto s : slots) {
+      auto a = reinterpret_cast<std::uintptr_t>(lf.entry(s));
+      const std::byte* first_line = reinterpret_cast<const std::byte*>(a & ~std::uintptr_t{63});
+      const std::byte* end = lf.entry(s) + L.ebytes;
+      const std::byte* from = first_line == last ? first_line + 64 : first_line;
+      if (from < end) pm::flush(from, static_cast<std::size_t>(end - from));
+      last = reinterpret_cast<const std::byte*>((reinterpret_cast<std::uintptr_t>(end) - 1) &
+                                                ~std::uintptr_t{63});
+    }
   }
 
   // Phase 3: leaves of version nv below CT are merged into the next leaf when it has room,

@@ -40,7 +40,7 @@ TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
     EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in phase " << p;
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.continued_images, 0u);
-  EXPECT_GE(r.images, 6000u);
+  EXPECT_GE(r.images, 6250u);  // 8 cases: at least 50,000 images in all
 }
 
 INSTANTIATE_TEST_SUITE_P(Images, DPTreeCrash,

@@ -356,7 +356,20 @@ struct DPTreeCore::Impl {
       log_page_idx = i;
       for (log_pos = 0; log_pos < G.per_page; ++log_pos) {
         u64 k, v;
-        if (!decode(pool.at<u64>(log_pages[i] + G.offset(log_pos)), vb, k, v)) return;
+        u64* rec = pool.at<u64>(log_pages[i] + G.offset(log_pos));
+        if (!decode(rec, vb, k, v)) {
+          // A torn record: some of its words may carry the validity bit. Appending over it
+          // could then mix them with a new record torn by a later crash into a "valid"
+          // record, so invalidate every word first.
+          bool any = false;
+          for (std::size_t j = 0; j < G.words; ++j) any |= (rec[j] & 1) == vb;
+          if (any) {
+            pm::CategoryScope cat(pm::Category::log);
+            for (std::size_t j = 0; j < G.words; ++j) rec[j] = 1 - vb;
+            pm::persist(rec, G.words * 8);
+          }
+          return;
+        }
         buffer.upsert(k, v);
         bloom.add(k);
       }
@@ -569,7 +582,7 @@ struct DPTreeCore::Impl {
   // fence either, so it is the same write-back, only earlier) and say so here.
   struct Dirty {
     bool whole = false;
-    bool meta_flushed = false;
+    std::vector<u64> durable;  // meta_p[nv] as PM holds it (empty: unknown, flush all)
     std::vector<std::uint16_t> slots;
   };
   std::unordered_map<u64, Dirty> dirty;
@@ -728,7 +741,6 @@ struct DPTreeCore::Impl {
     while (j < added.size()) ord.push_back(added[j++].second);
     std::copy(ord.begin(), ord.end(), lf.order(nv));
     lf.count(nv) = ord.size();
-    d.meta_flushed = false;
   }
 
   // Algorithm 2: LeafUpsertMerge.
@@ -737,9 +749,10 @@ struct DPTreeCore::Impl {
     Leaf lf = leaf(cur);
     // A copy identical to what version nv already holds is durable already (every write of
     // it was flushed before the flip that ended its merge): phase 4 need not flush it.
-    bool same = std::memcmp(&lf.next(nv), &lf.next(cvv), L.meta_p_bytes) == 0;
+    auto& d = dirty[cur];
+    d.durable.resize(L.meta_p_bytes / 8);
+    std::memcpy(d.durable.data(), lf.meta(nv), L.meta_p_bytes);
     lf.copy_meta(cvv, nv);  // line 1 (rc matches: ensure_meta ran on version cv)
-    dirty[cur].meta_flushed = same;
     std::size_t freeslots = L.cap - lf.count(nv);
     if (es.size() < freeslots) {
       if (!es.empty()) upsert_in_place(cur, es, 0, es.size(), nv);
@@ -760,7 +773,6 @@ struct DPTreeCore::Impl {
     }
     auto nl = build_leaves(all, lf.max_key(cvv), nv);
     *next_word(prev, nv) = nl.front();
-    if (prev) dirty[prev].meta_flushed = false;
     leaf(nl.back()).next(nv) = lf.next(cvv);
     ++splits;
     return nl.back();
@@ -791,8 +803,7 @@ struct DPTreeCore::Impl {
       if (lf.state(nv, lf.order(nv)[x]) == kOccupied) lf.order(nv)[m++] = lf.order(nv)[x];
     lf.count(nv) = m;
     // A delete needs only the bitmap written back (§2.3 phase 4); do it now, no fence.
-    pm::flush(&lf.next(nv), L.meta_p_bytes);
-    dirty[off].meta_flushed = true;
+    flush_meta(off, nv);
   }
 
   // Algorithm 1: BaseTreeMerge of the whole buffer tree.
@@ -833,7 +844,6 @@ struct DPTreeCore::Impl {
       if (!es.empty()) {
         auto nl = build_leaves(es, ~u64{0}, nv);
         *next_word(prev, nv) = nl.front();
-        if (prev) dirty[prev].meta_flushed = false;
         leaf(nl.back()).next(nv) = 0;
       }
     }
@@ -867,15 +877,15 @@ struct DPTreeCore::Impl {
         if (d != dirty.end() && d->second.whole) {
           // A new leaf: its crash-consistent metadata and occupied slots; not the count /
           // order / fingerprints (partial persistence, §2.2) nor its empty slots.
-          pm::flush(&lf.next(nv), L.meta_p_bytes);
-          pm::flush(&lf.next(1 - nv), L.meta_p_bytes);  // zeroed: no stale bitmap codes
+          pm::flush(lf.meta(nv), L.meta_p_bytes);
+          pm::flush(lf.meta(1 - nv), L.meta_p_bytes);  // zeroed: no stale bitmap codes
           std::vector<std::uint16_t> occ;
           for (std::size_t x = 0; x < L.cap; ++x)
             if (lf.state(nv, x) == kOccupied) occ.push_back(static_cast<std::uint16_t>(x));
           flush_slots(lf, occ);
           continue;
         }
-        if (d == dirty.end() || !d->second.meta_flushed) pm::flush(&lf.next(nv), L.meta_p_bytes);
+        flush_meta(l, nv);
         if (d != dirty.end()) {
           std::sort(d->second.slots.begin(), d->second.slots.end());
           flush_slots(lf, d->second.slots);
@@ -917,6 +927,23 @@ struct DPTreeCore::Impl {
     pending_leaves.clear();
   }
 
+  // Writes back the lines of the leaf's crash-consistent metadata of version nv that differ
+  // from what PM holds (phase 4 needs no more: an unchanged line is durable already: every
+  // earlier write of it was flushed before the flip that ended its merge, §2.3).
+  void flush_meta(u64 off, int nv) {
+    Leaf lf = leaf(off);
+    auto& d = dirty[off];
+    const std::size_t words = L.meta_p_bytes / 8;
+    const auto* cur = reinterpret_cast<const u64*>(lf.meta(nv));
+    for (std::size_t w = 0; w < words; w += 8) {
+      std::size_t n = std::min<std::size_t>(8, words - w);
+      if (d.durable.size() == words && std::memcmp(cur + w, d.durable.data() + w, n * 8) == 0)
+        continue;
+      pm::flush(cur + w, n * 8);
+    }
+    d.durable.assign(cur, cur + words);
+  }
+
   // Writes back the cache lines holding the given slots (sorted), each line once.
   void flush_slots(Leaf lf, const std::vector<std::uint16_t>& slots) {
     const std::byte* last = nullptr;
@@ -949,10 +976,7 @@ struct DPTreeCore::Impl {
       if (!nxt) {
         if (c == 0) {  // an empty last leaf: drop it, its predecessor takes the key range
           *next_word(prev, nv) = 0;
-          if (prev) {
-            leaf(prev).max_key(nv) = lf.max_key(nv);
-            dirty[prev].meta_flushed = false;
-          }
+          if (prev) leaf(prev).max_key(nv) = lf.max_key(nv);
           ++consolidations;
         }
         break;
@@ -961,7 +985,6 @@ struct DPTreeCore::Impl {
       if (c == 0 || c < free_slots(leaf(nxt), nv)) {
         if (c) upsert_in_place(nxt, es, 0, es.size(), nv, true);
         *next_word(prev, nv) = nxt;
-        if (prev) dirty[prev].meta_flushed = false;
         ++consolidations;
         cur = nxt;
         continue;
@@ -971,14 +994,12 @@ struct DPTreeCore::Impl {
       auto nl = build_leaves(es, leaf(nxt).max_key(nv), nv, std::min<std::size_t>(2, es.size()));
       if (nl.size() < 2) {  // cannot happen (nxt had no room), but never index past the end
         *next_word(prev, nv) = nl[0];
-        if (prev) dirty[prev].meta_flushed = false;
         leaf(nl[0]).next(nv) = leaf(nxt).next(nv);
         prev = nl[0];
         cur = leaf(nl[0]).next(nv);
         continue;
       }
       *next_word(prev, nv) = nl[0];
-      if (prev) dirty[prev].meta_flushed = false;
       leaf(nl[1]).next(nv) = leaf(nxt).next(nv);
       ++consolidations;
       prev = nl[1];

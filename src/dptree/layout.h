@@ -39,7 +39,9 @@ inline constexpr std::size_t kPendingSlots = kPendingBlockBytes / 8 - 1;
 
 // Leaf layout (§2.2, Figure 3), computed from the leaf capacity and entry size:
 //   header line: [0] owner slot offset, [1] type
-//   per version v, a line-aligned crash-consistent part: next, max_key, rc, 2-bit bitmap
+//   per version v, a line-aligned crash-consistent part: 2-bit bitmap, next, max_key, rc
+//     (the bitmap first: for 256 slots it fills one line, the line a merge nearly always
+//     changes, while next / max_key / rc in the next line rarely change)
 //   per version v, a line-aligned partially persistent part: count, order[], fingerprints[]
 //   the key-value pool (entries of key_bytes + value_bytes)
 struct LeafLayout {
@@ -76,10 +78,11 @@ struct Leaf {
 
   u64& owner_slot() const { return word(0); }
   u64& type() const { return word(8); }
-  u64& next(int v) const { return word(L->meta_p[v]); }
-  u64& max_key(int v) const { return word(L->meta_p[v] + 8); }
-  u64& rc(int v) const { return word(L->meta_p[v] + 16); }
-  u64* bitmap(int v) const { return &word(L->meta_p[v] + 24); }
+  std::byte* meta(int v) const { return p + L->meta_p[v]; }
+  u64* bitmap(int v) const { return &word(L->meta_p[v]); }
+  u64& next(int v) const { return word(L->meta_p[v] + 8 * L->bm_words); }
+  u64& max_key(int v) const { return word(L->meta_p[v] + 8 * L->bm_words + 8); }
+  u64& rc(int v) const { return word(L->meta_p[v] + 8 * L->bm_words + 16); }
   u64& count(int v) const { return word(L->meta_v[v]); }
   std::uint16_t* order(int v) const {
     return reinterpret_cast<std::uint16_t*>(p + L->meta_v[v] + 8);

@@ -136,3 +136,43 @@ TEST(Cli, CustomMix) {
 }
 
 }  // namespace
+
+namespace {
+
+// The first persistent index of `--list`, or "" when none is registered.
+std::string first_persistent_index() {
+  std::istringstream list(run("bench --list").output);
+  std::string line;
+  std::getline(list, line);  // header
+  while (std::getline(list, line)) {
+    std::istringstream cols(line);
+    std::string name, persistent;
+    cols >> name >> persistent;
+    if (persistent == "yes") return name;
+  }
+  return "";
+}
+
+TEST(Cli, PersistentIndexPoolAndRecovery) {
+  const std::string index = first_persistent_index();
+  if (index.empty()) GTEST_SKIP() << "no persistent index registered yet";
+  const std::string pool = temp("pool");
+  Result r = run("bench --index " + index + " --workload insert_only --records 500 --ops 500 " +
+                 "--pm-mode dram --recovery --quiet --json - --pool " + pool);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_TRUE(j[0]["recovery_seconds"].is_number()) << index;
+  EXPECT_GT(j[0]["flushes_per_op"].get<double>(), 0) << index << " persists its inserts";
+  EXPECT_FALSE(std::filesystem::exists(pool)) << "the pool is removed unless --keep";
+  r = run("bench --index " + index + " --workload read_only --records 100 --ops 100 --quiet " +
+          "--keep --pool " + pool);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(pool)) << "--keep keeps the pool";
+  r = run("bench --index " + index + " --workload read_only --records 100 --ops 100 --quiet " +
+          "--pool " + pool);
+  EXPECT_NE(r.status, 0) << "an existing pool file is refused";
+  EXPECT_TRUE(std::filesystem::exists(pool)) << "and left alone";
+  std::filesystem::remove(pool);
+}
+
+}  // namespace

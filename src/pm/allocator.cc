@@ -158,6 +158,26 @@ void Allocator::mark(std::size_t chunk, std::size_t slot, bool busy) {
   }
 }
 
+bool Allocator::busy(std::size_t chunk, std::size_t slot) const {
+  return chunks_[chunk].busy[slot / 64] >> (slot % 64) & 1;
+}
+
+void Allocator::list_partial(std::size_t chunk) {
+  auto& ci = chunks_[chunk];
+  if (ci.in_partial) return;
+  partial_[ci.cls].push_back(static_cast<std::uint32_t>(chunk));
+  ci.in_partial = true;
+}
+
+// A freed or cancelled block: its chunk can hand it out again (a large block's run is freed).
+void Allocator::give_back(std::size_t chunk, std::size_t slot) {
+  mark(chunk, slot, false);
+  if (chunks_[chunk].cls == layout::kLargeClass)
+    release_chunks(chunk, chunks_[chunk].run);
+  else
+    list_partial(chunk);
+}
+
 std::size_t Allocator::find_free_run(std::size_t n) const {
   std::size_t len = 0;
   for (std::size_t i = 0; i < nchunks_; ++i) {
@@ -244,8 +264,7 @@ std::uint64_t Allocator::reserve(std::size_t size) {
   if (partial_[cls].empty()) {
     std::size_t c = take_free_run(1);
     assign_chunks(c, cls, 1);
-    partial_[cls].push_back(static_cast<std::uint32_t>(c));
-    chunks_[c].in_partial = true;
+    list_partial(c);
   }
   std::size_t c = partial_[cls].back();
   auto& ci = chunks_[c];
@@ -302,14 +321,7 @@ void Allocator::cancel(std::uint64_t block) {
     throw Error(Errc::invalid_argument, "cancel: block " + std::to_string(block) +
                                             " is not a reservation: cancel only what reserve() "
                                             "returned and was not activated");
-  mark(chunk, slot, false);
-  auto& ci = chunks_[chunk];
-  if (ci.cls == layout::kLargeClass) {
-    release_chunks(chunk, ci.run);
-  } else if (!ci.in_partial) {
-    partial_[ci.cls].push_back(static_cast<std::uint32_t>(chunk));
-    ci.in_partial = true;
-  }
+  give_back(chunk, slot);
 }
 
 void Allocator::free(std::uint64_t* dest) {
@@ -319,8 +331,7 @@ void Allocator::free(std::uint64_t* dest) {
   std::uint64_t block = *dest;
   if (block == 0) return;  // freed before (possibly before a crash): nothing to do
   std::size_t chunk = 0, slot = 0;
-  if (!locate(block, chunk, slot) || reserved_.contains(block) ||
-      !(chunks_[chunk].busy[slot / 64] >> (slot % 64) & 1))
+  if (!locate(block, chunk, slot) || reserved_.contains(block) || !busy(chunk, slot))
     throw Error(Errc::corrupt, "free: the word at offset " + std::to_string(pool_.offset_of(dest)) +
                                    " points to " + std::to_string(block) +
                                    ", which is not an allocated block of pool '" + pool_.name() +
@@ -338,14 +349,7 @@ void Allocator::free(std::uint64_t* dest) {
   // next fence of this thread makes it durable, and recovery clears it if a crash comes first.
   *owner = 0;
   flush(owner, 8);
-  mark(chunk, slot, false);
-  auto& ci = chunks_[chunk];
-  if (ci.cls == layout::kLargeClass) {
-    release_chunks(chunk, ci.run);
-  } else if (!ci.in_partial) {
-    partial_[ci.cls].push_back(static_cast<std::uint32_t>(chunk));
-    ci.in_partial = true;
-  }
+  give_back(chunk, slot);
 }
 
 std::size_t Allocator::block_size(std::uint64_t block) const {
@@ -358,8 +362,7 @@ std::size_t Allocator::block_size(std::uint64_t block) const {
 bool Allocator::is_live(std::uint64_t block) const {
   std::lock_guard g(mu_);
   std::size_t chunk = 0, slot = 0;
-  return locate(block, chunk, slot) && !reserved_.contains(block) &&
-         (chunks_[chunk].busy[slot / 64] >> (slot % 64) & 1);
+  return locate(block, chunk, slot) && !reserved_.contains(block) && busy(chunk, slot);
 }
 
 void Allocator::for_each_live_block(
@@ -375,7 +378,7 @@ void Allocator::for_each_live_block(
     }
     if (ci.cls < 0 || ci.cls >= kClasses) continue;
     for (std::size_t s = 0; s < kLayouts[ci.cls].blocks; ++s) {
-      if (!(ci.busy[s / 64] >> (s % 64) & 1)) continue;
+      if (!busy(c, s)) continue;
       std::uint64_t off = block_offset(c, s);
       if (!reserved_.contains(off)) fn(off, kLayouts[ci.cls].size);
     }
@@ -465,10 +468,7 @@ void Allocator::recover() {
         wrote = true;
       }
     }
-    if (chunks_[c].used < l.blocks) {
-      partial_[cls].push_back(static_cast<std::uint32_t>(c));
-      chunks_[c].in_partial = true;
-    }
+    if (chunks_[c].used < l.blocks) list_partial(c);
   }
   if (wrote) fence();
 }

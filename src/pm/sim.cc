@@ -57,6 +57,11 @@ struct Rng {
 
 constexpr std::size_t kPage = 4096;
 
+// Pending lines are kept per (line, thread): a fence persists only its own thread's flushes.
+std::uint64_t pending_key(std::uint64_t line, std::uint32_t thread) {
+  return (line << 16) | (thread & 0xffff);
+}
+
 // Lands `src` on `dst` (one cache line) with probability p per unit.
 void land(std::byte* dst, const std::byte* src, double p, Unit unit, Rng& rng) {
   if (unit == Unit::line64) {
@@ -148,8 +153,7 @@ void Simulator::on_flush(const std::byte* addr, std::size_t len, std::uint32_t t
   auto last = static_cast<std::uint64_t>(std::min<std::size_t>(addr - working_ + len, size_) - 1) /
               kCacheLine;
   for (auto line = first; line <= last; ++line) {
-    std::uint64_t key = (line << 16) | (thread & 0xffff);
-    auto [it, inserted] = pending_index_.try_emplace(key, pending_.size());
+    auto [it, inserted] = pending_index_.try_emplace(pending_key(line, thread), pending_.size());
     if (inserted) pending_.push_back(Pending{line, thread, {}});
     std::memcpy(pending_[it->second].data, working_ + line * kCacheLine, kCacheLine);
   }
@@ -173,7 +177,7 @@ void Simulator::on_fence(std::uint32_t thread) {
     pending_.resize(keep);
     pending_index_.clear();
     for (std::size_t i = 0; i < pending_.size(); ++i)
-      pending_index_[(pending_[i].line << 16) | (pending_[i].thread & 0xffff)] = i;
+      pending_index_[pending_key(pending_[i].line, pending_[i].thread)] = i;
   }
 }
 

@@ -96,6 +96,9 @@ class Allocator {
   void assign_chunks(std::size_t first, int cls, std::size_t run);
   void release_chunks(std::size_t first, std::size_t run);
   void mark(std::size_t chunk, std::size_t slot, bool busy);
+  bool busy(std::size_t chunk, std::size_t slot) const;
+  void list_partial(std::size_t chunk);  // on its class's list of chunks with a free block
+  void give_back(std::size_t chunk, std::size_t slot);
   void recover();
 };
 

@@ -83,7 +83,6 @@ class Pool {
   Pool() = default;
   void map_file(int fd, std::size_t size, bool fresh);
   void init_header(std::size_t size);
-  void validate_header(std::size_t file_size) const;
   void attach(bool fresh);
 
   std::string name_;

@@ -33,6 +33,7 @@ struct DPTreeStats {
   std::size_t base_records = 0;    // live keys in the base tree
   std::size_t leaves = 0;
   std::size_t merges = 0;
+  std::size_t failed_merges = 0;   // merges undone for want of PM (pool_full)
   std::size_t splits = 0;          // leaves replaced by new leaves in an upsert merge
   std::size_t consolidations = 0;  // leaves consolidated (merged or rebalanced)
   std::size_t leaves_created = 0;
@@ -82,7 +83,11 @@ class DPTreeCore {
   // Every structural invariant (see dptree.cc, Impl::check); also that the allocator's live
   // blocks are exactly the blocks the tree reaches.
   CheckReport check() const;
-  // Merges the buffer tree into the base tree now (§2.3).
+  // Merges the buffer tree into the base tree now (§2.3). Throws Error(pool_full) when PM
+  // runs out in the middle: the merge is undone and the tree stays consistent and usable,
+  // every write still in the buffer and its log. (An automatic merge, triggered by a write,
+  // that fails so is retried once the buffer grew by another merge threshold; the write
+  // itself succeeded.)
   void merge();
   const DPTreeOptions& options() const;
 

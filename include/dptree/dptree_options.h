@@ -1,12 +1,27 @@
 // DPTree options with the paper's §4.2 defaults (leaf 256 entries, R = 0.1, FR = 0.7,
-// CT = 0.34, log page 64 KiB) and the §4.4 bloom filter error rate (0.03).
+// CT = 0.34, log page 64 KiB) and the §4.4 bloom filter error rate (0.03), plus the switches
+// the paper's experiments compare: leaf probing (Figure 10), in-place vs out-of-place merge
+// (Figure 8d), entry size (Figures 8d and 10).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 
 namespace dptree {
+
+// How a lookup searches a base leaf (§2.2; Figure 10, §4.3).
+enum class ProbeMode : std::uint8_t {
+  both,        // linear probing from the key's hash slot, fingerprints checked first (DPTree)
+  linear,      // linear probing, every probed key read (no fingerprints)
+  fingerprint  // FPTree style: every occupied slot's fingerprint scanned, no hash position
+};
+// How the buffer is merged into the base tree (§2.3; Figure 8d, §4.3).
+enum class MergeMode : std::uint8_t {
+  in_place,     // §2.3: coarse-grained versioned leaves updated in place
+  out_of_place  // every merge writes the whole base tree anew (leaves packed full)
+};
 
 struct DPTreeOptions {
   std::size_t leaf_capacity = 256;        // key-value slots per base-tree leaf (§2.2)
@@ -18,11 +33,22 @@ struct DPTreeOptions {
   // Floor of the merge trigger while the base tree is small (R * 0 would merge on every
   // write); 0 means leaf_capacity.
   std::size_t min_merge_records = 0;
+  ProbeMode probe = ProbeMode::both;
+  MergeMode merge_mode = MergeMode::in_place;
+  // Entry field widths in PM (8..56, multiples of 8). 0 means the DPTree<K, V> type's; the
+  // registered "dptree" index reads them to pick the width (default 8 / 8). DPTree<K, V>
+  // refuses other non-zero values.
+  std::size_t key_bytes = 0;
+  std::size_t value_bytes = 0;
 
   // Throws dptree::Error(invalid_argument) naming the bad option and its accepted range.
   void validate() const;
-  // Reads the keys above from an IndexConfig option map; unknown keys are refused.
+  // Reads the keys above from an IndexConfig option map (probe=both|linear|fingerprint,
+  // merge_mode=in_place|out_of_place, numbers otherwise); unknown keys are refused.
   static DPTreeOptions from_map(const std::map<std::string, std::string>& m);
 };
+
+const char* to_string(ProbeMode p);
+const char* to_string(MergeMode m);
 
 }  // namespace dptree

@@ -1,5 +1,6 @@
 // Persistent layout of DPTree: root, owner directory, base-tree leaves (§2.2, Figure 3) and
-// log pages (§2.1, Figure 2). Every offset is from the pool base (pm/pptr.h).
+// the log page constants (§2.1, Figure 2; the record format is in plog.h). Every offset is
+// from the pool base (pm/pptr.h).
 #pragma once
 
 #include <cstddef>
@@ -121,32 +122,6 @@ struct Leaf {
 };
 
 inline constexpr unsigned kEmpty = 0, kOccupied = 1, kDeleted = 2;
-
-// Log page (§2.1, Figure 2): a header line [0] owner slot, [1] type, [2] next page,
-// [3] flavor (the validity bit every record word of a free page carries, or kDiscardFlavor),
-// then records. Record geometry: a record of w 64-bit words never straddles a cache line
-// when w <= 8, so appending it costs one flush and one fence.
-struct LogGeometry {
-  std::size_t words = 0, per_line = 0, lines_per_record = 0, per_page = 0;
-  void init(std::size_t entry_bytes, std::size_t page_bytes) {
-    words = (entry_bytes * 8 + 62) / 63;
-    std::size_t lines = (page_bytes - 64) / 64;
-    if (words <= 8) {
-      per_line = 8 / words;
-      lines_per_record = 1;
-      per_page = lines * per_line;
-    } else {
-      per_line = 1;
-      lines_per_record = (words + 7) / 8;
-      per_page = lines / lines_per_record;
-    }
-  }
-  // Byte offset of record r inside its page.
-  std::size_t offset(std::size_t r) const {
-    if (lines_per_record == 1) return 64 + (r / per_line) * 64 + (r % per_line) * words * 8;
-    return 64 + r * lines_per_record * 64;
-  }
-};
 
 inline u64 hash_key(u64 x) {
   x ^= x >> 33;

@@ -1,0 +1,173 @@
+// Base-tree leaf operations (§2.2, Algorithms 2 and 3); see base_leaf.h.
+#include "dptree/base_leaf.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dptree/pm/persist.h"
+
+namespace dptree::detail {
+
+void rebuild_leaf_meta(Leaf lf, int v) {
+  const std::size_t cap = lf.L->cap;
+  std::size_t n = 0;
+  for (std::size_t s = 0; s < cap; ++s) {
+    if (lf.state(v, s) != kOccupied) continue;
+    lf.order(v)[n++] = static_cast<std::uint16_t>(s);
+    lf.fp(v)[s] = fingerprint_of(hash_key(lf.key(s)));
+  }
+  std::sort(lf.order(v), lf.order(v) + n,
+            [&](std::uint16_t a, std::uint16_t b) { return lf.key(a) < lf.key(b); });
+  lf.count(v) = n;
+}
+
+bool ensure_leaf_meta(Leaf lf, int v, u64 restart_count) {
+  if (lf.rc(v) == restart_count) return false;
+  rebuild_leaf_meta(lf, v);
+  lf.rc(v) = restart_count;
+  pm::CategoryScope cat(pm::Category::node);
+  pm::persist(&lf.rc(v), 8);
+  return true;
+}
+
+long leaf_find(Leaf lf, int v, u64 k, ProbeMode mode) {
+  const std::size_t cap = lf.L->cap;
+  if (mode == ProbeMode::fingerprint) {
+    auto f = fingerprint_of(hash_key(k));
+    const std::uint8_t* fp = lf.fp(v);
+    for (std::size_t s = 0; s < cap; ++s)
+      if (fp[s] == f && lf.state(v, s) == kOccupied && lf.key(s) == k) return static_cast<long>(s);
+    return -1;
+  }
+  u64 h = hash_key(k);
+  auto f = fingerprint_of(h);
+  const bool use_fp = mode == ProbeMode::both;
+  std::size_t s = home_slot(h, cap);
+  for (std::size_t n = 0; n < cap; ++n, s = (s + 1 == cap ? 0 : s + 1)) {
+    unsigned st = lf.state(v, s);
+    if (st == kEmpty) return -1;
+    if (st == kOccupied && (!use_fp || lf.fp(v)[s] == f) && lf.key(s) == k)
+      return static_cast<long>(s);
+  }
+  return -1;
+}
+
+std::size_t leaf_lower_bound(Leaf lf, int v, u64 k) {
+  auto* o = lf.order(v);
+  return static_cast<std::size_t>(
+      std::lower_bound(o, o + lf.count(v), k,
+                       [&](std::uint16_t s, u64 key) { return lf.key(s) < key; }) -
+      o);
+}
+
+void leaf_entries(Leaf lf, int v, std::vector<KVPair>& out) {
+  for (std::size_t i = 0; i < lf.count(v); ++i) {
+    std::size_t s = lf.order(v)[i];
+    out.emplace_back(lf.key(s), lf.value(s));
+  }
+}
+
+std::size_t leaf_free_slots(Leaf lf, int nv) {
+  std::size_t n = 0;
+  for (std::size_t s = 0; s < lf.L->cap; ++s)
+    n += lf.state(nv, s) != kOccupied && lf.state(1 - nv, s) != kOccupied;
+  return n;
+}
+
+void leaf_fill(Leaf lf, int nv, std::span<const KVPair> es) {
+  const std::size_t cap = lf.L->cap;
+  std::size_t n = 0;
+  for (const auto& [k, v] : es) {
+    u64 h = hash_key(k);
+    std::size_t s = home_slot(h, cap);
+    while (lf.state(nv, s) != kEmpty) s = s + 1 == cap ? 0 : s + 1;
+    lf.set_entry(s, k, v);
+    lf.set_state(nv, s, kOccupied);
+    lf.fp(nv)[s] = fingerprint_of(h);
+    lf.order(nv)[n++] = static_cast<std::uint16_t>(s);
+  }
+  lf.count(nv) = n;
+}
+
+void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::uint16_t>& written) {
+  const std::size_t cap = lf.L->cap;
+  const int cvv = 1 - nv;
+  std::vector<std::pair<u64, std::uint16_t>> added;
+  added.reserve(es.size());
+  for (const auto& [k, v] : es) {
+    long old = leaf_find(lf, nv, k);
+    u64 h = hash_key(k);
+    std::size_t s = home_slot(h, cap);
+    while (lf.state(nv, s) == kOccupied || lf.state(cvv, s) == kOccupied)
+      s = s + 1 == cap ? 0 : s + 1;
+    lf.set_entry(s, k, v);
+    lf.fp(nv)[s] = fingerprint_of(h);
+    lf.set_state(nv, s, kOccupied);
+    if (old >= 0) lf.set_state(nv, static_cast<std::size_t>(old), kDeleted);
+    written.push_back(static_cast<std::uint16_t>(s));
+    added.emplace_back(k, static_cast<std::uint16_t>(s));
+  }
+  // Merge the surviving old order with the added slots (both sorted by key).
+  std::vector<std::uint16_t> ord;
+  ord.reserve(lf.count(nv) + added.size());
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < lf.count(nv); ++i) {
+    std::uint16_t s = lf.order(nv)[i];
+    if (lf.state(nv, s) != kOccupied) continue;
+    while (j < added.size() && added[j].first < lf.key(s)) ord.push_back(added[j++].second);
+    ord.push_back(s);
+  }
+  while (j < added.size()) ord.push_back(added[j++].second);
+  std::copy(ord.begin(), ord.end(), lf.order(nv));
+  lf.count(nv) = ord.size();
+}
+
+std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks) {
+  std::size_t i = 0, j = 0, n = lf.count(nv), hit = 0;
+  while (i < n && j < ks.size()) {
+    std::uint16_t s = lf.order(nv)[i];
+    u64 k = lf.key(s);
+    if (k < ks[j]) {
+      ++i;
+    } else if (k == ks[j]) {
+      lf.set_state(nv, s, kDeleted);
+      ++hit;
+      ++i;
+      ++j;
+    } else {
+      ++j;
+    }
+  }
+  if (!hit) return 0;
+  std::size_t m = 0;  // line 13: order and count of version nv
+  for (std::size_t x = 0; x < n; ++x)
+    if (lf.state(nv, lf.order(nv)[x]) == kOccupied) lf.order(nv)[m++] = lf.order(nv)[x];
+  lf.count(nv) = m;
+  return hit;
+}
+
+void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots) {
+  const std::byte* last = nullptr;
+  for (auto s : slots) {
+    auto a = reinterpret_cast<std::uintptr_t>(lf.entry(s));
+    const auto* first_line = reinterpret_cast<const std::byte*>(a & ~std::uintptr_t{63});
+    const std::byte* end = lf.entry(s) + lf.L->ebytes;
+    const std::byte* from = first_line == last ? first_line + 64 : first_line;
+    if (from < end) pm::flush(from, static_cast<std::size_t>(end - from));
+    last = reinterpret_cast<const std::byte*>((reinterpret_cast<std::uintptr_t>(end) - 1) &
+                                              ~std::uintptr_t{63});
+  }
+}
+
+void flush_leaf_meta(Leaf lf, int nv, std::vector<u64>& durable) {
+  const std::size_t words = lf.L->meta_p_bytes / 8;
+  const auto* cur = reinterpret_cast<const u64*>(lf.meta(nv));
+  for (std::size_t w = 0; w < words; w += 8) {
+    std::size_t n = std::min<std::size_t>(8, words - w);
+    if (durable.size() == words && std::memcmp(cur + w, durable.data() + w, n * 8) == 0) continue;
+    pm::flush(cur + w, n * 8);
+  }
+  durable.assign(cur, cur + words);
+}
+
+}  // namespace dptree::detail

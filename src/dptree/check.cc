@@ -1,0 +1,162 @@
+// DPTreeCore::check(): every structural invariant of the leaf list (§2.2), the log (§2.1),
+// the owner directory, and that the allocator's live blocks are exactly the blocks the tree
+// reaches (no leak).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_set>
+
+#include "dptree/dptree_impl.h"
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+
+void DPTreeCore::Impl::check(CheckReport& r) const {
+  auto fail = [&](const std::string& s) { r.fail(s); };
+  if (root->magic != kRootMagic) return fail("root magic is wrong");
+  if (root->gv & kInMerge) fail("in_merge is set outside a merge");
+  if (root->pending) fail("pendingLeaves exists outside a merge");
+  const int v = cv(), nv = 1 - v;
+  if (root->log_head[nv]) fail("the log of the previous version was not released");
+  std::set<u64> reach{*pool.root_word()};
+  std::unordered_set<u64> owned;  // blocks owned by the directory
+  {
+    std::size_t steps = 0;
+    for (u64 b = root->dir; b; b = *pool.at<u64>(b)) {
+      if (!reach.insert(b).second || ++steps > (1u << 30))
+        return fail("owner directory has a cycle");
+      for (std::size_t i = 1; i <= kDirSlots; ++i)
+        if (u64 blk = pool.at<u64>(b)[i]) owned.insert(blk);
+    }
+  }
+  // Leaves of version gv.
+  std::size_t leaves = 0, total = 0;
+  u64 prev_max = 0;
+  bool first = true;
+  std::vector<u64> chain;
+  for (u64 l = root->head[v]; l; l = leaf(l).next(v)) {
+    if (++leaves > owned.size() + 1) return fail("leaf list has a cycle");
+    chain.push_back(l);
+    std::string at = "leaf " + std::to_string(leaves - 1) + " (offset " + std::to_string(l) + ")";
+    if (!owned.contains(l)) fail(at + " is not owned by the directory");
+    if (!alloc.is_live(l)) fail(at + " is not a live block");
+    reach.insert(l);
+    Leaf lf = leaf(l);
+    if (lf.type() != kLeafType) fail(at + " has a wrong type word");
+    if (*pool.at<u64>(lf.owner_slot()) != l) fail(at + ": its owner slot does not point to it");
+    u64 mk = lf.max_key(v);
+    if (!first && mk <= prev_max) fail(at + ": max keys not increasing");
+    std::vector<std::pair<u64, std::size_t>> keys;
+    for (std::size_t s = 0; s < L.cap; ++s) {
+      for (int x = 0; x < 2; ++x)
+        if (lf.state(x, s) == 3) fail(at + ": bitmap code 11 in version " + std::to_string(x));
+      if (lf.state(v, s) != kOccupied) continue;
+      u64 k = lf.key(s);
+      keys.emplace_back(k, s);
+      if (k > mk || (!first && k <= prev_max))
+        fail(at + ": key " + std::to_string(k) + " outside its range");
+      if (lf.value(s) & kTombstone) fail(at + ": a tombstone in the base tree");
+      // The probe from the key's hash must reach it before an empty slot.
+      std::size_t p = home_slot(hash_key(k), L.cap), n = 0;
+      while (p != s && lf.state(v, p) != kEmpty && n < L.cap) {
+        p = p + 1 == L.cap ? 0 : p + 1;
+        ++n;
+      }
+      if (p != s) fail(at + ": key " + std::to_string(k) + " unreachable by probing");
+    }
+    std::sort(keys.begin(), keys.end());
+    for (std::size_t i = 1; i < keys.size(); ++i)
+      if (keys[i].first == keys[i - 1].first)
+        fail(at + ": duplicate key " + std::to_string(keys[i].first));
+    if (lf.rc(v) == root->restart_count) {
+      if (lf.count(v) != keys.size())
+        fail(at + ": count differs from the bitmap");
+      else
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          if (lf.order(v)[i] != keys[i].second) {
+            fail(at + ": order array wrong at " + std::to_string(i));
+            break;
+          }
+          if (lf.fp(v)[keys[i].second] != fingerprint_of(hash_key(keys[i].first)))
+            fail(at + ": fingerprint wrong");
+        }
+    } else if (lf.rc(v) > root->restart_count) {
+      fail(at + ": restart counter ahead of the global one");
+    }
+    total += keys.size();
+    prev_max = mk;
+    first = false;
+  }
+  if (!chain.empty() && leaf(chain.back()).max_key(v) != ~u64{0})
+    fail("the last leaf's max key is not the largest key");
+  if (total != root->base_count[v])
+    fail("base_count " + std::to_string(root->base_count[v]) + " != " + std::to_string(total) +
+         " keys in the leaves");
+  if (chain != base->leaves()) fail("inner index does not match the leaf list");
+  for (std::size_t i = 0; i < chain.size() && i < base->max_keys().size(); ++i)
+    if (base->max_keys()[i] != leaf(chain[i]).max_key(v)) fail("inner index max key differs");
+  // The log: pages of version v, replaying to exactly the buffer tree.
+  std::size_t npages = 0, records = 0;
+  std::map<u64, u64> replay;
+  bool ended = false;
+  for (u64 pg = root->log_head[v]; pg; pg = pool.at<u64>(pg)[2]) {
+    if (++npages > owned.size() + 1) return fail("log page list has a cycle");
+    reach.insert(pg);
+    const u64* w = pool.at<u64>(pg);
+    if (!owned.contains(pg)) fail("log page not owned by the directory");
+    if (w[1] != kPageType) fail("log page has a wrong type word");
+    if (w[3] != static_cast<u64>(v)) fail("log page of the wrong flavor in the log");
+    for (std::size_t rr = 0; rr < codec.G.per_page && !ended; ++rr) {
+      u64 k, val;
+      if (!codec.decode(pool.at<u64>(pg + codec.G.offset(rr)), log_valid_bit(v), k, val)) {
+        ended = true;
+        break;
+      }
+      replay[k] = val;
+      ++records;
+    }
+  }
+  if (npages != log->pages().size()) fail("log page count differs from the volatile PLog state");
+  std::map<u64, u64> buf;
+  for (auto it = buffer.begin(); it.valid(); it.next()) {
+    buf[it.key()] = it.value();
+    if (!bloom.may_contain(it.key()))
+      fail("bloom filter misses buffer key " + std::to_string(it.key()));
+  }
+  if (replay != buf) fail("replaying the log does not give the buffer tree");
+  for (int fl = 0; fl < 2; ++fl)
+    for (u64 pg : pages->pages(fl)) {
+      if (!reach.insert(pg).second) fail("free log page also in use");
+      if (pool.at<u64>(pg)[3] != static_cast<u64>(fl)) fail("free log page in the wrong freelist");
+      if (!owned.contains(pg)) fail("free log page not owned");
+    }
+  for (u64 o : owned)
+    if (!reach.contains(o)) {
+      u64 type = pool.at<u64>(o)[1];
+      fail("directory owns unreachable " +
+           std::string(type == kPageType   ? "log page"
+                       : type == kLeafType ? "leaf"
+                                           : "block") +
+           " at " + std::to_string(o));
+    }
+  std::size_t live = 0;
+  alloc.for_each_live_block([&](u64 off, std::size_t) {
+    ++live;
+    if (!reach.contains(off)) fail("leaked PM block at offset " + std::to_string(off));
+  });
+  for (u64 b : reach)
+    if (!alloc.is_live(b)) fail("reachable block " + std::to_string(b) + " is not live");
+  r.facts.emplace_back("leaves", static_cast<double>(leaves));
+  r.facts.emplace_back("base_records", static_cast<double>(total));
+  r.facts.emplace_back("buffer_entries", static_cast<double>(buffer.size()));
+  r.facts.emplace_back("log_records", static_cast<double>(records));
+  r.facts.emplace_back("log_pages", static_cast<double>(npages));
+  r.facts.emplace_back("live_blocks", static_cast<double>(live));
+  r.facts.emplace_back("restart_count", static_cast<double>(root->restart_count));
+}
+
+}  // namespace dptree

@@ -1,0 +1,73 @@
+// DPTreeCore::Impl: the parts of one single-threaded DPTree (dptree.h) put together: the
+// buffer tree and its bloom filter (buffer_tree.h), the PM log (plog.h), the base tree
+// (base_tree.h), the merge driver over them (merge.h), recovery (recovery.cc, Algorithm 4)
+// and check (check.cc).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "dptree/base_tree.h"
+#include "dptree/buffer_tree.h"
+#include "dptree/dptree.h"
+#include "dptree/layout.h"
+#include "dptree/merge.h"
+#include "dptree/owner_dir.h"
+#include "dptree/plog.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::pm {
+class Pool;
+class Allocator;
+}  // namespace dptree::pm
+
+namespace dptree {
+
+struct DPTreeCore::Impl {
+  pm::Pool& pool;
+  pm::Allocator& alloc;
+  DPTreeOptions opt;
+  detail::LeafLayout L;
+  detail::RecordCodec codec;
+  detail::Root* root = nullptr;
+
+  // Built once `root` is known (create / open).
+  std::unique_ptr<detail::OwnerDir> dir;
+  std::unique_ptr<detail::PendingLeaves> pending;
+  std::unique_ptr<detail::LogPageCache> pages;
+  std::unique_ptr<detail::PLog> log;
+  std::unique_ptr<detail::BaseTree> base;
+
+  detail::BufferTree buffer;
+  detail::Bloom bloom;
+
+  // Counters for stats().
+  std::size_t merges = 0, failed_merges = 0, freed = 0;
+  detail::MergeCounters counters;
+  // After a merge failed for want of PM (pool_full), the buffer size at which the automatic
+  // merge is tried again: the write that triggered it stays durable in the log.
+  std::size_t retry_merge_at = 0;
+
+  Impl(pm::Pool& p, const DPTreeOptions& o);
+
+  int cv() const { return static_cast<int>(root->gv & 1); }
+  detail::Leaf leaf(detail::u64 off) const { return detail::Leaf{pool.at(off), &L}; }
+
+  void create(std::size_t kb, std::size_t vb);
+  void open(std::size_t kb, std::size_t vb);
+  void attach(std::size_t kb, std::size_t vb);
+  void recover();  // recovery.cc
+
+  std::size_t merge_threshold() const;
+  void reset_bloom();
+  void upsert_raw(detail::u64 k, detail::u64 v);
+  std::optional<detail::u64> lookup(detail::u64 k) const;
+  std::size_t scan(detail::u64 start, std::size_t count, std::vector<KV>& out) const;
+  std::size_t size() const;
+  void merge();
+  void check(CheckReport& r) const;  // check.cc
+  std::size_t pm_bytes() const;
+};
+
+}  // namespace dptree

@@ -1,0 +1,372 @@
+// The merge of §2.3 (Algorithms 1-3) over ranges of base leaves; see merge.h.
+#include "dptree/merge.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "dptree/phase.h"
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::detail {
+
+Leaf MergeContext::leaf(u64 off) const {
+  return Leaf{pool.at(off), &L};
+}
+
+namespace {
+
+// The word linking the successor of `prev` inside the range (the range's head for prev = 0).
+u64* link_of(const MergeContext& cx, RangeMerge& r, u64 prev) {
+  return prev ? &cx.leaf(prev).next(cx.nv) : &r.head;
+}
+
+// A new zeroed leaf, owned by a directory slot recorded in pendingLeaves before the leaf is
+// activated (§2.4), so recovery reclaims it if the merge does not commit.
+u64 create_leaf(const MergeContext& cx, RangeMerge& r) {
+  u64 slot = cx.dir.take_slot();
+  u64 off;
+  auto& alloc = cx.pool.allocator();
+  try {
+    pm::CategoryScope cat(pm::Category::alloc);
+    off = alloc.reserve(cx.L.bytes);
+  } catch (...) {
+    cx.dir.return_slot(slot);
+    throw;
+  }
+  std::memset(cx.pool.at(off), 0, cx.L.bytes);
+  Leaf lf = cx.leaf(off);
+  lf.owner_slot() = slot;
+  lf.type() = kLeafType;
+  try {
+    cx.pending.add(slot);
+  } catch (...) {
+    alloc.cancel(off);
+    cx.dir.return_slot(slot);
+    throw;
+  }
+  pm::flush(cx.pool.at(off), 64);  // the header line, ordered by activate's first fence
+  {
+    pm::CategoryScope cat(pm::Category::alloc);
+    alloc.activate(cx.pool.at<u64>(slot), off);
+  }
+  r.dirty[off].whole = true;
+  ++r.counters.created;
+  return off;
+}
+
+// Leaves filled at `fill` with es (§2.3, Algorithm 2 line 10), the last with max key
+// max_key, linked in version nv in order (the last one's next left to the caller). nleaves
+// = 0: as many as the fill rate needs.
+std::vector<u64> build_leaves(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es,
+                              u64 max_key, double fill, std::size_t nleaves = 0) {
+  const std::size_t n = es.size();
+  auto per =
+      std::max<std::size_t>(1, static_cast<std::size_t>(fill * static_cast<double>(cx.L.cap)));
+  if (!nleaves) nleaves = std::max<std::size_t>(1, (n + per - 1) / per);
+  std::vector<u64> out;
+  for (std::size_t i = 0; i < nleaves; ++i) {
+    std::size_t a = i * n / nleaves, b = (i + 1) * n / nleaves;
+    u64 off = create_leaf(cx, r);
+    Leaf lf = cx.leaf(off);
+    leaf_fill(lf, cx.nv, es.subspan(a, b - a));
+    lf.max_key(cx.nv) = i + 1 == nleaves ? max_key : es[b - 1].first;
+    lf.rc(cx.nv) = cx.restart_count;
+    out.push_back(off);
+    if (i) cx.leaf(out[i - 1]).next(cx.nv) = off;
+  }
+  return out;
+}
+
+// Merges sorted a and b, b winning on equal keys; tombstones of b remove the key.
+void merge_sorted(const std::vector<KVPair>& a, std::span<const KVPair> b,
+                  std::vector<KVPair>& out) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].first < b[j].first)) {
+      out.push_back(a[i++]);
+      continue;
+    }
+    if (i < a.size() && a[i].first == b[j].first) ++i;
+    if (!(b[j].second & kTombstone)) out.push_back(b[j]);
+    ++j;
+  }
+}
+
+// Algorithm 2: LeafUpsertMerge. es holds no tombstone. Returns the range's last leaf so far.
+u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
+                      std::span<const KVPair> es) {
+  const int cvv = cx.cv, nv = cx.nv;
+  Leaf lf = cx.leaf(cur);
+  // A copy identical to what version nv already holds is durable already (every write of it
+  // was flushed before the flip that ended its merge): phase 4 need not write it back.
+  auto& d = r.dirty[cur];
+  d.durable.resize(cx.L.meta_p_bytes / 8);
+  std::memcpy(d.durable.data(), lf.meta(nv), cx.L.meta_p_bytes);
+  lf.copy_meta(cvv, nv);  // line 1 (rc is current: the caller ran ensure_leaf_meta on cv)
+  std::size_t freeslots = cx.L.cap - lf.count(nv);
+  if (es.size() < freeslots) {
+    if (!es.empty()) leaf_upsert(lf, nv, es, d.slots);
+    return cur;
+  }
+  // Split (Figure 4): the leaf's entries merged with es (es wins) into new leaves at FR.
+  std::vector<KVPair> old, all;
+  leaf_entries(lf, cvv, old);
+  all.reserve(old.size() + es.size());
+  merge_sorted(old, es, all);
+  auto nl = build_leaves(cx, r, all, lf.max_key(cvv), cx.fill_rate);
+  *link_of(cx, r, prev) = nl.front();
+  cx.leaf(nl.back()).next(nv) = lf.next(cvv);
+  ++r.counters.splits;
+  return nl.back();
+}
+
+// Phase 3 inside the range: leaves below CT are merged into the next leaf when it has room,
+// otherwise the two are rebuilt as two leaves of about equal occupancy (§2.3). A range's
+// last leaf has no next leaf in the range and stays (dropped when empty at the tree's end).
+void consolidate(const MergeContext& cx, RangeMerge& r) {
+  const int nv = cx.nv;
+  auto ct = static_cast<std::size_t>(cx.consolidate_threshold * static_cast<double>(cx.L.cap));
+  u64 prev = 0, cur = r.head;
+  while (cur && cur != r.end) {
+    Leaf lf = cx.leaf(cur);
+    u64 nxt = lf.next(nv);
+    std::size_t c = lf.count(nv);
+    if (c >= ct) {
+      prev = cur;
+      cur = nxt;
+      continue;
+    }
+    if (nxt == r.end) {
+      if (c == 0 && r.last_range && (prev || r.first_range)) {
+        // An empty last leaf: drop it, its predecessor takes the key range.
+        *link_of(cx, r, prev) = nxt;
+        if (prev) cx.leaf(prev).max_key(nv) = lf.max_key(nv);
+        ++r.counters.consolidations;
+      }
+      break;
+    }
+    std::vector<KVPair> es;
+    leaf_entries(lf, nv, es);
+    Leaf nl = cx.leaf(nxt);
+    if (c == 0 || c < leaf_free_slots(nl, nv)) {
+      if (c) leaf_upsert(nl, nv, es, r.dirty[nxt].slots);
+      *link_of(cx, r, prev) = nxt;
+      ++r.counters.consolidations;
+      cur = nxt;
+      continue;
+    }
+    leaf_entries(nl, nv, es);
+    auto two = build_leaves(cx, r, es, nl.max_key(nv), cx.fill_rate, 2);
+    *link_of(cx, r, prev) = two[0];
+    cx.leaf(two[1]).next(nv) = nl.next(nv);
+    ++r.counters.consolidations;
+    prev = two[1];
+    cur = nl.next(nv);
+  }
+}
+
+void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
+  const int cvv = cx.cv, nv = cx.nv;
+  {
+    PhaseScope ph(DPTreePhase::upsert_merge);
+    pm::CategoryScope cat(pm::Category::node);
+    r.head = r.first_cv;
+    u64 prev = 0, cur = r.first_cv;
+    std::size_t it = 0;
+    std::vector<KVPair> sel;
+    for (std::size_t i = 0; i < r.nleaves; ++i) {
+      Leaf lf = cx.leaf(cur);
+      r.counters.lazy_rebuilds += ensure_leaf_meta(lf, cvv, cx.restart_count);
+      u64 mk = lf.max_key(cvv), nxt = lf.next(cvv);
+      sel.clear();
+      for (; it < es.size() && es[it].first <= mk; ++it)
+        if (!(es[it].second & kTombstone)) sel.push_back(es[it]);
+      prev = leaf_upsert_merge(cx, r, prev, cur, sel);
+      cur = nxt;
+    }
+    r.end = r.nleaves ? cur : 0;
+    // Line 11: entries beyond every leaf (only when the base tree is empty).
+    sel.clear();
+    for (; it < es.size(); ++it) {
+      if (r.nleaves)
+        throw std::logic_error("merge_range: an entry beyond the range's last max key");
+      if (!(es[it].second & kTombstone)) sel.push_back(es[it]);
+    }
+    if (!sel.empty()) {
+      auto nl = build_leaves(cx, r, sel, ~u64{0}, cx.fill_rate);
+      *link_of(cx, r, prev) = nl.front();
+      cx.leaf(nl.back()).next(nv) = r.end;
+    }
+  }
+  {
+    PhaseScope ph(DPTreePhase::delete_merge);
+    pm::CategoryScope cat(pm::Category::node);
+    std::size_t it = 0;
+    std::vector<u64> ks;
+    for (u64 cur = r.head; cur != r.end && it < es.size(); cur = cx.leaf(cur).next(nv)) {
+      Leaf lf = cx.leaf(cur);
+      ks.clear();
+      u64 mk = lf.max_key(nv);
+      for (; it < es.size() && es[it].first <= mk; ++it)
+        if (es[it].second & kTombstone) ks.push_back(es[it].first);
+      // A delete needs only the bitmap written back (§2.3 phase 4): do it now, no fence.
+      if (!ks.empty() && leaf_delete(lf, nv, ks)) flush_leaf_meta(lf, nv, r.dirty[cur].durable);
+    }
+  }
+  {
+    PhaseScope ph(DPTreePhase::consolidation);
+    pm::CategoryScope cat(pm::Category::node);
+    consolidate(cx, r);
+  }
+}
+
+// Figure 8d's out-of-place merge: every entry of the range, merged with the buffer's, is
+// written into new leaves packed full; every old leaf becomes garbage.
+void merge_range_out_of_place(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
+  PhaseScope ph(DPTreePhase::upsert_merge);
+  pm::CategoryScope cat(pm::Category::node);
+  std::vector<KVPair> old, all;
+  u64 cur = r.first_cv, mk = ~u64{0};
+  for (std::size_t i = 0; i < r.nleaves; ++i) {
+    Leaf lf = cx.leaf(cur);
+    r.counters.lazy_rebuilds += ensure_leaf_meta(lf, cx.cv, cx.restart_count);
+    leaf_entries(lf, cx.cv, old);
+    mk = lf.max_key(cx.cv);
+    cur = lf.next(cx.cv);
+  }
+  r.end = r.nleaves ? cur : 0;
+  if (r.nleaves && !es.empty() && es.back().first > mk)
+    throw std::logic_error("merge_range: an entry beyond the range's last max key");
+  all.reserve(old.size() + es.size());
+  merge_sorted(old, es, all);
+  r.head = 0;
+  if (all.empty() && r.first_range && r.last_range) return;  // the tree became empty
+  auto nl = build_leaves(cx, r, all, mk, 1.0);
+  r.head = nl.front();
+  cx.leaf(nl.back()).next(cx.nv) = r.end;
+  r.counters.splits += r.nleaves;
+}
+
+}  // namespace
+
+void begin_merge(pm::Pool& pool, Root* root, PendingLeaves& pending) {
+  (void)pool;
+  PhaseScope ph(DPTreePhase::merge_start);
+  pm::CategoryScope cat(pm::Category::node);
+  root->gv |= kInMerge;  // line 2: recovery reclaims what an interrupted merge created
+  pm::persist(&root->gv, 8);
+  pending.start();
+}
+
+void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
+  if (cx.mode == MergeMode::out_of_place)
+    merge_range_out_of_place(cx, r, es);
+  else
+    merge_range_in_place(cx, r, es);
+  r.tail = 0;
+  r.count = 0;
+  for (u64 l = r.head; l && l != r.end; l = cx.leaf(l).next(cx.nv)) {
+    r.tail = l;
+    r.count += cx.leaf(l).count(cx.nv);
+  }
+}
+
+void flush_range(const MergeContext& cx, RangeMerge& r) {
+  // Phase 4: new entries and the crash-consistent metadata, no fence (§2.3).
+  PhaseScope ph(DPTreePhase::flush);
+  pm::CategoryScope cat(pm::Category::node);
+  const int nv = cx.nv;
+  for (u64 l = r.head; l; l = cx.leaf(l).next(nv)) {
+    Leaf lf = cx.leaf(l);
+    auto& d = r.dirty[l];
+    if (d.whole) {
+      // A new leaf: its crash-consistent metadata and occupied slots; not the count / order
+      // / fingerprints (partial persistence, §2.2) nor its empty slots.
+      pm::flush(lf.meta(nv), cx.L.meta_p_bytes);
+      pm::flush(lf.meta(1 - nv), cx.L.meta_p_bytes);  // zeroed: no stale bitmap codes
+      std::vector<std::uint16_t> occ;
+      for (std::size_t x = 0; x < cx.L.cap; ++x)
+        if (lf.state(nv, x) == kOccupied) occ.push_back(static_cast<std::uint16_t>(x));
+      flush_leaf_slots(lf, occ);
+    } else {
+      flush_leaf_meta(lf, nv, d.durable);
+      std::sort(d.slots.begin(), d.slots.end());
+      d.slots.erase(std::unique(d.slots.begin(), d.slots.end()), d.slots.end());
+      flush_leaf_slots(lf, d.slots);
+    }
+    if (l == r.tail) break;
+  }
+}
+
+void commit_merge(Root* root, int nv, u64 head, u64 count) {
+  {
+    PhaseScope ph(DPTreePhase::flush);
+    pm::CategoryScope cat(pm::Category::node);
+    root->head[nv] = head;
+    root->base_count[nv] = count;
+    pm::flush(&root->head[nv], 8);
+    pm::flush(&root->base_count[nv], 8);
+  }
+  // Phase 6: the version flip. The fence first: no flushed line may trail the new gv.
+  PhaseScope ph(DPTreePhase::version_flip);
+  pm::CategoryScope cat(pm::Category::node);
+  pm::fence();
+  root->gv = static_cast<u64>(nv);
+  pm::persist(&root->gv, 8);
+}
+
+std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
+                            const LeafLayout& L, int old, int cur) {
+  auto leaf = [&](u64 off) { return Leaf{pool.at(off), &L}; };
+  std::unordered_set<u64> keep;
+  for (u64 l = root->head[cur]; l; l = leaf(l).next(cur)) keep.insert(l);
+  std::vector<u64> lold;
+  for (u64 l = root->head[old]; l; l = leaf(l).next(old)) {
+    u64 slot = leaf(l).owner_slot();
+    if (*pool.at<u64>(slot) != l) break;  // freed by an interrupted run: the rest is done too
+    lold.push_back(l);
+  }
+  std::size_t freed = 0;
+  for (auto it = lold.rbegin(); it != lold.rend(); ++it)
+    if (!keep.contains(*it)) {
+      dir.free_owned(leaf(*it).owner_slot());
+      ++freed;
+    }
+  for (u64 slot : pending.slots()) {
+    u64 l = *pool.at<u64>(slot);
+    if (l && !keep.contains(l)) {
+      dir.free_owned(slot);
+      ++freed;
+    }
+  }
+  pending.destroy();
+  return freed;
+}
+
+void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending) {
+  (void)pool;
+  for (u64 slot : pending.slots()) dir.free_owned(slot);
+  pending.destroy();
+  root->gv &= ~kInMerge;
+  pm::CategoryScope cat(pm::Category::node);
+  pm::persist(&root->gv, 8);
+}
+
+void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const> ranges) {
+  {
+    pm::CategoryScope cat(pm::Category::node);
+    for (RangeMerge* r : ranges)
+      for (auto& [off, d] : r->dirty)
+        if (!d.whole) {
+          std::vector<u64> unknown;
+          flush_leaf_meta(cx.leaf(off), cx.nv, unknown);
+        }
+  }
+  reclaim_interrupted_merge(cx.pool, root, cx.dir, cx.pending);
+}
+
+}  // namespace dptree::detail

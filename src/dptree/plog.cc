@@ -1,0 +1,220 @@
+// The write-optimized adaptive PM log (§2.1); see plog.h.
+#include "dptree/plog.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::detail {
+
+void RecordCodec::encode(u64 k, u64 v, u64 vbit, u64* out) const {
+  // The entry's bits (key field, then value field, padding zero) cut into 63-bit payloads,
+  // each with the validity bit in bit 0.
+  u64 e[16] = {};
+  e[0] = k;
+  e[kbytes / 8] = v;
+  std::size_t n = ebytes / 8;
+  for (std::size_t j = 0; j < G.words; ++j) {
+    std::size_t b = 63 * j, wi = b / 64, sh = b % 64;
+    u64 x = wi < n ? e[wi] >> sh : 0;
+    if (sh > 1 && wi + 1 < n) x |= e[wi + 1] << (64 - sh);
+    out[j] = (x << 1) | vbit;
+  }
+}
+
+bool RecordCodec::decode(const u64* in, u64 vbit, u64& k, u64& v) const {
+  u64 e[17] = {};
+  for (std::size_t j = 0; j < G.words; ++j) {
+    if ((in[j] & 1) != vbit) return false;
+    u64 x = in[j] >> 1;
+    std::size_t b = 63 * j, wi = b / 64, sh = b % 64;
+    e[wi] |= x << sh;
+    if (sh > 1) e[wi + 1] |= x >> (64 - sh);
+  }
+  k = e[0];
+  v = e[kbytes / 8];
+  return true;
+}
+
+bool RecordCodec::any_word_valid(const u64* in, u64 vbit) const {
+  for (std::size_t j = 0; j < G.words; ++j)
+    if ((in[j] & 1) == vbit) return true;
+  return false;
+}
+
+// ------------------------------------------------------------------ LogPageCache
+LogPageCache::LogPageCache(pm::Pool& pool, OwnerDir& dir, std::size_t page_bytes)
+    : pool_(pool), dir_(dir), page_bytes_(page_bytes) {}
+
+u64 LogPageCache::take(int ver) {
+  {
+    std::lock_guard g(mu_);
+    if (!free_[ver].empty()) {
+      u64 pg = free_[ver].back();
+      free_[ver].pop_back();
+      u64* w = pool_.at<u64>(pg);
+      w[2] = 0;  // the old link must not reach PM after the new one
+      pm::persist(&w[2], 8);
+      return pg;
+    }
+  }
+  u64 slot = dir_.take_slot();
+  u64 pg;
+  try {
+    pm::CategoryScope cat(pm::Category::alloc);
+    pg = pool_.allocator().reserve(page_bytes_);
+  } catch (...) {
+    dir_.return_slot(slot);
+    throw;
+  }
+  u64* w = pool_.at<u64>(pg);
+  std::fill(w, w + page_bytes_ / 8, static_cast<u64>(ver));
+  w[0] = slot;
+  w[1] = kPageType;
+  w[2] = 0;
+  w[3] = static_cast<u64>(ver);
+  pm::flush(w, page_bytes_);
+  pm::CategoryScope cat(pm::Category::alloc);
+  pool_.allocator().activate(pool_.at<u64>(slot), pg);
+  return pg;
+}
+
+void LogPageCache::give(int ver, u64 page) {
+  std::lock_guard g(mu_);
+  free_[ver].push_back(page);
+}
+
+void LogPageCache::discard(u64 page) {
+  dir_.free_owned(pool_.at<u64>(page)[0]);
+}
+
+void LogPageCache::sweep(const std::unordered_set<u64>& in_use) {
+  std::vector<u64> drop;
+  {
+    std::lock_guard g(mu_);
+    free_[0].clear();
+    free_[1].clear();
+    dir_.for_each_owned([&](u64 slot, u64 blk) {
+      if (pool_.at<u64>(blk)[1] != kPageType || in_use.contains(blk)) return;
+      u64 fl = pool_.at<u64>(blk)[3];
+      if (fl <= 1)
+        free_[fl].push_back(blk);
+      else
+        drop.push_back(slot);
+    });
+  }
+  for (u64 s : drop) dir_.free_owned(s);
+}
+
+void LogPageCache::trim(std::size_t want, int cv) {
+  std::vector<u64> drop;
+  {
+    std::lock_guard g(mu_);
+    int spare = 1 - cv;  // the list the next log does not use goes first
+    for (int l : {spare, 1 - spare})
+      while (free_[0].size() + free_[1].size() > want && !free_[l].empty()) {
+        drop.push_back(free_[l].back());
+        free_[l].pop_back();
+      }
+  }
+  for (u64 pg : drop) discard(pg);
+}
+
+std::size_t LogPageCache::size(int ver) const {
+  std::lock_guard g(mu_);
+  return free_[ver].size();
+}
+
+std::vector<u64> LogPageCache::pages(int ver) const {
+  std::lock_guard g(mu_);
+  return free_[ver];
+}
+
+std::size_t LogPageCache::dram_bytes() const {
+  std::lock_guard g(mu_);
+  return 8 * (free_[0].capacity() + free_[1].capacity());
+}
+
+// ------------------------------------------------------------------ PLog
+PLog::PLog(pm::Pool& pool, const RecordCodec& codec, LogPageCache& cache)
+    : pool_(pool), codec_(codec), cache_(cache) {}
+
+u64* PLog::record(u64 page, std::size_t r) const {
+  return pool_.at<u64>(page + codec_.G.offset(r));
+}
+
+void PLog::attach(u64* head) {
+  pages_.clear();
+  for (u64 pg = *head; pg; pg = pool_.at<u64>(pg)[2]) pages_.push_back(pg);
+  page_idx_ = 0;
+  pos_ = 0;
+}
+
+void PLog::invalidate_if_torn(u64* rec, u64 vb) {
+  // Some words of a torn record may carry the validity bit. Appending over it could then mix
+  // them with a new record torn by a later crash into a "valid" record: invalidate them all.
+  if (!codec_.any_word_valid(rec, vb)) return;
+  pm::CategoryScope cat(pm::Category::log);
+  for (std::size_t j = 0; j < codec_.G.words; ++j) rec[j] = 1 - vb;
+  pm::persist(rec, codec_.G.words * 8);
+}
+
+void PLog::append(u64* head, int ver, u64 k, u64 v) {
+  pm::CategoryScope cat(pm::Category::log);
+  if (pages_.empty() || pos_ == codec_.G.per_page) {
+    if (!pages_.empty() && page_idx_ + 1 < pages_.size()) {
+      ++page_idx_;  // a page linked before a crash, still empty
+    } else {
+      u64 pg = cache_.take(ver);
+      u64* link = pages_.empty() ? head : &pool_.at<u64>(pages_.back())[2];
+      *link = pg;
+      pm::persist(link, 8);
+      pages_.push_back(pg);
+      page_idx_ = pages_.size() - 1;
+    }
+    pos_ = 0;
+  }
+  u64 rec[16];
+  codec_.encode(k, v, log_valid_bit(ver), rec);
+  u64* dst = record(pages_[page_idx_], pos_);
+  std::memcpy(dst, rec, codec_.G.words * 8);
+  pm::persist(dst, codec_.G.words * 8);  // one line, one fence (LogGeometry)
+  ++pos_;
+}
+
+void PLog::release_chain(pm::Pool& pool, u64* head, int old) {
+  pm::CategoryScope cat(pm::Category::log);
+  std::vector<u64> pages;
+  for (u64 pg = *head; pg; pg = pool.at<u64>(pg)[2]) pages.push_back(pg);
+  if (pages.empty()) return;
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    u64* w = pool.at<u64>(pages[i]);
+    w[3] = i + 1 < pages.size() ? static_cast<u64>(1 - old) : kDiscardFlavor;
+    pm::flush(&w[3], 8);
+  }
+  pm::fence();
+  *head = 0;
+  pm::persist(head, 8);
+}
+
+void PLog::hand_over(int old) {
+  std::vector<u64> pages = std::move(pages_);
+  pages_.clear();
+  page_idx_ = pos_ = 0;
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    if (i + 1 < pages.size())
+      cache_.give(1 - old, pages[i]);
+    else
+      cache_.discard(pages[i]);
+  }
+}
+
+std::size_t PLog::records() const {
+  if (pages_.empty()) return 0;
+  return page_idx_ * codec_.G.per_page + pos_;
+}
+
+}  // namespace dptree::detail

@@ -1,0 +1,35 @@
+// Recovery, Algorithm 4 (§2.4): an interrupted merge is reclaimed, an unfinished garbage
+// collection finished, the log replayed into a new buffer tree, restartCount incremented
+// (leaves then rebuild their partially persistent metadata lazily, §2.2).
+#include "dptree/dptree_impl.h"
+#include "dptree/phase.h"
+#include "dptree/pm/persist.h"
+
+namespace dptree {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+
+void DPTreeCore::Impl::recover() {
+  PhaseScope ph(DPTreePhase::recovery);
+  dir->load();
+  if (root->gv & kInMerge)
+    reclaim_interrupted_merge(pool, root, *dir, *pending);  // lines 2-4
+  else if (pending->exists())
+    freed += collect_garbage(pool, root, *dir, *pending, L, 1 - cv(), cv());  // line 5
+  // The log of the previous version was released only partly when the crash came.
+  if (root->log_head[1 - cv()]) PLog::release_chain(pool, &root->log_head[1 - cv()], 1 - cv());
+  dir->load();
+  reset_bloom();
+  buffer.clear();
+  log->replay(&root->log_head[cv()], cv(), [&](u64 k, u64 v) {  // line 6
+    buffer.upsert(k, v);
+    bloom.add(k);
+  });
+  pages->sweep({log->pages().begin(), log->pages().end()});
+  base->rebuild_inner();
+  root->restart_count += 1;  // line 7
+  pm::CategoryScope cat(pm::Category::node);
+  pm::persist(&root->restart_count, 8);
+}
+
+}  // namespace dptree

@@ -41,6 +41,7 @@ struct BenchOptions {
   std::uint32_t scan_length = 100;
   double scan_selectivity = 0;  // percent of the records; 0: use scan_length
   std::optional<double> read, insert, update, remove, scan;
+  std::optional<double> absent_reads;  // overrides each workload's share of missing lookups
   std::uint64_t seed = 1729;
   double sample_rate = 0.1;
   std::string pm_mode = "pmem";
@@ -149,6 +150,8 @@ void run_bench(const BenchOptions& o) {
       throw Error(Errc::invalid_argument,
                   "--workload lists no workload: see `dptree bench --help`");
   }
+  if (o.absent_reads)
+    for (auto& w : workloads) w.mix.absent_reads = *o.absent_reads;
   const std::vector<unsigned> threads = parse_threads(o.threads);
 
   RunSpec base;
@@ -305,6 +308,11 @@ void setup(CLI::App& app) {
   app.add_option("--remove", o->remove, fmt::format(fmt::runtime(pct), "removes"))
       ->check(CLI::Range(0.0, 100.0));
   app.add_option("--scan", o->scan, fmt::format(fmt::runtime(pct), "scans"))
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--absent-reads", o->absent_reads,
+                 "Percentage of lookups aimed at keys never inserted (unsuccessful lookups, "
+                 "DPTree Fig. 10); applies to every workload (default: each workload's own, 0 "
+                 "except read_absent)")
       ->check(CLI::Range(0.0, 100.0));
   app.add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();
   app.add_option("--sample-rate", o->sample_rate,

@@ -52,6 +52,9 @@ void Mix::validate() const {
                   "operation share " + std::string(to_string(static_cast<OpKind>(i))) + "=" +
                       std::to_string(v) + "% is out of range: give a percentage in [0, 100]");
   }
+  if (!(absent_reads >= 0 && absent_reads <= 100))
+    throw Error(Errc::invalid_argument, "absent lookups share " + std::to_string(absent_reads) +
+                                            "% is out of range: give a percentage in [0, 100]");
   if (std::fabs(total() - 100) > 1e-6)
     throw Error(Errc::invalid_argument,
                 "operation percentages sum to " + std::to_string(total()) +
@@ -63,6 +66,10 @@ const std::vector<Workload>& named_workloads() {
   static const std::vector<Workload> w = {
       {"insert_only", "DPTree §4.4: 100% inserts of new keys", {.insert = 100}, D::uniform},
       {"read_only", "DPTree §4.4: 100% lookups", {.read = 100}, D::uniform},
+      {"read_absent",
+       "DPTree §4.2 (Fig. 10): 100% lookups of keys never inserted",
+       {.read = 100, .absent_reads = 100},
+       D::uniform},
       {"read_update",
        "DPTree §4.4: 50% lookups, 50% updates",
        {.read = 50, .update = 50},
@@ -135,6 +142,9 @@ Op OpStream::next() {
   Op op{static_cast<OpKind>(k), 0, 0, 0};
   if (op.kind == OpKind::insert)
     op.key = keys_.key(keys_.new_id());
+  else if (op.kind == OpKind::read && p_.mix.absent_reads > 0 &&
+           (p_.mix.absent_reads >= 100 || rng_.unit() * 100 < p_.mix.absent_reads))
+    op.key = keys_.key(kAbsentIdBase | rng_.next());
   else
     op.key = keys_.key(keys_.existing_id(rng_));
   if (op.kind == OpKind::insert || op.kind == OpKind::update || op.kind == OpKind::rmw)

@@ -20,6 +20,9 @@ std::string_view to_string(OpKind k);
 // Percentages of each operation; they sum to 100. rmw = read-modify-write (YCSB F).
 struct Mix {
   double read = 0, insert = 0, update = 0, remove = 0, scan = 0, rmw = 0;
+  // Percentage of the lookups aimed at keys that were never inserted (DPTree §4.2, Fig. 10's
+  // unsuccessful lookups). Not an operation kind: it does not count towards total().
+  double absent_reads = 0;
   double total() const { return read + insert + update + remove + scan + rmw; }
   double of(OpKind k) const;
   // Throws dptree::Error unless every share is >= 0 and they sum to 100.
@@ -76,6 +79,9 @@ class OpStream {
   KeyGenerator keys_;
   double cut_[kOpKinds];  // cumulative shares
 };
+
+// Ids from here up are never inserted (inserts stay far below 2^63), so their keys are absent.
+inline constexpr std::uint64_t kAbsentIdBase = std::uint64_t{1} << 63;
 
 // The value stored with preloaded id `id` (a function of the seed).
 Value preload_value(std::uint64_t seed, std::uint64_t id, Value max_value);

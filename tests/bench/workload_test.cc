@@ -100,6 +100,55 @@ TEST(Workload, ReadsHitExistingKeys) {
   }
 }
 
+TEST(Workload, ReadAbsentMissesEveryKey) {
+  // Fig. 10's unsuccessful lookups: no read may hit a preloaded key or one inserted meanwhile,
+  // under every distribution (sequential keys are the ids themselves).
+  for (auto d : {Distribution::uniform, Distribution::sequential}) {
+    auto p = params("read_absent", 3, 2000);
+    p.keys.distribution = d;
+    p.mix.insert = 20;
+    p.mix.read = 80;
+    std::set<Key> live;
+    for (std::uint64_t id = 0; id < 2000; ++id) live.insert(KeyGenerator::key_of(id, d));
+    std::set<Key> read;
+    for (const Op& op : ops(p, 0, 20000)) {
+      if (op.kind == OpKind::insert) {
+        EXPECT_FALSE(read.count(op.key)) << "an insert reused a key read as absent";
+        live.insert(op.key);
+      } else {
+        ASSERT_EQ(op.kind, OpKind::read);
+        EXPECT_FALSE(live.count(op.key)) << "an absent lookup hit an existing key";
+        read.insert(op.key);
+      }
+    }
+    EXPECT_GT(read.size(), 15000u) << "absent keys should be spread, not one key repeated";
+  }
+}
+
+TEST(Workload, AbsentReadsShareIsRespected) {
+  auto p = params("read_only", 9, 5000);
+  p.mix.absent_reads = 30;
+  std::set<Key> live;
+  for (std::uint64_t id = 0; id < 5000; ++id)
+    live.insert(KeyGenerator::key_of(id, Distribution::uniform));
+  int missing = 0;
+  const int n = 20000;
+  for (const Op& op : ops(p, 0, n)) missing += live.count(op.key) ? 0 : 1;
+  EXPECT_NEAR(missing / double(n), 0.30, 0.02);
+  // Without the option the stream is the plain one: every lookup hits.
+  for (const Op& op : ops(params("read_only", 9, 5000), 0, n)) EXPECT_TRUE(live.count(op.key));
+}
+
+TEST(Workload, AbsentReadsShareIsValidated) {
+  Mix m{.read = 100};
+  m.absent_reads = 101;
+  EXPECT_THROW(m.validate(), Error);
+  m.absent_reads = -1;
+  EXPECT_THROW(m.validate(), Error);
+  m.absent_reads = 100;
+  EXPECT_NO_THROW(m.validate());
+}
+
 TEST(Workload, ScanLengthsStayInRange) {
   auto p = params("ycsb_e", 5);
   std::set<std::uint32_t> lengths;

@@ -154,7 +154,8 @@ void Simulator::on_flush(const std::byte* addr, std::size_t len, std::uint32_t t
               kCacheLine;
   for (auto line = first; line <= last; ++line) {
     auto [it, inserted] = pending_index_.try_emplace(pending_key(line, thread), pending_.size());
-    if (inserted) pending_.push_back(Pending{line, thread, {}});
+    if (inserted) pending_.push_back(Pending{line, 0, thread, {}});
+    pending_[it->second].seq = flushes_;
     std::memcpy(pending_[it->second].data, working_ + line * kCacheLine, kCacheLine);
   }
 }
@@ -163,22 +164,26 @@ void Simulator::on_fence(std::uint32_t thread) {
   call_hook(EventKind::fence);
   std::lock_guard g(mu_);
   ++fences_;
-  std::size_t keep = 0;
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    auto& p = pending_[i];
+  std::unordered_map<std::uint64_t, std::uint64_t> persisted;  // line -> snapshot seq
+  for (const auto& p : pending_)
     if (p.thread == thread) {
       std::memcpy(durable_.data() + p.line * kCacheLine, p.data, kCacheLine);
-    } else {
-      if (keep != i) pending_[keep] = p;
-      ++keep;
+      persisted[p.line] = p.seq;
     }
-  }
-  if (keep != pending_.size()) {
-    pending_.resize(keep);
-    pending_index_.clear();
-    for (std::size_t i = 0; i < pending_.size(); ++i)
-      pending_index_[pending_key(pending_[i].line, pending_[i].thread)] = i;
-  }
+  if (persisted.empty()) return;
+  // Keep the other threads' snapshots, except those older than what just became durable.
+  std::erase_if(pending_, [&](const Pending& p) {
+    if (p.thread == thread) return true;
+    auto it = persisted.find(p.line);
+    return it != persisted.end() && p.seq < it->second;
+  });
+  reindex_pending();
+}
+
+void Simulator::reindex_pending() {
+  pending_index_.clear();
+  for (std::size_t i = 0; i < pending_.size(); ++i)
+    pending_index_[pending_key(pending_[i].line, pending_[i].thread)] = i;
 }
 
 Image Simulator::capture(const CaptureOptions& opt) const {
@@ -187,8 +192,13 @@ Image Simulator::capture(const CaptureOptions& opt) const {
   Image img;
   img.bytes = Buffer::copy_of(durable_.span());
   std::byte* out = img.bytes.data();
-  for (const auto& p : pending_)
-    land(out + p.line * kCacheLine, p.data, opt.p_pending, opt.unit, rng);
+  std::vector<const Pending*> order;
+  order.reserve(pending_.size());
+  for (const auto& p : pending_) order.push_back(&p);
+  std::sort(order.begin(), order.end(),
+            [](const Pending* a, const Pending* b) { return a->seq < b->seq; });
+  for (const Pending* p : order)
+    land(out + p->line * kCacheLine, p->data, opt.p_pending, opt.unit, rng);
   // Dirty lines: compare a page at a time, then the lines of a page that differs.
   for (std::size_t page = 0; page < size_; page += kPage) {
     std::size_t n = std::min(kPage, size_ - page);

@@ -113,6 +113,26 @@ TEST_F(Sim, FenceOfAnotherThreadDoesNotPersistMyFlush) {
   EXPECT_EQ(word_in(capture(0, 0.0, 0.0), off_, 0), 5u);
 }
 
+// Coherence: once another thread has made a newer copy of a line durable, this thread's older
+// unfenced snapshot of the line can no longer land over it; a newer snapshot still can.
+TEST_F(Sim, OlderSnapshotNeverLandsOverANewerDurableLine) {
+  *word(0) = 1;
+  flush(word(0), 8);  // this thread's snapshot: 1, never fenced
+  std::thread([&] {
+    *word(1) = 2;  // same line
+    persist(word(1), 8);
+  }).join();
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    auto img = capture(seed, 0.0, 1.0);
+    EXPECT_EQ(word_in(img, off_, 0), 1u);
+    EXPECT_EQ(word_in(img, off_, 1), 2u) << "the older snapshot (word 1 = 0) landed last";
+  }
+  *word(1) = 3;
+  flush(word(1), 8);  // a newer snapshot of the line by this thread lands over the durable one
+  EXPECT_EQ(word_in(capture(0, 0.0, 1.0), off_, 1), 3u);
+  EXPECT_EQ(word_in(capture(0, 0.0, 0.0), off_, 1), 2u);
+}
+
 // The hook runs before each event takes effect; a capture at the k-th fence sees exactly what
 // was fenced before it, and the image opens as a pool (with its own simulator) inside the hook.
 TEST_F(Sim, HookCapturesAtTheKthFenceAndImagesOpen) {

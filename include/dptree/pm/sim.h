@@ -2,10 +2,13 @@
 // durable image beside its working image:
 //   - flush records the flushed lines of the calling thread as pending, with their content at
 //     the time of the flush (clwb writes back what the line holds then);
-//   - fence copies this thread's pending lines into the durable image;
+//   - fence copies this thread's pending lines into the durable image, and drops the other
+//     threads' pending snapshots of those lines that are older (coherence: once a newer copy
+//     of a line is in PM, an older write-back can no longer land over it);
 //   - capture() builds a crash image: the durable image, then each pending line with
 //     probability p_pending, then each line whose working copy still differs with probability
-//     p_evict (a dirty line may reach PM at any time). The unit that reaches PM whole is a
+//     p_evict (a dirty line may reach PM at any time); snapshots of one line land oldest
+//     first, so a newer one that lands wins. The unit that reaches PM whole is a
 //     64-byte line or an 8-byte word (x86 promises only 8-byte failure atomicity).
 // Capturing does not disturb the run. A hook, called before every flush and fence of the pool
 // takes effect, lets a test capture at the k-th event.
@@ -88,10 +91,12 @@ class Simulator {
  private:
   struct Pending {
     std::uint64_t line;
+    std::uint64_t seq;  // the flush event that took this snapshot (orders snapshots of a line)
     std::uint32_t thread;
     alignas(8) std::byte data[64];
   };
   void call_hook(EventKind k);
+  void reindex_pending();
 
   std::byte* working_;
   std::size_t size_;

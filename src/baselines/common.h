@@ -17,6 +17,12 @@ inline void store8(std::uint64_t* p, std::uint64_t v) {
   std::atomic_ref<std::uint64_t>(*p).store(v, std::memory_order_release);
 }
 
+// The matching 8-byte load, for words another thread may be storing to (lock-free readers).
+inline std::uint64_t load8(const std::uint64_t* p) {
+  return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t*>(p))
+      .load(std::memory_order_acquire);
+}
+
 // Reads an unsigned option in [lo, hi]; refuses unknown option names.
 inline std::uint64_t option_u64(const IndexConfig& cfg, const std::string& index,
                                 const std::string& name, std::uint64_t dflt, std::uint64_t lo,

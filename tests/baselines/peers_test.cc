@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <random>
 
+#include "baselines/fptree/inner_tree.h"
 #include "baselines/peers.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
@@ -30,6 +33,57 @@ std::map<std::string, std::string> options_of(const Variant& v) {
 std::string variant_name(const Variant& v) {
   std::string s = std::string(v.index) + (v.option ? std::string("_") + v.value : "");
   return s;
+}
+
+// FPTree's DRAM inner nodes with fanout 4 (every few splits split inner nodes and grow the
+// root) against an ordered map of low keys: built from leaves, then grown by leaf splits in
+// random order; every key routes to the leaf whose range holds it.
+TEST(FPTreeInnerTree, RoutesLikeAnOrderedMapThroughSplits) {
+  struct Ref {
+    int id;
+  };
+  std::vector<std::unique_ptr<Ref>> refs;
+  std::map<Key, Ref*> model;
+  std::vector<std::pair<Key, Ref*>> start;
+  for (Key k : {Key{0}, Key{1000}, Key{5000}}) {
+    refs.push_back(std::make_unique<Ref>(Ref{static_cast<int>(refs.size())}));
+    model[k] = refs.back().get();
+    start.emplace_back(k, refs.back().get());
+  }
+  baselines::InnerTree<Ref, 4> t;
+  t.build(start);
+  std::mt19937_64 rng(3);
+  auto routes_ok = [&] {
+    for (int i = 0; i < 300; ++i) {
+      Key k = rng() % 12000;
+      if (t.find(k) != std::prev(model.upper_bound(k))->second) return false;
+    }
+    for (const auto& [k, r] : model)
+      if (t.find(k) != r) return false;
+    std::vector<Ref*> order, want;
+    t.for_each_leaf([&](Ref* r) { order.push_back(r); });
+    for (const auto& kv : model) want.push_back(kv.second);
+    return order == want;
+  };
+  ASSERT_TRUE(routes_ok());
+  for (int i = 0; i < 600; ++i) {
+    Key sep = rng() % 12000;
+    if (model.count(sep)) continue;
+    refs.push_back(std::make_unique<Ref>(Ref{static_cast<int>(refs.size())}));
+    t.insert(sep, refs.back().get());  // the leaf holding sep splits at sep
+    model[sep] = refs.back().get();
+    if (i % 50 == 0) {
+      ASSERT_TRUE(routes_ok()) << "after " << i << " splits";
+    }
+  }
+  ASSERT_TRUE(routes_ok());
+  EXPECT_GE(t.height(), 4u) << "fanout 4 over ~600 leaves must have grown several levels";
+  // A rebuild from the same leaves routes the same way.
+  std::vector<std::pair<Key, Ref*>> all(model.begin(), model.end());
+  t.build(all);
+  EXPECT_TRUE(routes_ok());
+  t.build({{0, refs[0].get()}});  // one leaf: a single bottom node
+  EXPECT_EQ(t.find(~Key{0}), refs[0].get());
 }
 
 std::map<Key, Value> contents(const Index& idx) {

@@ -15,9 +15,23 @@
 // kEnd ends a node's entry array, kHole marks an entry being rewritten. Every entry rewrite
 // is hole, key, value, so an entry is always a hole or a whole (key, value) pair, and a
 // shift leaves at most one full duplicate of a neighbour, which readers skip.
+//
+// Concurrency (FAST_FAIR §5; the DPTree paper §4.4 for updates): searches take no lock. They
+// read each entry as value, key, value again (a torn pair is read again), skip holes and
+// duplicates, and move right past a split. A writer locks the leaf (moving right with lock
+// coupling), then shifts, or updates the value in place with one failure-atomic 8-byte store.
+// What a lock-free reader cannot tolerate is an entry moving left under it (a delete's shift,
+// a split's truncation): those bump the node's version before and after, and readers of a
+// leaf retry when the version changed. The lock and version share one word per node
+// (Header::sync) that carries the epoch of the open that set it, so a lock a crash left set
+// in PM is simply stale after reopening. Creating a node and publishing it is serialised by
+// one mutex, which keeps the creation chain's one-unpublished-tail invariant.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "baselines/common.h"
@@ -45,7 +59,10 @@ struct Header {  // one cache line
   std::uint64_t low_key;   // every key of this node is >= low_key (fixed at creation)
   std::uint32_t level;     // 0 = leaf
   std::uint32_t pad0;
-  std::uint64_t pad1;
+  // Volatile in meaning though it lives in PM (never flushed on purpose): bit 0 the write
+  // lock, bits 1..31 the version (odd while entries move left), bits 32..63 the epoch of the
+  // open that last locked the node; a word of an older epoch is unlocked and stable.
+  std::uint64_t sync;
 };
 static_assert(sizeof(Header) == 64);
 
@@ -54,7 +71,12 @@ struct Root {  // the root block (pool root word)
   std::uint64_t param;  // node_bytes
   ChainRoot chain;
   std::uint64_t tree_root;
+  std::uint64_t epoch;  // bumped by every open (Header::sync)
 };
+
+constexpr std::uint64_t kLocked = 1;
+constexpr std::uint64_t kChanging = 2;
+constexpr std::uint64_t kVersionMask = 0xfffffffe;
 
 class FastFair final : public Index {
  public:
@@ -64,6 +86,8 @@ class FastFair final : public Index {
     node_bytes_ = root_->param;
     slots_ = (node_bytes_ - sizeof(Header)) / sizeof(Entry);
     cap_ = slots_ - 1;  // the last slot always holds kEnd
+    const auto rw = *pool_.root_word();
+    base_ = pool_.at<std::byte>(rw) - rw;
     recover();
   }
 
@@ -77,13 +101,13 @@ class FastFair final : public Index {
   bool remove(Key k) override {
     pm::CategoryScope cat(pm::Category::node);
     std::vector<std::uint64_t> path;
-    auto leaf = descend(k, &path);
-    repair(leaf);
-    auto* e = ents(leaf);
-    std::size_t n = end_of(leaf);
+    NodeLock leaf(*this, locked_leaf(k, path));
+    repair(leaf.node);
+    auto* e = ents(leaf.node);
+    std::size_t n = end_of(leaf.node);
     for (std::size_t i = 0; i < n; ++i) {
       if (e[i].key == k) {
-        shift_left(leaf, i);
+        shift_left(leaf.node, i);
         return true;
       }
       if (e[i].key > k) break;
@@ -93,28 +117,50 @@ class FastFair final : public Index {
 
   std::optional<Value> lookup(Key k) const override {
     auto leaf = descend(k, nullptr);
-    const auto* e = ents(leaf);
-    for (std::size_t i = 0; i < slots_; ++i) {
-      Value v = e[i].val;
-      if (v == kEnd) break;
-      if (v == kHole) continue;
-      if (e[i].key == k) return v;  // a duplicate holds the same pair: the first will do
-      if (e[i].key > k) break;
+    for (;;) {
+      leaf = move_right(leaf, k);
+      const std::uint64_t v0 = read_begin(leaf);
+      std::optional<Value> found;
+      const auto* e = ents(leaf);
+      Entry x;
+      for (std::size_t i = 0; i < slots_; ++i) {
+        const Slot s = read_entry(e[i], x);
+        if (s == Slot::end) break;
+        if (s == Slot::skip) continue;
+        if (x.key == k) {  // a duplicate holds the same pair: the first will do
+          found = x.val;
+          break;
+        }
+        if (x.key > k) break;
+      }
+      if (!read_valid(leaf, v0)) continue;  // an entry moved left under us: read again
+      const auto sib = load8(&hdr(leaf)->sibling);
+      if (sib && k >= hdr(sib)->low_key) continue;  // split meanwhile: k may have moved right
+      return found;
     }
-    return std::nullopt;
   }
 
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
     std::size_t got = 0;
     std::vector<Entry> es;
-    for (auto leaf = descend(start, nullptr); leaf && got < count; leaf = hdr(leaf)->sibling) {
-      logical(leaf, es);
+    bool any = false;
+    Key last = 0;  // a leaf split between two leaves must not repeat keys
+    for (auto leaf = descend(start, nullptr); leaf && got < count;) {
+      std::uint64_t sib = 0;
+      for (;;) {
+        const std::uint64_t v0 = read_begin(leaf);
+        sib = logical(leaf, es);
+        if (read_valid(leaf, v0)) break;
+      }
       for (const auto& x : es) {
-        if (x.key < start) continue;
+        if (x.key < start || (any && x.key <= last)) continue;
         if (got == count) break;
         out.emplace_back(x.key, x.val);
         ++got;
+        any = true;
+        last = x.key;
       }
+      leaf = sib;
     }
     return got;
   }
@@ -123,8 +169,8 @@ class FastFair final : public Index {
     IndexStats s;
     std::size_t nodes = 0, leaves = 0;
     std::vector<Entry> es;
-    for (auto first = root_->tree_root; first; first = level_first_child(first)) {
-      for (auto x = first; x; x = hdr(x)->sibling) {
+    for (auto first = load8(&root_->tree_root); first; first = level_first_child(first)) {
+      for (auto x = first; x; x = load8(&hdr(x)->sibling)) {
         ++nodes;
         if (hdr(x)->level == 0) {
           ++leaves;
@@ -145,9 +191,11 @@ class FastFair final : public Index {
  private:
   enum class Mode { upsert, insert, update };
 
-  Header* hdr(std::uint64_t n) const { return pool_.at<Header>(n); }
+  // Node offsets are never 0 here; unlike Pool::at these have no null branch, which would
+  // make GCC warn about atomic accesses through a null-derived pointer.
+  Header* hdr(std::uint64_t n) const { return reinterpret_cast<Header*>(base_ + n); }
   Entry* ents(std::uint64_t n) const {
-    return reinterpret_cast<Entry*>(pool_.at<std::byte>(n) + sizeof(Header));
+    return reinterpret_cast<Entry*>(base_ + n + sizeof(Header));
   }
   std::size_t end_of(std::uint64_t n) const {
     const auto* e = ents(n);
@@ -159,50 +207,143 @@ class FastFair final : public Index {
     return hdr(n)->level ? hdr(n)->leftmost : 0;
   }
 
-  // The entries readers see: holes and duplicates skipped, and entries a crash left behind a
-  // FAIR split (keys at or past the sibling's low key, which the sibling holds) cut off.
-  void logical(std::uint64_t n, std::vector<Entry>& out) const {
-    out.clear();
-    const auto* e = ents(n);
-    std::uint64_t sib = hdr(n)->sibling;
-    for (std::size_t i = 0; i < slots_; ++i) {
-      Value v = e[i].val;
-      if (v == kEnd) break;
-      if (v == kHole) continue;
-      if (!out.empty() && out.back().key == e[i].key) continue;
-      if (sib && e[i].key >= hdr(sib)->low_key) break;
-      out.push_back({e[i].key, v});
+  // --- lock-free reading ---------------------------------------------------------------
+
+  enum class Slot { end, skip, ok };
+  // One entry as a pair that was in the node at one instant: value, key, value again (every
+  // rewrite stores hole, key, value, so equal values bracket a key of that same write).
+  static Slot read_entry(const Entry& e, Entry& out) {
+    for (;;) {
+      const Value v1 = load8(&e.val);
+      if (v1 == kEnd) return Slot::end;
+      if (v1 == kHole) return Slot::skip;
+      const Key k = load8(&e.key);
+      if (load8(&e.val) != v1) continue;  // rewritten meanwhile
+      out = {k, v1};
+      return Slot::ok;
     }
   }
 
+  // The entries readers see: holes and duplicates skipped, and entries a crash left behind a
+  // FAIR split (keys at or past the sibling's low key, which the sibling holds) cut off.
+  // Returns the sibling it cut at.
+  std::uint64_t logical(std::uint64_t n, std::vector<Entry>& out) const {
+    out.clear();
+    const auto* e = ents(n);
+    const std::uint64_t sib = load8(&hdr(n)->sibling);
+    Entry x;
+    for (std::size_t i = 0; i < slots_; ++i) {
+      const Slot s = read_entry(e[i], x);
+      if (s == Slot::end) break;
+      if (s == Slot::skip) continue;
+      if (!out.empty() && out.back().key == x.key) continue;
+      if (sib && x.key >= hdr(sib)->low_key) break;
+      out.push_back(x);
+    }
+    return sib;
+  }
+
+  // Seqlock-style validation of a lock-free read of a node against moves to the left.
+  std::uint64_t* sync(std::uint64_t n) const { return &hdr(n)->sync; }
+  bool current(std::uint64_t w) const { return (w >> 32) == epoch_; }
+  std::uint64_t read_begin(std::uint64_t n) const {
+    for (;;) {
+      const std::uint64_t w = load8(sync(n));
+      if (!current(w) || !(w & kChanging)) return w;
+      std::this_thread::yield();
+    }
+  }
+  // No fences: entries are loaded with acquire and stored with release, so a reader that saw
+  // an entry written inside a change also sees the version that change set.
+  bool read_valid(std::uint64_t n, std::uint64_t w0) const {
+    return ((load8(sync(n)) ^ w0) & ~kLocked) == 0;
+  }
+
   std::uint64_t move_right(std::uint64_t n, Key k) const {
-    for (auto s = hdr(n)->sibling; s && k >= hdr(s)->low_key; s = hdr(n)->sibling) n = s;
+    for (auto s = load8(&hdr(n)->sibling); s && k >= hdr(s)->low_key; s = load8(&hdr(n)->sibling))
+      n = s;
     return n;
   }
 
   std::uint64_t child_for(std::uint64_t n, Key k) const {
     const auto* e = ents(n);
     std::uint64_t c = hdr(n)->leftmost;
+    Entry x;
     for (std::size_t i = 0; i < slots_; ++i) {
-      Value v = e[i].val;
-      if (v == kEnd) break;
-      if (v == kHole) continue;
-      if (e[i].key > k) break;
-      c = v;
+      const Slot s = read_entry(e[i], x);
+      if (s == Slot::end) break;
+      if (s == Slot::skip) continue;
+      if (x.key > k) break;
+      c = x.val;
     }
     return c;
   }
 
-  // Root to leaf, moving right where a split's parent entry is missing; path[level] = node.
-  std::uint64_t descend(Key k, std::vector<std::uint64_t>* path) const {
-    auto n = root_->tree_root;
+  // Root to the node of `level` that covers k, moving right where a split's parent entry is
+  // missing; path[l] = the node passed on level l.
+  std::uint64_t descend(Key k, std::vector<std::uint64_t>* path, std::uint32_t level = 0) const {
+    auto n = load8(&root_->tree_root);
     if (path) path->assign(hdr(n)->level + 1, 0);
     for (;;) {
       n = move_right(n, k);
       if (path) (*path)[hdr(n)->level] = n;
-      if (hdr(n)->level == 0) return n;
+      if (hdr(n)->level == level) return n;
       n = child_for(n, k);
     }
+  }
+
+  // --- writers' locks ------------------------------------------------------------------
+
+  void lock(std::uint64_t n) const {
+    auto a = std::atomic_ref<std::uint64_t>(*sync(n));
+    for (;;) {
+      std::uint64_t w = a.load(std::memory_order_relaxed);
+      if (current(w) && (w & kLocked)) {
+        std::this_thread::yield();
+        continue;
+      }
+      const std::uint64_t want = (current(w) ? w : epoch_ << 32) | kLocked;
+      if (a.compare_exchange_weak(w, want, std::memory_order_acquire)) return;
+    }
+  }
+  void unlock(std::uint64_t n) const {
+    std::atomic_ref<std::uint64_t>(*sync(n)).fetch_and(~kLocked, std::memory_order_release);
+  }
+  // Around a change that moves entries left (the lock is held): readers see the version move.
+  void begin_change(std::uint64_t n) {
+    auto a = std::atomic_ref<std::uint64_t>(*sync(n));
+    const std::uint64_t w = a.load(std::memory_order_relaxed);
+    a.store((w & ~kVersionMask) | ((w + 2) & kVersionMask), std::memory_order_relaxed);
+  }
+  void end_change(std::uint64_t n) {
+    auto a = std::atomic_ref<std::uint64_t>(*sync(n));
+    const std::uint64_t w = a.load(std::memory_order_relaxed);
+    a.store((w & ~kVersionMask) | ((w + 2) & kVersionMask), std::memory_order_release);
+  }
+
+  struct NodeLock {  // releases a node lock on every way out, exceptions included
+    const FastFair& t;
+    std::uint64_t node;
+    NodeLock(const FastFair& tree, std::uint64_t n) : t(tree), node(n) {}
+    ~NodeLock() {
+      if (node) t.unlock(node);
+    }
+    NodeLock(const NodeLock&) = delete;
+    NodeLock& operator=(const NodeLock&) = delete;
+  };
+
+  // Locks n, then moves right with lock coupling while k belongs further right.
+  std::uint64_t lock_right(std::uint64_t n, Key k) const {
+    lock(n);
+    for (auto s = load8(&hdr(n)->sibling); s && k >= hdr(s)->low_key; s = load8(&hdr(n)->sibling)) {
+      lock(s);
+      unlock(n);
+      n = s;
+    }
+    return n;
+  }
+  std::uint64_t locked_leaf(Key k, std::vector<std::uint64_t>& path) const {
+    return lock_right(descend(k, &path), k);
   }
 
   // Persists the cache line of the previous write when the next write leaves it: FAST's
@@ -247,10 +388,12 @@ class FastFair final : public Index {
     auto* e = ents(node);
     std::size_t n = end_of(node);
     LineWriter w;
+    begin_change(node);
     for (std::size_t i = j; i + 1 < n; ++i) put(w, e[i], e[i + 1].key, e[i + 1].val);
     w.touch(&e[n - 1]);
     store8(&e[n - 1].val, kEnd);
     w.done();
+    end_change(node);
   }
 
   // Tidies what a crash left in this node before writing to it: a FAIR split whose
@@ -261,8 +404,10 @@ class FastFair final : public Index {
       std::size_t n = end_of(node);
       for (std::size_t i = 0; i < n; ++i)
         if (e[i].val != kHole && e[i].key >= hdr(sib)->low_key) {
+          begin_change(node);
           store8(&e[i].val, kEnd);
           pm::persist(&e[i].val, 8);
+          end_change(node);
           break;
         }
     }
@@ -287,10 +432,10 @@ class FastFair final : public Index {
     pm::CategoryScope cat(pm::Category::node);
     std::vector<std::uint64_t> path;
     for (;;) {
-      auto leaf = descend(k, &path);
-      repair(leaf);
-      auto* e = ents(leaf);
-      std::size_t n = end_of(leaf), p = n;
+      NodeLock leaf(*this, locked_leaf(k, path));
+      repair(leaf.node);
+      auto* e = ents(leaf.node);
+      std::size_t n = end_of(leaf.node), p = n;
       for (std::size_t i = 0; i < n; ++i) {
         if (e[i].key == k) {
           if (mode == Mode::insert) return false;
@@ -305,10 +450,10 @@ class FastFair final : public Index {
       }
       if (mode == Mode::update) return false;
       if (n < cap_) {
-        shift_right(leaf, p, k, v);
+        shift_right(leaf.node, p, k, v);
         return true;
       }
-      split(leaf, path);  // then retry: the key goes to one of the halves
+      split(leaf, path);  // unlocks the leaf; then retry: the key goes to one of the halves
     }
   }
 
@@ -326,65 +471,88 @@ class FastFair final : public Index {
     return blk;
   }
 
-  // FAIR split of a full node, then the parent update.
-  void split(std::uint64_t x, std::vector<std::uint64_t>& path) {
+  // FAIR split of a full node x (locked by `held`, unlocked on return), then the parent
+  // update, which holds no lock of this level (the B-link sibling covers the gap).
+  void split(NodeLock& held, std::vector<std::uint64_t>& path) {
+    const std::uint64_t x = held.node;
     auto* h = hdr(x);
     auto* e = ents(x);
     std::size_t n = end_of(x), m = n / 2;
     Key sep = e[m].key;
-    auto s = new_node(h->level, sep, x);
-    auto* sh = hdr(s);
-    auto* se = ents(s);
-    sh->sibling = h->sibling;
-    std::size_t from = m;
-    if (h->level) {  // the separator moves up; its child becomes the sibling's leftmost
-      sh->leftmost = e[m].val;
-      from = m + 1;
+    std::uint64_t s = 0;
+    {
+      std::lock_guard g(grow_mu_);  // creation to publication: one node in flight
+      s = new_node(h->level, sep, x);
+      auto* sh = hdr(s);
+      auto* se = ents(s);
+      sh->sync = epoch_ << 32 | kLocked;  // no write to it before x is truncated
+      sh->sibling = h->sibling;
+      std::size_t from = m;
+      if (h->level) {  // the separator moves up; its child becomes the sibling's leftmost
+        sh->leftmost = e[m].val;
+        from = m + 1;
+      }
+      for (std::size_t i = from; i < n; ++i) se[i - from] = e[i];
+      pm::flush(pool_.at<std::byte>(s), node_bytes_);
+      chain_activate(pool_, &root_->chain, s);
+      store8(&h->sibling, s);  // FAIR commit: the sibling is reachable
+      pm::persist(&h->sibling, 8);
     }
-    for (std::size_t i = from; i < n; ++i) se[i - from] = e[i];
-    pm::flush(pool_.at<std::byte>(s), node_bytes_);
-    chain_activate(pool_, &root_->chain, s);
-    store8(&h->sibling, s);  // FAIR commit: the sibling is reachable
-    pm::persist(&h->sibling, 8);
+    begin_change(x);
     store8(&e[m].val, kEnd);  // truncate the old node
     pm::persist(&e[m].val, 8);
+    end_change(x);
+    unlock(s);
+    held.node = 0;
+    unlock(x);
     insert_parent(path, h->level + 1, sep, s);
   }
 
   void insert_parent(std::vector<std::uint64_t>& path, std::uint32_t level, Key k,
                      std::uint64_t child) {
     if (level >= path.size()) {  // the top level split: a new root over it
-      auto r = new_node(level, 0, 0);
-      hdr(r)->leftmost = root_->tree_root;
-      ents(r)[0] = {k, child};
-      pm::flush(pool_.at<std::byte>(r), node_bytes_);
-      chain_activate(pool_, &root_->chain, r);
-      store8(&root_->tree_root, r);
-      pm::persist(&root_->tree_root, 8);
-      path.push_back(r);
-      return;
+      std::unique_lock g(grow_mu_);
+      const auto top = load8(&root_->tree_root);
+      if (hdr(top)->level + 1 == level) {
+        auto r = new_node(level, 0, 0);
+        hdr(r)->leftmost = top;  // the root is always its level's leftmost node
+        ents(r)[0] = {k, child};
+        pm::flush(pool_.at<std::byte>(r), node_bytes_);
+        chain_activate(pool_, &root_->chain, r);
+        store8(&root_->tree_root, r);
+        pm::persist(&root_->tree_root, 8);
+        path.push_back(r);
+        return;
+      }
+      g.unlock();
+      descend(k, &path, level);  // another writer grew the tree first: find our parent
     }
     for (;;) {
-      auto p = move_right(path[level], k);
-      repair(p);
-      auto* e = ents(p);
-      std::size_t n = end_of(p), pos = n;
+      NodeLock p(*this, lock_right(path[level], k));
+      repair(p.node);
+      auto* e = ents(p.node);
+      std::size_t n = end_of(p.node), pos = n;
       for (std::size_t i = 0; i < n; ++i)
         if (e[i].key > k) {
           pos = i;
           break;
         }
       if (n < cap_) {
-        shift_right(p, pos, k, child);
+        shift_right(p.node, pos, k, child);
         return;
       }
-      path[level] = p;
+      path[level] = p.node;
       split(p, path);
     }
   }
 
   // Frees the newest node if a crash kept it from being published; makes the first leaf.
   void recover() {
+    // A fresh epoch makes every lock word a crash (or a close) left in PM stale.
+    epoch_ = (root_->epoch + 1) & 0xffffffff;
+    if (epoch_ == 0) epoch_ = 1;
+    root_->epoch = epoch_;
+    pm::persist(&root_->epoch, 8);
     if (auto t = chain_recover_tail(pool_, &root_->chain)) {
       auto c = links(pool_, t)->creator;
       bool published = c ? hdr(c)->sibling == t : root_->tree_root == t;
@@ -402,6 +570,9 @@ class FastFair final : public Index {
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::size_t node_bytes_ = 0, slots_ = 0, cap_ = 0;
+  std::byte* base_ = nullptr;  // the pool's mapping: offset 0
+  std::uint64_t epoch_ = 0;
+  std::mutex grow_mu_;  // node creation through publication; the root's growth
 };
 
 CheckReport FastFair::check() const {

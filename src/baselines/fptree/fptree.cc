@@ -6,14 +6,14 @@
 // split goes through a persistent micro-log (split leaf, new leaf) that recovery redoes or
 // undoes. The DRAM inner index is rebuilt from the leaf list on open.
 //
-// Simplifications (docs/peers.md): the DRAM inner nodes are an ordered map from each leaf's
-// low key to the leaf rather than the paper's B+-tree inner nodes; empty leaves are kept
-// (no delete micro-log). Concurrency is the paper's lock fallback only (no RTM path): leaf
-// operations share the inner lock and take the leaf's lock, splits take the inner lock alone.
+// The DRAM inner nodes are a B+-tree over the leaves' low keys (inner_tree.h), built bottom-up
+// from the leaf list on open. Simplifications (docs/peers.md): empty leaves are kept (no
+// delete micro-log). Concurrency is the paper's lock fallback only (no RTM path; the CPU
+// this was written on has no RTM): leaf operations share the inner lock and take the leaf's
+// lock, splits take the inner lock alone.
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "baselines/common.h"
+#include "baselines/fptree/inner_tree.h"
 #include "baselines/node_chain.h"
 #include "baselines/peers.h"
 #include "dptree/pm/persist.h"
@@ -113,9 +114,9 @@ class FPTree final : public Index {
     std::size_t got = 0;
     std::vector<KV> buf;
     std::shared_lock g(inner_mu_);
-    for (auto it = std::prev(inner_.upper_bound(start)); it != inner_.end() && got < count; ++it) {
-      std::lock_guard lk(it->second->mu);
-      const auto* l = leaf(it->second->off);
+    for (auto* ref = inner_.find(start); ref && got < count; ref = ref->next) {
+      std::lock_guard lk(ref->mu);
+      const auto* l = leaf(ref->off);
       buf.clear();
       for (auto bm = l->bitmap; bm; bm &= bm - 1) {
         const auto& e = kvs(l)[std::countr_zero(bm)];
@@ -141,8 +142,10 @@ class FPTree final : public Index {
     }
     s.pm_bytes = leaves * pm::Allocator::block_size_for(leaf_bytes_) +
                  pool_.allocator().block_size(*pool_.root_word());
-    s.dram_bytes = inner_.size() * (64 + sizeof(LeafRef));  // map node + leaf lock
-    s.extra = {{"leaves", double(leaves)}};
+    s.dram_bytes = inner_.memory_bytes() + refs_.size() * sizeof(LeafRef);
+    s.extra = {{"leaves", double(leaves)},
+               {"inner_nodes", double(inner_.nodes())},
+               {"inner_height", double(inner_.height())}};
     return s;
   }
 
@@ -153,17 +156,16 @@ class FPTree final : public Index {
 
   Leaf* leaf(std::uint64_t off) const { return pool_.at<Leaf>(off); }
 
-  // A leaf in the DRAM inner index, with the lock that serialises its readers and writers.
+  // A leaf as the DRAM inner nodes see it: its offset, the lock that serialises its readers
+  // and writers, and the next leaf's (scans walk these in key order).
   struct LeafRef {
     std::uint64_t off;
     std::mutex mu;
+    LeafRef* next = nullptr;
   };
 
   // Callers hold inner_mu_ (shared at least).
-  LeafRef* find_leaf(Key k) const {
-    auto it = inner_.upper_bound(k);
-    return std::prev(it)->second.get();  // the first leaf has low key 0
-  }
+  LeafRef* find_leaf(Key k) const { return inner_.find(k); }  // the first leaf's low key is 0
 
   int find_slot(const Leaf* l, Key k) const {
     auto f = fingerprint(k);
@@ -191,8 +193,8 @@ class FPTree final : public Index {
         lk.unlock();
         g.unlock();
         std::unique_lock x(inner_mu_);
-        auto off = find_leaf(k)->off;
-        if (leaf(off)->bitmap == full_) split(off);
+        auto* r = find_leaf(k);
+        if (leaf(r->off)->bitmap == full_) split(r);
         continue;
       }
       int j = std::countr_zero(~bm);
@@ -211,7 +213,8 @@ class FPTree final : public Index {
   }
 
   // The split micro-log protocol; recovery redoes from step 3 or undoes before it.
-  void split(std::uint64_t off) {
+  void split(LeafRef* ref) {
+    const std::uint64_t off = ref->off;
     // Reserved before anything is written, so a full pool throws with the leaf untouched.
     auto s = pool_.allocator().reserve(leaf_bytes_);
     {
@@ -236,7 +239,11 @@ class FPTree final : public Index {
     root_->log_leaf = 0;  // 6. clear the log
     root_->log_new_leaf = 0;
     pm::persist(&root_->log_leaf, 16);
-    inner_[sl->low_key] = std::make_unique<LeafRef>(s);
+    refs_.push_back(std::make_unique<LeafRef>(s));
+    LeafRef* nr = refs_.back().get();
+    nr->next = ref->next;
+    ref->next = nr;
+    inner_.insert(sl->low_key, nr);
   }
 
   // Steps 3-5: copy the full leaf into the new one and keep its upper half there, link it,
@@ -285,9 +292,15 @@ class FPTree final : public Index {
       pm::flush(pool_.at<std::byte>(s), sizeof(Leaf));
       chain_activate(pool_, &root_->chain, s);
     }
-    // Rebuild the DRAM inner index from the leaf list.
-    for (auto off = root_->chain.first; off; off = leaf(off)->next)
-      inner_[leaf(off)->low_key] = std::make_unique<LeafRef>(off);
+    // Rebuild the DRAM inner nodes from the leaf list (§4.5): one pass over the leaves for
+    // their low keys, then the levels bottom-up.
+    std::vector<std::pair<Key, LeafRef*>> order;
+    for (auto off = root_->chain.first; off; off = leaf(off)->next) {
+      refs_.push_back(std::make_unique<LeafRef>(off));
+      if (!order.empty()) order.back().second->next = refs_.back().get();
+      order.emplace_back(leaf(off)->low_key, refs_.back().get());
+    }
+    inner_.build(order);
   }
 
   pm::Pool& pool_;
@@ -296,7 +309,8 @@ class FPTree final : public Index {
   std::uint64_t full_ = 0;
   // Lock fallback: readers and writers of leaves share it, splits take it alone.
   mutable std::shared_mutex inner_mu_;
-  std::map<Key, std::unique_ptr<LeafRef>> inner_;  // leaf low key -> leaf
+  InnerTree<LeafRef> inner_;                    // DRAM inner nodes over the leaves
+  std::vector<std::unique_ptr<LeafRef>> refs_;  // owns the LeafRefs the inner nodes point at
 };
 
 CheckReport FPTree::check() const {
@@ -314,9 +328,8 @@ CheckReport FPTree::check() const {
     const auto* l = leaf(off);
     if (off == root_->chain.first && l->low_key != 0) r.fail("first leaf's low key is not 0");
     if (l->bitmap & ~full_) r.fail("leaf " + str(off) + " has bits past its capacity");
-    auto it = inner_.find(l->low_key);
-    if (it == inner_.end() || it->second->off != off)
-      r.fail("inner index does not route low key " + str(l->low_key) + " to its leaf");
+    if (inner_.find(l->low_key)->off != off)
+      r.fail("inner nodes do not route low key " + str(l->low_key) + " to its leaf");
     Key hi = l->next ? leaf(l->next)->low_key : 0;
     if (l->next && hi <= l->low_key) r.fail("leaf low keys are not increasing");
     std::set<Key> keys;
@@ -330,7 +343,15 @@ CheckReport FPTree::check() const {
         r.fail("key " + str(k) + " lies outside its leaf's range");
     }
   }
-  if (inner_.size() != leaves.size()) r.fail("inner index names leaves not in the list");
+  // The inner nodes' bottom level and the DRAM leaf list name the PM leaves in list order.
+  std::vector<std::uint64_t> listed, routed, linked;
+  for (auto off = root_->chain.first; off && listed.size() <= leaves.size(); off = leaf(off)->next)
+    listed.push_back(off);
+  inner_.for_each_leaf([&](const LeafRef* x) { routed.push_back(x->off); });
+  for (const LeafRef* x = inner_.find(0); x && linked.size() <= leaves.size(); x = x->next)
+    linked.push_back(x->off);
+  if (routed != listed) r.fail("the inner nodes' leaves differ from the leaf list");
+  if (linked != listed) r.fail("the DRAM leaf links differ from the leaf list");
   std::set<std::uint64_t> chain;
   for (auto c = root_->chain.first; c; c = links(pool_, c)->next)
     if (!chain.insert(c).second || chain.size() > leaves.size() + 1) {
@@ -366,13 +387,14 @@ void register_paper_peers() {
   register_index({"fastfair",
                   "FAST_FAIR (FAST'18): sorted PM B+-tree, failure-atomic shift and in-place "
                   "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
-                  "persistence within a cache line; values up to 2^64-3; single-threaded",
-                  true, false, baselines::make_fastfair});
+                  "persistence within a cache line; values up to 2^64-3; concurrent: lock-free "
+                  "search, per-node write locks, 8-byte in-place update (DPTree §4.4)",
+                  true, true, baselines::make_fastfair});
   register_index({"fptree",
-                  "FPTree (SIGMOD'16): DRAM inner index, PM leaves with bitmap and one-byte "
-                  "fingerprints, split micro-log, inner rebuilt on open; assumes 8-byte atomic "
-                  "stores; concurrent through the lock fallback (leaf locks, splits exclusive), "
-                  "no HTM path",
+                  "FPTree (SIGMOD'16): DRAM B+-tree inner nodes rebuilt on open, PM leaves with "
+                  "bitmap and one-byte fingerprints, split micro-log; assumes 8-byte atomic "
+                  "stores; concurrent through the paper's lock fallback (leaf locks, splits "
+                  "exclusive); no RTM (HTM) path, so always the fallback",
                   true, true, baselines::make_fptree});
 }
 

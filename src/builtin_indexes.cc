@@ -6,6 +6,7 @@ void register_dptree_indexes();    // dptree/dptree_index.cc
 void register_cawbt_index();       // baselines/cawbt/cawbt.cc
 void register_utree_index();       // baselines/utree/utree.cc
 void register_lbtree_index();      // baselines/lbtree/lbtree.cc
+void register_tips_indexes();      // tips/tips_btree.cc
 void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptree)
 
 void register_builtin_indexes() {
@@ -15,6 +16,7 @@ void register_builtin_indexes() {
   register_utree_index();
   register_lbtree_index();
   register_paper_peers();
+  register_tips_indexes();
 }
 
 }  // namespace dptree

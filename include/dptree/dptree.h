@@ -34,6 +34,7 @@ struct DPTreeStats {
   std::size_t leaves = 0;
   std::size_t merges = 0;
   std::size_t failed_merges = 0;   // merges undone for want of PM (pool_full)
+  std::size_t undone_leaves = 0;   // leaves those merges had created, freed again
   std::size_t splits = 0;          // leaves replaced by new leaves in an upsert merge
   std::size_t consolidations = 0;  // leaves consolidated (merged or rebalanced)
   std::size_t leaves_created = 0;

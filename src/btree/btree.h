@@ -6,6 +6,13 @@
 // Deletion frees a node as soon as it becomes empty and never merges half-empty siblings
 // (the "free at empty" policy of many practical B-trees): under deletes nodes may be sparse,
 // but no empty node is ever kept, and lookups stay O(log n) in the number of inserts.
+//
+// `Nodes` is the memory policy (HeapNodes by default: new/delete, raw pointers, no hooks).
+// A policy supplies the node pointer type, node creation and release, and a store hook that
+// the tree calls before it modifies any byte of a node or of the tree object itself. TIPS
+// (seed 004, "two simple guidelines for the conversion") puts the same tree in PM this way:
+// its policy allocates nodes from the PM allocator, uses position-independent pointers, and
+// undo-logs each address before it changes (src/tips/, docs/tips.md).
 #pragma once
 
 #include <algorithm>
@@ -19,10 +26,28 @@
 
 namespace dptree::btree {
 
+// The default memory policy: plain heap nodes and raw pointers; the hook does nothing.
+struct HeapNodes {
+  template <class T>
+  using ptr = T*;
+  template <class T>
+  static T* make() {
+    return new T();
+  }
+  template <class T>
+  static void release(T* p) {
+    delete p;
+  }
+  static void will_write(const void*, std::size_t) {}
+};
+
 template <class K, class V, std::size_t LeafSlots = 64, std::size_t InnerSlots = 64,
-          class Less = std::less<K>>
+          class Less = std::less<K>, class Nodes = HeapNodes>
 class BPlusTree {
   static_assert(LeafSlots >= 4 && InnerSlots >= 4, "nodes need room to split");
+
+  template <class T>
+  using P = typename Nodes::template ptr<T>;
 
   struct Node {
     bool leaf;
@@ -33,15 +58,23 @@ class BPlusTree {
     Leaf() : Node(true) {}
     K keys[LeafSlots];
     V vals[LeafSlots];
-    Leaf* prev = nullptr;
-    Leaf* next = nullptr;
+    P<Leaf> prev = nullptr;
+    P<Leaf> next = nullptr;
   };
   // child[i] holds keys < keys[i]; child[i + 1] holds keys >= keys[i].
   struct Inner : Node {
     Inner() : Node(false) {}
     K keys[InnerSlots];
-    Node* child[InnerSlots + 1];
+    P<Node> child[InnerSlots + 1];
   };
+
+  // The store hook (see the policy above): called before every modification.
+  static void W(const void* p, std::size_t len) { Nodes::will_write(p, len); }
+  template <class T>
+  static void W1(const T& field) {
+    Nodes::will_write(&field, sizeof(T));
+  }
+  void W_header() { W(this, sizeof(*this)); }
 
  public:
   // Forward iterator over (key, value) in ascending key order.
@@ -74,6 +107,8 @@ class BPlusTree {
 
   static constexpr std::size_t kLeafSlots = LeafSlots;
   static constexpr std::size_t kInnerSlots = InnerSlots;
+  static constexpr std::size_t kLeafBytes = sizeof(Leaf);
+  static constexpr std::size_t kInnerBytes = sizeof(Inner);
 
   BPlusTree() = default;
   ~BPlusTree() { clear(); }
@@ -121,12 +156,14 @@ class BPlusTree {
   bool update(const K& k, const V& v) {
     V* p = find(k);
     if (!p) return false;
+    W1(*p);
     *p = v;
     return true;
   }
   // Removes k; returns whether it was present.
   bool erase(const K& k) {
     if (!root_) return false;
+    W_header();
     bool removed = false;
     if (erase_in(root_, k, removed)) {  // the root emptied
       free_node(root_);
@@ -136,10 +173,9 @@ class BPlusTree {
     }
     // An inner root left with one child is a useless level.
     while (root_ && !root_->leaf && root_->n == 0) {
-      Inner* in = static_cast<Inner*>(root_);
-      root_ = in->child[0];
-      in->n = 0;
-      delete in;
+      Inner* in = static_cast<Inner*>(static_cast<Node*>(root_));
+      root_ = static_cast<Node*>(in->child[0]);
+      Nodes::release(in);
       --inners_;
       --height_;
     }
@@ -151,6 +187,11 @@ class BPlusTree {
     root_ = nullptr;
     first_ = nullptr;
     size_ = leaves_ = inners_ = height_ = 0;
+  }
+
+  // Calls fn(node address, node bytes) for every node (a PM policy checks for leaks with it).
+  void for_each_node(const std::function<void(const void*, std::size_t)>& fn) const {
+    if (root_) visit(root_, fn);
   }
 
   // Structural self-check: key order inside nodes and against separators, all leaves at one
@@ -211,20 +252,22 @@ class BPlusTree {
   };
 
   bool put(const K& k, const V& v, bool assign) {
+    W_header();
     if (!root_) {
-      Leaf* l = new Leaf();
+      Leaf* l = Nodes::template make<Leaf>();
       ++leaves_;
-      root_ = first_ = l;
+      root_ = l;
+      first_ = l;
       height_ = 1;
     }
     bool inserted = false;
     std::optional<Split> s = put_in(root_, k, v, assign, inserted);
     if (s) {  // the root split: grow a level
-      Inner* in = new Inner();
+      Inner* in = Nodes::template make<Inner>();
       ++inners_;
       in->n = 1;
       in->keys[0] = s->sep;
-      in->child[0] = root_;
+      in->child[0] = static_cast<Node*>(root_);
       in->child[1] = s->right;
       root_ = in;
       ++height_;
@@ -238,7 +281,10 @@ class BPlusTree {
       Leaf* l = static_cast<Leaf*>(n);
       std::uint32_t i = lower(l, k);
       if (i < l->n && equal(l->keys[i], k)) {
-        if (assign) l->vals[i] = v;
+        if (assign) {
+          W1(l->vals[i]);
+          l->vals[i] = v;
+        }
         return std::nullopt;
       }
       inserted = true;
@@ -247,16 +293,21 @@ class BPlusTree {
         return std::nullopt;
       }
       // Split in half, then insert into the half the key belongs to.
-      Leaf* r = new Leaf();
+      Leaf* r = Nodes::template make<Leaf>();
       ++leaves_;
       const std::uint32_t half = l->n / 2;
       r->n = l->n - half;
       std::move(l->keys + half, l->keys + l->n, r->keys);
       std::move(l->vals + half, l->vals + l->n, r->vals);
+      W1(l->n);
       l->n = half;
-      r->next = l->next;
+      r->next = static_cast<Leaf*>(l->next);
       r->prev = l;
-      if (l->next) l->next->prev = r;
+      if (l->next) {
+        W1(l->next->prev);
+        l->next->prev = r;
+      }
+      W1(l->next);
       l->next = r;
       if (i <= half)
         insert_at(l, i, k, v);
@@ -273,13 +324,14 @@ class BPlusTree {
       return std::nullopt;
     }
     // Split the inner node: the middle separator moves up.
-    Inner* r = new Inner();
+    Inner* r = Nodes::template make<Inner>();
     ++inners_;
     const std::uint32_t mid = in->n / 2;
     const K up = in->keys[mid];
     r->n = in->n - mid - 1;
     std::move(in->keys + mid + 1, in->keys + in->n, r->keys);
     std::copy(in->child + mid + 1, in->child + in->n + 1, r->child);
+    W1(in->n);
     in->n = mid;
     if (c <= mid)
       insert_child(in, c, s->sep, s->right);
@@ -289,6 +341,9 @@ class BPlusTree {
   }
 
   static void insert_at(Leaf* l, std::uint32_t i, const K& k, const V& v) {
+    W(l->keys + i, (l->n - i + 1) * sizeof(K));
+    W(l->vals + i, (l->n - i + 1) * sizeof(V));
+    W1(l->n);
     std::move_backward(l->keys + i, l->keys + l->n, l->keys + l->n + 1);
     std::move_backward(l->vals + i, l->vals + l->n, l->vals + l->n + 1);
     l->keys[i] = k;
@@ -297,6 +352,9 @@ class BPlusTree {
   }
   // After child c split into (child[c], right) at `sep`.
   static void insert_child(Inner* in, std::uint32_t c, const K& sep, Node* right) {
+    W(in->keys + c, (in->n - c + 1) * sizeof(K));
+    W(in->child + c + 1, (in->n - c + 1) * sizeof(in->child[0]));
+    W1(in->n);
     std::move_backward(in->keys + c, in->keys + in->n, in->keys + in->n + 1);
     std::copy_backward(in->child + c + 1, in->child + in->n + 1, in->child + in->n + 2);
     in->keys[c] = sep;
@@ -310,6 +368,9 @@ class BPlusTree {
       Leaf* l = static_cast<Leaf*>(n);
       std::uint32_t i = lower(l, k);
       if (i >= l->n || !equal(l->keys[i], k)) return false;
+      W(l->keys + i, (l->n - i) * sizeof(K));
+      W(l->vals + i, (l->n - i) * sizeof(V));
+      W1(l->n);
       std::move(l->keys + i + 1, l->keys + l->n, l->keys + i);
       std::move(l->vals + i + 1, l->vals + l->n, l->vals + i);
       --l->n;
@@ -324,6 +385,9 @@ class BPlusTree {
     if (in->n == 0) return true;  // that was the only child
     // Drop the child and one separator next to it: its neighbour takes over its key range.
     const std::uint32_t ki = c > 0 ? c - 1 : 0;
+    W(in->keys + ki, (in->n - ki) * sizeof(K));
+    W(in->child + c, (in->n + 1 - c) * sizeof(in->child[0]));
+    W1(in->n);
     std::move(in->keys + ki + 1, in->keys + in->n, in->keys + ki);
     std::copy(in->child + c + 1, in->child + in->n + 1, in->child + c);
     --in->n;
@@ -334,25 +398,41 @@ class BPlusTree {
   void free_node(Node* n) {
     if (n->leaf) {
       Leaf* l = static_cast<Leaf*>(n);
-      if (l->prev) l->prev->next = l->next;
-      if (l->next) l->next->prev = l->prev;
-      if (first_ == l) first_ = l->next;
-      delete l;
+      if (l->prev) {
+        W1(l->prev->next);
+        l->prev->next = static_cast<Leaf*>(l->next);
+      }
+      if (l->next) {
+        W1(l->next->prev);
+        l->next->prev = static_cast<Leaf*>(l->prev);
+      }
+      if (first_ == l) first_ = static_cast<Leaf*>(l->next);
+      Nodes::release(l);
       --leaves_;
     } else {
-      delete static_cast<Inner*>(n);
+      Nodes::release(static_cast<Inner*>(n));
       --inners_;
     }
   }
 
   void free_subtree(Node* n) {
     if (n->leaf) {
-      delete static_cast<Leaf*>(n);
+      Nodes::release(static_cast<Leaf*>(n));
       return;
     }
     Inner* in = static_cast<Inner*>(n);
     for (std::uint32_t i = 0; i <= in->n; ++i) free_subtree(in->child[i]);
-    delete in;
+    Nodes::release(in);
+  }
+
+  static void visit(const Node* n, const std::function<void(const void*, std::size_t)>& fn) {
+    if (n->leaf) {
+      fn(n, sizeof(Leaf));
+      return;
+    }
+    const Inner* in = static_cast<const Inner*>(n);
+    fn(n, sizeof(Inner));
+    for (std::uint32_t i = 0; i <= in->n; ++i) visit(in->child[i], fn);
   }
 
   void check_node(const Node* n, const K* lo, const K* hi, std::size_t depth,
@@ -394,8 +474,8 @@ class BPlusTree {
     std::swap(height_, o.height_);
   }
 
-  Node* root_ = nullptr;
-  Leaf* first_ = nullptr;
+  P<Node> root_ = nullptr;
+  P<Leaf> first_ = nullptr;
   std::size_t size_ = 0;
   std::size_t leaves_ = 0;
   std::size_t inners_ = 0;

@@ -124,6 +124,18 @@ void DPTreeCore::Impl::reset_bloom() {
   bloom.reset(merge_threshold() + 1, opt.bloom_error_rate);
 }
 
+// Upserts of values (not removes) while a merge is blocked by a full pool: refused before
+// anything is logged, unless removes since made a retry of the merge worth it.
+void DPTreeCore::Impl::write_allowed() {
+  if (!merge_blocked) return;
+  if (removes_since_block == 0)
+    throw Error(Errc::pool_full, "pool '" + pool.name() +
+                                     "' is full: the last DPTree merge did not fit, so new "
+                                     "writes are refused (nothing was written); remove keys "
+                                     "(then write or call merge()) or use a bigger pool");
+  merge();  // throws pool_full again when it still does not fit
+}
+
 void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
   {
     PhaseScope ph(DPTreePhase::log_append);
@@ -131,14 +143,16 @@ void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
   }
   buffer.upsert(k, v);
   bloom.add(k);
-  if (buffer.size() < merge_threshold() || buffer.size() < retry_merge_at) return;
+  if (merge_blocked) {
+    removes_since_block += (v & kTombstone) != 0;
+    return;
+  }
+  if (buffer.size() < merge_threshold()) return;
   try {
     merge();
   } catch (const Error& e) {
-    // The write is durable and visible; the merge was undone (merge()). Try again once the
-    // buffer has grown by another merge's worth, not on every write.
+    // The write is durable and visible; the merge was undone and blocks new values now.
     if (e.code() != Errc::pool_full) throw;
-    retry_merge_at = buffer.size() + merge_threshold();
   }
 }
 
@@ -212,6 +226,9 @@ void DPTreeCore::Impl::merge() {
     RangeMerge* rs[] = {&r};
     abort_merge(cx, root, rs);
     ++failed_merges;
+    merge_blocked = true;
+    removes_since_block = 0;
+    undone_leaves += r.counters.created;
     throw Error(Errc::pool_full,
                 std::string(e.what()) +
                     " (during a DPTree merge: the merge was undone, every write is still in "
@@ -230,7 +247,7 @@ void DPTreeCore::Impl::merge() {
     // Cache capacity C_size (§2.1): about the buffer size that triggers the next merge.
     pages->trim(merge_threshold() / codec.G.per_page + 2, nv);
   }
-  retry_merge_at = 0;
+  merge_blocked = false;
   reset_bloom();
 }
 
@@ -276,17 +293,20 @@ void check_value(Value v) {
 
 void DPTreeCore::upsert(Key k, Value v) {
   check_value(v);
+  impl_->write_allowed();
   impl_->upsert_raw(k, v);
 }
 bool DPTreeCore::insert(Key k, Value v) {
   check_value(v);
   if (impl_->lookup(k)) return false;
+  impl_->write_allowed();
   impl_->upsert_raw(k, v);
   return true;
 }
 bool DPTreeCore::update(Key k, Value v) {
   check_value(v);
   if (!impl_->lookup(k)) return false;
+  impl_->write_allowed();
   impl_->upsert_raw(k, v);
   return true;
 }
@@ -320,6 +340,7 @@ DPTreeStats DPTreeCore::stats() const {
   s.leaves = m.base->leaves().size();
   s.merges = m.merges;
   s.failed_merges = m.failed_merges;
+  s.undone_leaves = m.undone_leaves;
   s.splits = m.counters.splits;
   s.consolidations = m.counters.consolidations;
   s.leaves_created = m.counters.created;

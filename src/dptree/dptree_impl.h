@@ -43,11 +43,13 @@ struct DPTreeCore::Impl {
   detail::Bloom bloom;
 
   // Counters for stats().
-  std::size_t merges = 0, failed_merges = 0, freed = 0;
+  std::size_t merges = 0, failed_merges = 0, undone_leaves = 0, freed = 0;
   detail::MergeCounters counters;
-  // After a merge failed for want of PM (pool_full), the buffer size at which the automatic
-  // merge is tried again: the write that triggered it stays durable in the log.
-  std::size_t retry_merge_at = 0;
+  // Set while the last merge failed for want of PM (pool_full): new keys and values are
+  // refused (before they are logged) so the buffer stops growing, removes are taken; the
+  // next write after a remove retries the merge.
+  bool merge_blocked = false;
+  std::size_t removes_since_block = 0;
 
   Impl(pm::Pool& p, const DPTreeOptions& o);
 
@@ -62,6 +64,7 @@ struct DPTreeCore::Impl {
   std::size_t merge_threshold() const;
   void reset_bloom();
   void upsert_raw(detail::u64 k, detail::u64 v);
+  void write_allowed();
   std::optional<detail::u64> lookup(detail::u64 k) const;
   std::size_t scan(detail::u64 start, std::size_t count, std::vector<KV>& out) const;
   std::size_t size() const;

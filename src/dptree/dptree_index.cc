@@ -1,18 +1,29 @@
-// DPTree behind the common Index interface (index.h), registered as "dptree".
+// DPTree behind the common Index interface (index.h), registered as "dptree". The options
+// key_bytes / value_bytes pick the entry width at run time (default 8 / 8; an existing
+// pool's own widths when not given), so the benchmark measures 16..112-byte entries.
 #include <memory>
 #include <string>
 
 #include "dptree/dptree.h"
 #include "dptree/error.h"
+#include "dptree/layout.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 
 namespace dptree {
 namespace {
 
+// A DPTree whose entry widths are chosen at run time (DPTree<K, V> fixes them at compile
+// time; both are the same DPTreeCore).
+class SizedDPTree final : public DPTreeCore {
+ public:
+  SizedDPTree(pm::Pool& pool, const DPTreeOptions& opt, bool create)
+      : DPTreeCore(pool, opt, opt.key_bytes, opt.value_bytes, create) {}
+};
+
 class DPTreeIndex final : public Index {
  public:
-  explicit DPTreeIndex(std::unique_ptr<DPTree<>> t) : t_(std::move(t)) {}
+  explicit DPTreeIndex(std::unique_ptr<DPTreeCore> t) : t_(std::move(t)) {}
   std::string name() const override { return "dptree"; }
   void upsert(Key k, Value v) override { t_->upsert(k, v); }
   bool insert(Key k, Value v) override { return t_->insert(k, v); }
@@ -31,6 +42,8 @@ class DPTreeIndex final : public Index {
     r.pm_bytes = s.pm_bytes;
     auto d = [](auto x) { return static_cast<double>(x); };
     r.extra = {{"buffer_entries", d(s.buffer_entries)},
+               {"failed_merges", d(s.failed_merges)},
+               {"undone_leaves", d(s.undone_leaves)},
                {"base_records", d(s.base_records)},
                {"leaves", d(s.leaves)},
                {"merges", d(s.merges)},
@@ -47,7 +60,7 @@ class DPTreeIndex final : public Index {
   CheckReport check() const override { return t_->check(); }
 
  private:
-  std::unique_ptr<DPTree<>> t_;
+  std::unique_ptr<DPTreeCore> t_;
 };
 
 }  // namespace
@@ -61,9 +74,12 @@ void register_dptree_indexes() {
           throw Error(Errc::invalid_argument,
                       "index 'dptree' is persistent: give it a pool (IndexConfig::pool)");
         auto opt = DPTreeOptions::from_map(c.options);
-        if (*c.pool->root_word())
-          return std::make_unique<DPTreeIndex>(DPTree<>::open(*c.pool, opt));
-        return std::make_unique<DPTreeIndex>(DPTree<>::create(*c.pool, opt));
+        bool exists = *c.pool->root_word() != 0;
+        const auto* root = exists ? c.pool->root<detail::Root>() : nullptr;
+        bool ours = root && root->magic == detail::kRootMagic;
+        if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
+        if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;
+        return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(*c.pool, opt, !exists));
       }});
 }
 

@@ -3,6 +3,9 @@
 // every merge phase and inside recovery. DPTREE_CRASH_SCALE multiplies the workload.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "dptree/dptree.h"
 #include "fixtures/crash_fixture.h"
 
@@ -42,6 +45,49 @@ TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
   EXPECT_GT(r.continued_images, 0u);
   EXPECT_GE(r.images, 6250u);  // 8 cases: at least 50,000 images in all
 }
+
+// The experiment switches under the crash simulator (fewer images: the 8 cases above carry
+// the 50,000): out-of-place merges with wide entries (3-line log records), and fingerprint
+// probing with 24-byte entries.
+struct Variant {
+  const char* name;
+  std::map<std::string, std::string> extra;
+  pm::Unit unit;
+};
+class DPTreeCrashVariant : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(DPTreeCrashVariant, EveryImageRecoversWithAcknowledgedOps) {
+  CrashConfig c;
+  c.index = "dptree";
+  c.options = {{"leaf_capacity", "8"},
+               {"merge_ratio", "0.5"},
+               {"min_merge_records", "16"},
+               {"log_page_size", "1024"}};
+  for (auto& [k, v] : GetParam().extra) c.options[k] = v;
+  c.pool_bytes = 2u << 20;
+  c.seed = 11;
+  c.unit = GetParam().unit;
+  c.ops = 1200;
+  c.key_space = 200;
+  c.phase = [] { return std::string(to_string(dptree_current_phase())); };
+  auto r = run_crash(c);
+  ASSERT_FALSE(HasFailure());
+  std::printf("images %zu (recovery %zu)\n", r.images, r.recovery_images);
+  for (const char* p : {"upsert_merge", "flush", "version_flip", "garbage_collection"})
+    EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in phase " << p;
+  EXPECT_GT(r.recovery_images, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Options, DPTreeCrashVariant,
+                         ::testing::Values(Variant{"out_of_place_entry_56_56",
+                                                   {{"merge_mode", "out_of_place"},
+                                                    {"key_bytes", "56"},
+                                                    {"value_bytes", "56"}},
+                                                   pm::Unit::word8},
+                                           Variant{"fingerprint_entry_16_8",
+                                                   {{"probe", "fingerprint"}, {"key_bytes", "16"}},
+                                                   pm::Unit::line64}),
+                         [](const auto& i) { return std::string(i.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(Images, DPTreeCrash,
                          ::testing::Values(Param{1, pm::Unit::line64}, Param{2, pm::Unit::line64},

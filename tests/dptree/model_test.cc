@@ -63,6 +63,47 @@ TEST_P(DPTreeModel, ReopenedOftenLazyRebuild) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, DPTreeModel, ::testing::Values(1, 2, 3, 4));
 
+// The experiment switches (dptree_options.h) against the same model: probing schemes, the
+// out-of-place merge, wider entries; small sizes, two seeds each.
+struct Variant {
+  const char* name;
+  std::map<std::string, std::string> extra;
+};
+class DPTreeModelVariant : public ::testing::TestWithParam<std::tuple<Variant, std::uint64_t>> {};
+
+TEST_P(DPTreeModelVariant, SmallLeavesManyMerges) {
+  ModelConfig c;
+  c.index = "dptree";
+  c.options = kSmall;
+  for (auto& [k, v] : std::get<0>(GetParam()).extra) c.options[k] = v;
+  c.seed = std::get<1>(GetParam()) + 300;
+  c.ops = 12000;
+  c.key_space = 800;
+  c.check_every = 1000;
+  c.reopen_every = 5000;  // the stats below count from the last reopen (ops 10000-12000)
+  auto r = run_model(c);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["merges"], 3);
+  EXPECT_GT(r.extra["leaves_freed"], 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Options, DPTreeModelVariant,
+    ::testing::Combine(::testing::Values(Variant{"probe_linear", {{"probe", "linear"}}},
+                                         Variant{"probe_fingerprint", {{"probe", "fingerprint"}}},
+                                         Variant{"out_of_place", {{"merge_mode", "out_of_place"}}},
+                                         Variant{"entry_24_40",
+                                                 {{"key_bytes", "24"}, {"value_bytes", "40"}}},
+                                         Variant{"entry_56_56_out_of_place",
+                                                 {{"key_bytes", "56"},
+                                                  {"value_bytes", "56"},
+                                                  {"merge_mode", "out_of_place"},
+                                                  {"probe", "fingerprint"}}}),
+                       ::testing::Values(1, 2)),
+    [](const auto& i) {
+      return std::string(std::get<0>(i.param).name) + "_" + std::to_string(std::get<1>(i.param));
+    });
+
 TEST(DPTreeModelDefaults, PaperDefaults) {
   ModelConfig c;
   c.index = "dptree";

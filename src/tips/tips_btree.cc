@@ -1,0 +1,70 @@
+// The first TIPS plug-in: the project's volatile B+-tree (src/btree/btree.h), unchanged but
+// for its memory policy: tips::PmNodes puts its nodes in PM through tips::alloc, stores
+// self-relative pointers, and calls tips::will_write before each store. Registered as
+// `tips-btree`.
+#include <memory>
+#include <new>
+
+#include "btree/btree.h"
+#include "dptree/error.h"
+#include "dptree/registry.h"
+#include "dptree/tips.h"
+
+namespace dptree {
+namespace {
+
+// 56 slots: a node plus TIPS's 64-byte block header fits a 1 KiB allocator block.
+using PmTree = btree::BPlusTree<Key, Value, 56, 56, std::less<Key>, tips::PmNodes>;
+static_assert(PmTree::kLeafBytes + 64 <= 1024 && PmTree::kInnerBytes + 64 <= 1024);
+
+class BTreeAdapter final : public tips::Adapter {
+ public:
+  std::string name() const override { return "btree"; }
+  std::size_t header_bytes() const override { return sizeof(PmTree); }
+  void create(void* h) const override { new (h) PmTree(); }
+  bool insert(void* h, Key k, Value v) const override { return t(h).insert(k, v); }
+  bool update(void* h, Key k, Value v) const override { return t(h).update(k, v); }
+  void upsert(void* h, Key k, Value v) const override { t(h).insert_or_assign(k, v); }
+  bool remove(void* h, Key k) const override { return t(h).erase(k); }
+  std::optional<Value> lookup(const void* h, Key k) const override {
+    const Value* v = t(h).find(k);
+    return v ? std::optional<Value>(*v) : std::nullopt;
+  }
+  std::size_t scan(const void* h, Key s, std::size_t n, std::vector<KV>& out) const override {
+    std::size_t got = 0;
+    for (auto it = t(h).lower_bound(s); it.valid() && got < n; ++it, ++got)
+      out.emplace_back(it.key(), it.value());
+    return got;
+  }
+  std::size_t size(const void* h) const override { return t(h).size(); }
+  void for_each_block(const void* h, const std::function<void(const void*)>& fn) const override {
+    t(h).for_each_node([&](const void* n, std::size_t) { fn(n); });
+  }
+  std::vector<std::string> check(const void* h) const override { return t(h).check(); }
+
+ private:
+  // The tree object lives in PM; it is never destroyed (its nodes are PM state).
+  static PmTree& t(void* h) { return *std::launder(static_cast<PmTree*>(h)); }
+  static const PmTree& t(const void* h) { return *std::launder(static_cast<const PmTree*>(h)); }
+};
+
+}  // namespace
+
+void register_tips_indexes() {
+  register_index(IndexInfo{
+      "tips-btree",
+      "TIPS (seed 004) over the volatile B+-tree: DRAM hash cache + per-thread PM OLog, "
+      "background replay into the B+-tree in PM with UNO undo logging; concurrent",
+      true, true, [](const IndexConfig& c) -> std::unique_ptr<Index> {
+        if (!c.pool)
+          throw Error(Errc::invalid_argument,
+                      "index 'tips-btree' is persistent: give it a pool (IndexConfig::pool)");
+        tips::Options o = tips::Options::from_map(c.options);
+        if (!c.options.contains("cache_entries") && c.expected_records)
+          o.cache_entries = std::max<std::size_t>(c.expected_records / 4, 1 << 16);
+        if (!c.options.contains("lanes") && c.threads > o.lanes) o.lanes = std::min(c.threads, 64u);
+        return tips::make_index(*c.pool, std::make_shared<BTreeAdapter>(), o);
+      }});
+}
+
+}  // namespace dptree

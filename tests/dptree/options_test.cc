@@ -1,0 +1,253 @@
+// DPTree's experiment switches (dptree_options.h): leaf probing schemes (Figure 10), the
+// out-of-place merge (Figure 8d), entry widths chosen at run time through the registry
+// (Figures 8d and 10); each option parsed and refused with a clear error.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+
+#include "dptree/base_leaf.h"
+#include "dptree/dptree.h"
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+
+namespace dptree {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+DPTreeOptions small() {
+  DPTreeOptions o;
+  o.leaf_capacity = 16;
+  o.merge_ratio = 0.3;
+  o.min_merge_records = 24;
+  o.log_page_size = 1024;
+  return o;
+}
+
+TEST(DPTreeOptions, ExperimentSwitchesParseAndRefuseClearly) {
+  DPTreeOptions d;
+  EXPECT_EQ(d.probe, ProbeMode::both);
+  EXPECT_EQ(d.merge_mode, MergeMode::in_place);
+  auto o = DPTreeOptions::from_map({{"probe", "linear"},
+                                    {"merge_mode", "out_of_place"},
+                                    {"key_bytes", "16"},
+                                    {"value_bytes", "48"}});
+  EXPECT_EQ(o.probe, ProbeMode::linear);
+  EXPECT_EQ(o.merge_mode, MergeMode::out_of_place);
+  EXPECT_EQ(o.key_bytes, 16u);
+  EXPECT_EQ(o.value_bytes, 48u);
+  EXPECT_EQ(DPTreeOptions::from_map({{"probe", "fingerprint"}}).probe, ProbeMode::fingerprint);
+  EXPECT_EQ(DPTreeOptions::from_map({{"probe", "both"}}).probe, ProbeMode::both);
+  EXPECT_EQ(DPTreeOptions::from_map({{"merge_mode", "in_place"}}).merge_mode, MergeMode::in_place);
+  auto msg = error_of([] { DPTreeOptions::from_map({{"probe", "hash"}}); });
+  EXPECT_NE(msg.find("probe='hash'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("both, linear or fingerprint"), std::string::npos) << msg;
+  msg = error_of([] { DPTreeOptions::from_map({{"merge_mode", "lsm"}}); });
+  EXPECT_NE(msg.find("in_place or out_of_place"), std::string::npos) << msg;
+  for (const char* bad : {"4", "12", "64", "57"}) {
+    msg = error_of([&] { DPTreeOptions::from_map({{"key_bytes", bad}}); });
+    EXPECT_NE(msg.find("key_bytes=" + std::string(bad)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("8, 16, 24, 32, 40, 48 or 56"), std::string::npos) << msg;
+    msg = error_of([&] { DPTreeOptions::from_map({{"value_bytes", bad}}); });
+    EXPECT_NE(msg.find("value_bytes=" + std::string(bad)), std::string::npos) << msg;
+  }
+  msg = error_of([] { DPTreeOptions::from_map({{"key_bytes", "-8"}}); });
+  EXPECT_NE(msg.find("not a whole number"), std::string::npos) << msg;
+  // A compile-time width and a different option width clash.
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  DPTreeOptions w;
+  w.key_bytes = 16;
+  msg = error_of([&] { DPTree<8, 8>::create(*pool, w); });
+  EXPECT_NE(msg.find("key_bytes=16"), std::string::npos) << msg;
+  EXPECT_EQ(*pool->root_word(), 0u) << "nothing created";
+  w.key_bytes = 8;
+  EXPECT_NO_THROW((DPTree<8, 8>::create(*pool, w)));
+}
+
+// The three probing schemes on hand-made leaves: the fingerprint schemes trust fingerprints,
+// linear probing alone does not; the fingerprint-only scheme ignores the hash position.
+TEST(DPTreeProbe, SchemesDifferWhereTheyShould) {
+  detail::LeafLayout L;
+  L.init(16, 8, 8);
+  std::vector<std::byte> mem(L.bytes);
+  detail::Leaf lf{mem.data(), &L};
+  std::vector<detail::KVPair> es;
+  for (detail::u64 k = 1; k <= 8; ++k) es.emplace_back(k * 1000, k);
+  detail::leaf_fill(lf, 0, es);
+  for (auto mode : {ProbeMode::both, ProbeMode::linear, ProbeMode::fingerprint}) {
+    for (auto& [k, v] : es) {
+      long s = detail::leaf_find(lf, 0, k, mode);
+      ASSERT_GE(s, 0) << to_string(mode);
+      EXPECT_EQ(lf.value(static_cast<std::size_t>(s)), v);
+    }
+    EXPECT_EQ(detail::leaf_find(lf, 0, 77, mode), -1) << to_string(mode);
+  }
+  // A wrong fingerprint hides the key from the fingerprint schemes only.
+  long s = detail::leaf_find(lf, 0, 3000, ProbeMode::linear);
+  lf.fp(0)[s] ^= 0xff;
+  EXPECT_EQ(detail::leaf_find(lf, 0, 3000, ProbeMode::both), -1);
+  EXPECT_EQ(detail::leaf_find(lf, 0, 3000, ProbeMode::fingerprint), -1);
+  EXPECT_EQ(detail::leaf_find(lf, 0, 3000, ProbeMode::linear), s);
+  lf.fp(0)[s] ^= 0xff;
+  // An entry moved off its probe path (behind an empty slot) is found by the
+  // fingerprint-only scan, which does not use the hash position, and by no probing scheme.
+  std::size_t home = detail::home_slot(detail::hash_key(5000), L.cap);
+  long at = detail::leaf_find(lf, 0, 5000, ProbeMode::both);
+  std::size_t empty = 0;
+  while (lf.state(0, empty) != detail::kEmpty) ++empty;
+  std::size_t to = (empty + 1) % L.cap;
+  while (lf.state(0, to) != detail::kEmpty || to == home) to = (to + 1) % L.cap;
+  std::memcpy(lf.entry(to), lf.entry(static_cast<std::size_t>(at)), L.ebytes);
+  lf.fp(0)[to] = lf.fp(0)[at];
+  lf.set_state(0, to, detail::kOccupied);
+  lf.set_state(0, static_cast<std::size_t>(at), detail::kEmpty);
+  bool reachable = false;  // is `to` on the probe path from home before an empty slot?
+  for (std::size_t p = home; lf.state(0, p) != detail::kEmpty || p == to; p = (p + 1) % L.cap)
+    if (p == to) {
+      reachable = true;
+      break;
+    }
+  ASSERT_FALSE(reachable);
+  EXPECT_EQ(detail::leaf_find(lf, 0, 5000, ProbeMode::fingerprint), static_cast<long>(to));
+  EXPECT_EQ(detail::leaf_find(lf, 0, 5000, ProbeMode::both), -1);
+  EXPECT_EQ(detail::leaf_find(lf, 0, 5000, ProbeMode::linear), -1);
+}
+
+// Whole trees: every scheme answers every lookup the same, hits and misses, also right after
+// a restart (lazy rebuild).
+TEST(DPTreeProbe, EverySchemeAnswersTheSame) {
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  std::map<Key, Value> model;
+  std::mt19937_64 rng(5);
+  {
+    auto t = DPTree<>::create(*pool, small());
+    for (int i = 0; i < 6000; ++i) {
+      Key k = rng() % 5000;
+      if (rng() % 5 == 0) {
+        t->remove(k);
+        model.erase(k);
+      } else {
+        t->upsert(k, i);
+        model[k] = static_cast<Value>(i);
+      }
+    }
+    EXPECT_GT(t->stats().merges, 10u);
+  }
+  for (auto mode : {ProbeMode::both, ProbeMode::linear, ProbeMode::fingerprint}) {
+    auto o = small();
+    o.probe = mode;
+    auto t = DPTree<>::open(*pool, o);
+    EXPECT_EQ(t->options().probe, mode);
+    for (Key k = 0; k < 5100; ++k) {
+      auto it = model.find(k);
+      ASSERT_EQ(t->lookup(k), it == model.end() ? std::nullopt : std::optional<Value>(it->second))
+          << to_string(mode) << " key " << k;
+    }
+    EXPECT_TRUE(t->check().ok);
+  }
+}
+
+std::map<Key, Value> fill(DPTreeCore& t, int n, std::uint64_t seed) {
+  std::map<Key, Value> model;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < n; ++i) {
+    Key k = rng() % 100000;
+    t.upsert(k, i);
+    model[k] = static_cast<Value>(i);
+  }
+  return model;
+}
+
+// Figure 8d: the out-of-place merge writes the whole base tree every merge, so it frees every
+// old leaf and flushes far more node lines than the in-place merge for the same inserts.
+TEST(DPTreeMergeMode, OutOfPlaceRewritesTheBaseTreeEveryMerge) {
+  std::size_t node_lines[2] = {};
+  for (auto mode : {MergeMode::in_place, MergeMode::out_of_place}) {
+    DPTreeOptions o;  // the paper's defaults (leaf 256, R = 0.1), as in Figure 8d
+    o.merge_mode = mode;
+    auto pool = pm::Pool::create_in_memory(32 << 20);
+    auto t = DPTree<>::create(*pool, o);
+    auto before = pm::counters();
+    auto model = fill(*t, 30000, 3);
+    node_lines[static_cast<int>(mode)] = (pm::counters() - before)[pm::Category::node].lines;
+    t->merge();
+    auto s = t->stats();
+    std::size_t leaves = s.leaves, freed = s.leaves_freed;
+    t->upsert(1, 1);  // one entry: in place touches one leaf, out of place rewrites all
+    model[1] = 1;
+    t->merge();
+    s = t->stats();
+    if (mode == MergeMode::out_of_place)
+      EXPECT_EQ(s.leaves_freed - freed, leaves) << "every old leaf is garbage";
+    else
+      EXPECT_LE(s.leaves_freed - freed, 1u);
+    std::vector<KV> all;
+    t->scan(0, 1u << 20, all);
+    ASSERT_EQ(all.size(), model.size());
+    for (auto& [k, v] : all) ASSERT_EQ(model.at(k), v);
+    auto r = t->check();
+    EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+    t.reset();
+    t = DPTree<>::open(*pool, o);
+    for (auto& [k, v] : model) ASSERT_EQ(t->lookup(k), std::optional<Value>(v));
+  }
+  EXPECT_GT(node_lines[1], 2 * node_lines[0])
+      << "in place " << node_lines[0] << " out of place " << node_lines[1];
+}
+
+// key_bytes / value_bytes through the registry: the width is the pool's from then on.
+TEST(DPTreeWidths, RegistryPicksTheEntryWidthAtRunTime) {
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  std::map<Key, Value> model;
+  {
+    IndexConfig c;
+    c.pool = pool.get();
+    c.options = {{"key_bytes", "24"},
+                 {"value_bytes", "40"},
+                 {"leaf_capacity", "16"},
+                 {"log_page_size", "4096"},
+                 {"min_merge_records", "40"}};
+    auto idx = find_index("dptree").create(c);
+    std::mt19937_64 rng(1);
+    for (int i = 0; i < 3000; ++i) {
+      Key k = rng();
+      idx->upsert(k, i);
+      model[k] = static_cast<Value>(i);
+    }
+    double merges = 0;
+    for (auto& [name, x] : idx->stats().extra)
+      if (name == "merges") merges = x;
+    EXPECT_GT(merges, 5);
+    EXPECT_TRUE(idx->check().ok);
+  }
+  {
+    IndexConfig c;
+    c.pool = pool.get();
+    auto idx = find_index("dptree").create(c);  // widths from the pool
+    for (auto& [k, v] : model) ASSERT_EQ(idx->lookup(k), std::optional<Value>(v));
+  }
+  IndexConfig c;
+  c.pool = pool.get();
+  c.options = {{"key_bytes", "8"}};
+  auto msg = error_of([&] { find_index("dptree").create(c); });
+  EXPECT_NE(msg.find("24-byte keys"), std::string::npos) << msg;
+  auto t = DPTree<24, 40>::open(*pool);
+  for (auto& [k, v] : model) ASSERT_EQ(t->lookup(k), std::optional<Value>(v));
+}
+
+}  // namespace
+}  // namespace dptree

@@ -396,7 +396,9 @@ def body_fig13(d, cfg):
     text += ("\nThe paper: with one thread DPTree recovers **1.8-5.5x** faster than FPTree "
              "(DPTree replays only its log; FPTree reads every leaf's keys to rebuild its inner "
              "nodes); with 32 threads DPTree speeds up 8x, FPTree 2.6x. FAST_FAIR recovers "
-             "instantly (shown for reference).\n")
+             "instantly (shown for reference). Our FPTree keeps each leaf's low key in the "
+             "leaf's first line, so its recovery reads one word per leaf where the paper's "
+             "FPTree reads each leaf's keys for the greatest: that favours FPTree here.\n")
     ratios = [r[-1] for r in rows]
     return text, f"FP/DP recovery time {ratios[0]} .. {ratios[-1]} (paper 1.8-5.5x)" if rows else ""
 
@@ -445,7 +447,10 @@ def readme(only, data, timing, failures, info):
                     f"{'yes' if info['rtm'] else 'no'}"],
         ["sizes", f"N = {human(info['keys'])} keys (figures: N/4, N/2, N); "
                   f"{info['seconds']} s per timed run; modes {', '.join(info['modes'])}"],
-        ["time", f"{info['runs']} bench runs in {info['total_seconds'] / 60:.1f} min"],
+        ["time", f"{info['runs']} bench runs in {info['total_seconds'] / 60:.1f} min; load "
+                 f"average {info['load'][0]:.1f} at the start, {info['load'][1]:.1f} at the end "
+                 f"({info['cores']} cores: above that, other work shared the CPUs and the "
+                 "timings are noisy; counts of flushes and fences are not affected)"],
     ])
     out += "\n"
     rows = []

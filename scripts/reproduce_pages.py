@@ -2,6 +2,9 @@
 2019, section 4). The paper's numbers are quoted from its text and Table 1; its figures are
 plots without printed values, so where the text gives only ratios we compare ratios."""
 
+import json
+import os
+
 SELECTIVITIES = [0.001, 0.01, 0.1]  # percent of the records per scan (Fig. 8c)
 ENTRY_BYTES = [16, 32, 64]  # 8-byte key + 8/24/56-byte value (Fig. 8d, Fig. 10)
 PROBES = ["linear", "fingerprint", "both"]  # Fig. 10: lp, fp, lp+fp
@@ -429,7 +432,23 @@ def page(exp, d, cfg, figure):
     return out
 
 
-def readme(only, data, timing, failures, info):
+def status(exp, d):
+    return "failed" if "failed" in d else "skipped" if "skipped" in d else "ok"
+
+
+def earlier(out, exp):
+    """The index entry of a page an earlier run wrote (raw/<exp>.json), or None."""
+    try:
+        with open(os.path.join(out, "raw", f"{exp}.json")) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if "status" not in d:
+        return None
+    return d
+
+
+def readme(only, data, info, out):
     out = "# Reproducing the DPTree paper's evaluation\n\n"
     out += ("`scripts/reproduce` re-runs §4 of the DPTree paper (Zhou et al., PVLDB 13(4), 2019) "
             "with `dptree bench` at sizes that fit this machine and writes one page per "
@@ -454,10 +473,15 @@ def readme(only, data, timing, failures, info):
     ])
     out += "\n"
     rows = []
-    for exp in only:
-        status = ("failed" if exp in failures else "skipped" if "skipped" in data.get(exp, {})
-                  else "ok")
-        rows.append([f"[{TITLES[exp]}]({exp}.md)", status, HEADLINES.get(exp, "")])
+    for exp in TITLES:
+        link = f"[{TITLES[exp]}]({exp}.md)"
+        if exp in only:
+            rows.append([link, status(exp, data.get(exp, {})), HEADLINES.get(exp, "")])
+            continue
+        d = earlier(out, exp)  # a partial rerun keeps the pages it did not redo
+        if d:
+            rows.append([link, d["status"], d["headline"] + f" (earlier run, {d['when']}: "
+                         f"`{d['by']}`)"])
     out += table(["experiment", "status", "here (paper)"], rows)
     out += ("\nRaw `dptree bench --json` output of every run is in `raw/`. Run "
             "`scripts/reproduce --help` for the options (`--quick`, `--full`, `--keys`, "

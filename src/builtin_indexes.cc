@@ -2,7 +2,9 @@
 namespace dptree {
 
 void register_volatile_indexes();  // btree/volatile_indexes.cc
+void register_olc_btree_index();   // cdptree/olc_btree_index.cc
 void register_dptree_indexes();    // dptree/dptree_index.cc
+void register_cdptree_index();     // cdptree/cdptree_index.cc
 void register_cawbt_index();       // baselines/cawbt/cawbt.cc
 void register_utree_index();       // baselines/utree/utree.cc
 void register_lbtree_index();      // baselines/lbtree/lbtree.cc
@@ -11,7 +13,9 @@ void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptr
 
 void register_builtin_indexes() {
   register_volatile_indexes();
+  register_olc_btree_index();
   register_dptree_indexes();
+  register_cdptree_index();
   register_cawbt_index();
   register_utree_index();
   register_lbtree_index();

@@ -1,0 +1,113 @@
+// Concurrent base-tree reads, lock-bit metadata rebuild, in-place update; see base.h.
+#include "cdptree/base.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::cdp {
+
+namespace {
+
+std::atomic_ref<u64> value_ref(Leaf lf, std::size_t s) {
+  return std::atomic_ref<u64>(*reinterpret_cast<u64*>(lf.entry(s) + lf.L->kbytes));
+}
+
+}  // namespace
+
+std::size_t BaseSnapshot::index_of(u64 k) const {
+  return static_cast<std::size_t>(std::lower_bound(max.begin(), max.end(), k) - max.begin());
+}
+
+Leaf BaseCtx::leaf(u64 off) const {
+  return Leaf{pool.at(off), &L};
+}
+
+BaseSnapshot* make_snapshot(const BaseCtx& cx, u64 head, int v, u64 count) {
+  auto* s = new BaseSnapshot;
+  s->v = v;
+  s->count = count;
+  for (u64 l = head; l; l = cx.leaf(l).next(v)) {
+    s->max.push_back(cx.leaf(l).max_key(v));
+    s->leaf.push_back(l);
+  }
+  return s;
+}
+
+void ensure_meta(const BaseCtx& cx, Leaf lf, int v) {
+  std::atomic_ref<u64> rc(lf.rc(v));
+  const u64 now = cx.restart_count;
+  for (;;) {
+    u64 cur = rc.load(std::memory_order_acquire);
+    if (cur == now) return;
+    if (cur == (now | kRcLock)) {  // another thread rebuilds it in this run
+      std::this_thread::yield();
+      continue;
+    }
+    // Unlocked, or locked under an older restart (a crash's leftover: void).
+    if (!rc.compare_exchange_strong(cur, now | kRcLock, std::memory_order_acquire)) continue;
+    detail::rebuild_leaf_meta(lf, v);
+    rc.store(now, std::memory_order_release);
+    pm::CategoryScope cat(pm::Category::node);
+    pm::persist(&lf.rc(v), 8);
+    cx.rebuilds.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+}
+
+namespace {
+
+long find_slot(const BaseCtx& cx, const BaseSnapshot& s, u64 k, Leaf& lf) {
+  std::size_t i = s.index_of(k);
+  if (i == s.leaf.size()) return -1;
+  lf = cx.leaf(s.leaf[i]);
+  ensure_meta(cx, lf, s.v);
+  return detail::leaf_find(lf, s.v, k);
+}
+
+}  // namespace
+
+std::optional<u64> base_lookup(const BaseCtx& cx, const BaseSnapshot& s, u64 k) {
+  Leaf lf{nullptr, &cx.L};
+  long slot = find_slot(cx, s, k, lf);
+  if (slot < 0) return std::nullopt;
+  return value_ref(lf, static_cast<std::size_t>(slot)).load(std::memory_order_acquire);
+}
+
+bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size_t n,
+                  std::vector<KVPair>& out) {
+  std::size_t li = s.index_of(start);
+  if (li == s.leaf.size()) return true;
+  Leaf lf = cx.leaf(s.leaf[li]);
+  ensure_meta(cx, lf, s.v);
+  std::size_t pos = detail::leaf_lower_bound(lf, s.v, start), got = 0;
+  for (;;) {
+    std::size_t cnt = lf.count(s.v);
+    for (; pos < cnt; ++pos) {
+      if (got == n) return false;
+      std::size_t slot = lf.order(s.v)[pos];
+      out.emplace_back(lf.key(slot), value_ref(lf, slot).load(std::memory_order_acquire));
+      ++got;
+    }
+    if (++li == s.leaf.size()) return true;
+    lf = cx.leaf(s.leaf[li]);
+    ensure_meta(cx, lf, s.v);
+    pos = 0;
+  }
+}
+
+bool base_update_in_place(const BaseCtx& cx, const BaseSnapshot& s, u64 k, u64 v) {
+  Leaf lf{nullptr, &cx.L};
+  long slot = find_slot(cx, s, k, lf);
+  if (slot < 0) return false;
+  auto ref = value_ref(lf, static_cast<std::size_t>(slot));
+  ref.store(v, std::memory_order_release);
+  pm::CategoryScope cat(pm::Category::node);
+  pm::persist(lf.entry(static_cast<std::size_t>(slot)) + cx.L.kbytes, 8);
+  return true;
+}
+
+}  // namespace dptree::cdp

@@ -1,0 +1,66 @@
+// Concurrent reads of the base tree (DPTree paper §3.2, §3.4). The merge never modifies the
+// version readers use (§2.3), so readers need no lock, with two exceptions handled here:
+//   - the partially persistent metadata of a leaf (count, order, fingerprints) is rebuilt
+//     after a restart by the first reader or merge worker that touches the leaf (§2.2); it
+//     takes the lock bit of the leaf's restart counter (§3.2, "Synchronization for Metadata
+//     Rebuild"), the others wait for it. The lock word is stamped with the restart count it
+//     was taken under, so a lock bit left by a crash belongs to an older restart and is void:
+//     this clears every lock bit on recovery without touching the leaves;
+//   - §3.4 writes a value in place: values are read and written as 8-byte atomics.
+// The inner index is an immutable snapshot (max keys and leaves of one version) published
+// through GP_B and retired once no reader holds it (W_BR).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "dptree/base_leaf.h"
+#include "dptree/layout.h"
+
+namespace dptree::pm {
+class Pool;
+}
+
+namespace dptree::cdp {
+
+using detail::KVPair;
+using detail::Leaf;
+using detail::LeafLayout;
+using detail::u64;
+
+inline constexpr u64 kRcLock = u64{1} << 63;  // lock bit of a leaf's restart counter
+
+struct BaseSnapshot {
+  int v = 0;                   // the version its leaves are read in
+  std::vector<u64> max, leaf;  // max key and offset of every leaf, in order
+  u64 count = 0;               // live keys (Root::base_count of the version)
+  std::size_t index_of(u64 k) const;
+};
+
+struct BaseCtx {
+  pm::Pool& pool;
+  const LeafLayout& L;
+  const u64& restart_count;  // Root::restart_count
+  std::atomic<std::size_t>& rebuilds;
+  Leaf leaf(u64 off) const;
+};
+
+// The leaf chain of version v from `head`, holding `count` keys, as a snapshot.
+BaseSnapshot* make_snapshot(const BaseCtx& cx, u64 head, int v, u64 count);
+// §3.2: rebuilds the leaf's metadata of version v under its lock bit if its restart counter
+// lags; returns once the metadata is current.
+void ensure_meta(const BaseCtx& cx, Leaf lf, int v);
+// The value of k (raw: may carry the tombstone bit only if a caller wrote one).
+std::optional<u64> base_lookup(const BaseCtx& cx, const BaseSnapshot& s, u64 k);
+// Appends up to n entries with key >= start in order; returns true when the tree has no
+// more entries after those appended.
+bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size_t n,
+                  std::vector<KVPair>& out);
+// §3.4: if k is in the base tree, writes v over its value with one failure-atomic 8-byte
+// store and persists it; returns whether it did.
+bool base_update_in_place(const BaseCtx& cx, const BaseSnapshot& s, u64 k, u64 v);
+
+}  // namespace dptree::cdp

@@ -1,0 +1,490 @@
+// The concurrent DPTree (§3): creation, opening, reads (Algorithm 6), writes (Algorithm 7,
+// §3.4), scans, stats. Merge: merge.cc; recovery: recovery.cc; check: check.cc.
+#include "dptree/cdptree.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "cdptree/cdptree_impl.h"
+#include "cdptree/phase.h"
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+
+namespace dptree {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+using cdp::Guard;
+
+namespace cdp {
+
+CDPTreePhase& current_phase() {
+  thread_local CDPTreePhase p = CDPTreePhase::idle;
+  return p;
+}
+
+}  // namespace cdp
+
+CDPTreePhase cdptree_current_phase() {
+  return cdp::current_phase();
+}
+
+const char* to_string(CDPTreePhase p) {
+  switch (p) {
+    case CDPTreePhase::idle:
+      return "idle";
+    case CDPTreePhase::log_append:
+      return "log_append";
+    case CDPTreePhase::log_page:
+      return "log_page";
+    case CDPTreePhase::merge_start:
+      return "merge_start";
+    case CDPTreePhase::merge_range:
+      return "merge_range";
+    case CDPTreePhase::flush:
+      return "flush";
+    case CDPTreePhase::version_flip:
+      return "version_flip";
+    case CDPTreePhase::garbage_collection:
+      return "garbage_collection";
+    case CDPTreePhase::log_release:
+      return "log_release";
+    case CDPTreePhase::inplace_update:
+      return "inplace_update";
+    case CDPTreePhase::recovery:
+      return "recovery";
+  }
+  return "?";
+}
+
+// ------------------------------------------------------------------ Impl: setup
+
+CDPTree::Impl::Impl(pm::Pool& p, const CDPTreeOptions& o) : pool(p), alloc(p.allocator()), opt(o) {}
+
+CDPTree::Impl::~Impl() {
+  wait_idle();
+  {
+    std::lock_guard g(merger_mu);
+    if (merger.joinable()) merger.join();
+  }
+  cdp::Cpbt* m = gp_m.load();
+  cdp::Cpbt* f = gp_f.load();
+  if (m != f) delete m;
+  delete f;
+  delete gp_b.load();
+}
+
+unsigned CDPTree::Impl::merge_workers() const {
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  return opt.merge_threads ? opt.merge_threads : hw;
+}
+
+unsigned CDPTree::Impl::recovery_workers() const {
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  return opt.recovery_threads ? opt.recovery_threads : hw;
+}
+
+std::size_t CDPTree::Impl::threshold(std::size_t base_count) const {
+  std::size_t floor_n =
+      opt.min_merge_records ? opt.min_merge_records : opt.log_partitions * codec.G.per_page;
+  auto r = static_cast<std::size_t>(opt.merge_ratio * static_cast<double>(base_count));
+  return std::max(floor_n, r);
+}
+
+cdp::Cpbt* CDPTree::Impl::new_cpbt(int ver) const {
+  // The buffer may outgrow the trigger while the previous merge runs: room for twice it.
+  std::size_t expected = 2 * merge_thresh.load() + opt.log_partitions * codec.G.per_page;
+  return new cdp::Cpbt(*shared, table(ver), ver, expected, opt.bloom_error_rate);
+}
+
+namespace {
+
+// The largest leaf capacity whose layout fits `bytes` (§4.4: 8 KB base leaves).
+std::size_t capacity_for(std::size_t bytes) {
+  std::size_t cap = 4;
+  for (std::size_t c = 4; c <= 4096; ++c) {
+    LeafLayout L;
+    L.init(c, 8, 8);
+    if (L.bytes > bytes) break;
+    cap = c;
+  }
+  return cap;
+}
+
+}  // namespace
+
+void CDPTree::Impl::attach() {
+  L.init(opt.leaf_capacity, 8, 8);
+  codec.init(8, 8, opt.log_page_size);
+  dir = std::make_unique<OwnerDir>(pool, &root->base.dir);
+  pending = std::make_unique<PendingLeaves>(pool, &root->base.pending);
+  pages = std::make_unique<LogPageCache>(pool, *dir, opt.log_page_size);
+  shared = std::make_unique<cdp::LogShared>(
+      cdp::LogShared{pool, codec, *pages, opt.log_partitions, opt.log_page_size});
+}
+
+// The two header tables (also repairs a create that crashed before they existed).
+void CDPTree::Impl::ensure_tables() {
+  for (int v = 0; v < 2; ++v) {
+    if (root->log_table[v]) continue;
+    pm::CategoryScope cat(pm::Category::alloc);
+    u64 t = alloc.reserve(8 * opt.log_partitions);
+    std::memset(pool.at(t), 0, 8 * opt.log_partitions);
+    pm::flush(pool.at(t), 8 * opt.log_partitions);
+    alloc.activate(&root->log_table[v], t);
+  }
+}
+
+void CDPTree::Impl::create() {
+  if (opt.leaf_capacity == 0) opt.leaf_capacity = capacity_for(opt.leaf_bytes);
+  opt.validate();
+  if (*pool.root_word() != 0)
+    throw Error(Errc::already_exists, "pool '" + pool.name() +
+                                          "' already holds an index: open it instead of "
+                                          "creating a new one, or use a new pool");
+  {
+    pm::CategoryScope cat(pm::Category::alloc);
+    u64 r = alloc.reserve(sizeof(cdp::CRoot));
+    auto* rt = pool.at<cdp::CRoot>(r);
+    std::memset(static_cast<void*>(rt), 0, sizeof(cdp::CRoot));
+    rt->base.magic = cdp::kCRootMagic;
+    rt->base.leaf_capacity = opt.leaf_capacity;
+    rt->base.key_bytes = 8;
+    rt->base.value_bytes = 8;
+    rt->base.log_page_size = opt.log_page_size;
+    rt->partitions = opt.log_partitions;
+    pm::flush(rt, sizeof(cdp::CRoot));
+    alloc.activate(pool.root_word(), r);
+    root = rt;
+  }
+  attach();
+  ensure_tables();
+  merge_thresh.store(threshold(0));
+  gp_b.store(cdp::make_snapshot(base_ctx(), 0, cv(), 0));
+  gp_f.store(new_cpbt(cv()));
+}
+
+void CDPTree::Impl::open() {
+  auto* rt = pool.root<cdp::CRoot>();
+  if (!rt || rt->base.magic != cdp::kCRootMagic)
+    throw Error(Errc::corrupt,
+                "pool '" + pool.name() +
+                    "' holds no concurrent DPTree (cdptree): use a pool created by the "
+                    "cdptree index, or a new pool");
+  if (rt->base.key_bytes != 8 || rt->base.value_bytes != 8 || rt->partitions < 1 ||
+      rt->partitions > 4096)
+    throw Error(Errc::corrupt, "pool '" + pool.name() +
+                                   "' holds a cdptree root with an impossible format: the "
+                                   "pool is damaged; restore it or use a new pool");
+  // The format is the pool's; the other options are the caller's.
+  opt.leaf_capacity = rt->base.leaf_capacity;
+  opt.log_page_size = rt->base.log_page_size;
+  opt.log_partitions = rt->partitions;
+  opt.validate();
+  root = rt;
+  attach();
+  recover();
+}
+
+// ------------------------------------------------------------------ Impl: reads
+
+std::optional<u64> CDPTree::Impl::below_front(u64 k, const cdp::Cpbt* writing) const {
+  auto& s = sm.mine();
+  {
+    Guard<cdp::Cpbt> g(s, cdp::kMR, gp_m);  // Algorithm 6 lines 6-10
+    // A writer that still holds a leaf lock in the buffer that has just become the Middle
+    // (GP_M = its Front) has searched it already, and must not wait for its own lock.
+    if (g.get() && g.get() != writing)
+      if (auto r = g.get()->find(k)) return r;
+  }
+  Guard<cdp::BaseSnapshot> g(s, cdp::kBR, gp_b);  // lines 11-15
+  return cdp::base_lookup(base_ctx(), *g.get(), k);
+}
+
+std::optional<u64> CDPTree::Impl::lookup_raw(u64 k) const {
+  {
+    Guard<cdp::Cpbt> g(sm.mine(), cdp::kFR, gp_f);  // Algorithm 6 lines 1-5
+    if (auto r = g.get()->find(k)) return r;
+  }
+  return below_front(k, nullptr);
+}
+
+bool CDPTree::Impl::present_below(u64 k, const cdp::Cpbt* writing) const {
+  auto r = below_front(k, writing);
+  return r && !(*r & kTombstone);
+}
+
+// Algorithm 7 lines 1-5 around a decision taken under k's leaf lock in the Front, then the
+// merge trigger (lines 6-16).
+template <class F>
+std::optional<u64> CDPTree::Impl::write(u64 k, F&& decide) {
+  std::optional<u64> out;
+  std::size_t size;
+  {
+    Guard<cdp::Cpbt> g(sm.mine(), cdp::kFW, gp_f);
+    cdp::Cpbt* f = g.get();
+    out = f->upsert_with(k, [&](const u64* cur) { return decide(f, cur); });
+    size = g.get()->log.approx_size();
+  }
+  if (size >= merge_thresh.load(std::memory_order_relaxed)) maybe_start_merge(false);
+  return out;
+}
+
+namespace {
+
+// Up to n entries >= start of an OLC tree; true when it has no more.
+bool collect_tree(const btree::OlcBTree& t, u64 start, std::size_t n, std::vector<KVPair>& out) {
+  t.scan(start, [&](u64 k, u64 v) {
+    out.emplace_back(k, v);
+    return out.size() < n;
+  });
+  return out.size() < n;
+}
+
+}  // namespace
+
+// Range scan: batches from Front, Middle and base, merged by key with that priority (a
+// newer component's entry, tombstone or not, hides an older one). Entries up to the
+// smallest last key of a batch that stopped at its limit are final; the next round starts
+// above it.
+std::size_t CDPTree::Impl::scan(u64 start, std::size_t count, std::vector<KV>& out) const {
+  std::size_t got = 0;
+  u64 cur = start;
+  auto& s = sm.mine();
+  std::vector<KVPair> a[3];
+  while (got < count) {
+    std::size_t batch = std::max<std::size_t>(count - got, 16);
+    bool complete[3] = {true, true, true};
+    for (auto& x : a) x.clear();
+    {
+      Guard<cdp::Cpbt> g(s, cdp::kFR, gp_f);
+      complete[0] = collect_tree(g.get()->tree, cur, batch, a[0]);
+    }
+    {
+      Guard<cdp::Cpbt> g(s, cdp::kMR, gp_m);
+      if (g.get()) complete[1] = collect_tree(g.get()->tree, cur, batch, a[1]);
+    }
+    {
+      Guard<cdp::BaseSnapshot> g(s, cdp::kBR, gp_b);
+      complete[2] = cdp::base_collect(base_ctx(), *g.get(), cur, batch, a[2]);
+    }
+    bool all = true;
+    u64 bound = ~u64{0};
+    for (int i = 0; i < 3; ++i)
+      if (!complete[i]) {
+        all = false;
+        bound = std::min(bound, a[i].back().first);
+      }
+    std::size_t pos[3] = {0, 0, 0};
+    for (;;) {
+      u64 best = 0;
+      int who = -1;
+      for (int i = 0; i < 3; ++i)
+        if (pos[i] < a[i].size() && a[i][pos[i]].first <= bound &&
+            (who < 0 || a[i][pos[i]].first < best)) {
+          best = a[i][pos[i]].first;
+          who = i;
+        }
+      if (who < 0) break;
+      u64 v = a[who][pos[who]].second;  // the lowest index with this key: the newest
+      for (int i = 0; i < 3; ++i)
+        if (pos[i] < a[i].size() && a[i][pos[i]].first == best) ++pos[i];
+      if (v & kTombstone) continue;
+      out.emplace_back(best, v);
+      if (++got == count) return got;
+    }
+    if (all || bound == ~u64{0}) break;
+    cur = bound + 1;
+  }
+  return got;
+}
+
+std::size_t CDPTree::Impl::count_live() const {
+  std::size_t n = 0;
+  u64 cur = 0;
+  std::vector<KV> tmp;
+  for (;;) {
+    tmp.clear();
+    std::size_t got = scan(cur, 1 << 16, tmp);
+    n += got;
+    if (got < (1u << 16) || tmp.back().first == ~u64{0}) return n;
+    cur = tmp.back().first + 1;
+  }
+}
+
+// ------------------------------------------------------------------ public API
+
+CDPTree::CDPTree() = default;
+CDPTree::~CDPTree() = default;
+
+std::unique_ptr<CDPTree> CDPTree::create(pm::Pool& pool, const CDPTreeOptions& opt) {
+  std::unique_ptr<CDPTree> t(new CDPTree);
+  t->impl_ = std::make_unique<Impl>(pool, opt);
+  t->impl_->create();
+  return t;
+}
+
+std::unique_ptr<CDPTree> CDPTree::open(pm::Pool& pool, const CDPTreeOptions& opt) {
+  std::unique_ptr<CDPTree> t(new CDPTree);
+  t->impl_ = std::make_unique<Impl>(pool, opt);
+  t->impl_->open();
+  return t;
+}
+
+namespace {
+
+void check_value(Value v) {
+  if (v > CDPTree::kMaxValue)
+    throw Error(Errc::invalid_argument,
+                "CDPTree value " + std::to_string(v) +
+                    " is out of range: the top bit is the tombstone bit (§2), use values up to "
+                    "2^63-1");
+}
+
+}  // namespace
+
+// §3.4: with no merge running (the caller holds W_FW on the Front, so none can start before
+// this returns), a key that is in neither buffer is updated in the base tree in place.
+bool CDPTree::Impl::try_inplace(u64 k, u64 v) {
+  if (!opt.inplace_update || merge_state.load(std::memory_order_seq_cst) != cdp::kNoMerge)
+    return false;
+  cdp::PhaseScope ph(CDPTreePhase::inplace_update);
+  Guard<cdp::BaseSnapshot> g(sm.mine(), cdp::kBR, gp_b);
+  if (!cdp::base_update_in_place(base_ctx(), *g.get(), k, v)) return false;
+  inplace_updates.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void CDPTree::upsert(Key k, Value v) {
+  check_value(v);
+  Impl& m = *impl_;
+  m.write(k, [&](const cdp::Cpbt*, const u64* cur) -> std::optional<u64> {
+    if (!cur && m.try_inplace(k, v)) return std::nullopt;
+    return v;
+  });
+}
+
+bool CDPTree::insert(Key k, Value v) {
+  check_value(v);
+  Impl& m = *impl_;
+  bool done = false;
+  m.write(k, [&](const cdp::Cpbt* f, const u64* cur) -> std::optional<u64> {
+    bool present = cur ? !(*cur & kTombstone) : m.present_below(k, f);
+    if (present) return std::nullopt;
+    done = true;
+    return v;
+  });
+  return done;
+}
+
+bool CDPTree::update(Key k, Value v) {
+  check_value(v);
+  Impl& m = *impl_;
+  bool done = false;
+  m.write(k, [&](const cdp::Cpbt* f, const u64* cur) -> std::optional<u64> {
+    if (cur) {
+      if (*cur & kTombstone) return std::nullopt;
+      done = true;
+      return v;
+    }
+    if (m.try_inplace(k, v)) {
+      done = true;
+      return std::nullopt;
+    }
+    if (!m.present_below(k, f)) return std::nullopt;
+    done = true;
+    return v;
+  });
+  return done;
+}
+
+bool CDPTree::remove(Key k) {
+  Impl& m = *impl_;
+  bool done = false;
+  m.write(k, [&](const cdp::Cpbt* f, const u64* cur) -> std::optional<u64> {
+    bool present = cur ? !(*cur & kTombstone) : m.present_below(k, f);
+    if (!present) return std::nullopt;
+    done = true;
+    return kTombstone;
+  });
+  return done;
+}
+
+std::optional<Value> CDPTree::lookup(Key k) const {
+  auto r = impl_->lookup_raw(k);
+  if (!r || (*r & kTombstone)) return std::nullopt;
+  return r;
+}
+
+std::size_t CDPTree::scan(Key start, std::size_t count, std::vector<KV>& out) const {
+  return impl_->scan(start, count, out);
+}
+
+void CDPTree::merge(bool wait) {
+  impl_->maybe_start_merge(true);
+  if (wait) impl_->wait_idle();
+}
+
+void CDPTree::wait_for_merge() const {
+  impl_->wait_idle();
+}
+
+const CDPTreeOptions& CDPTree::options() const {
+  return impl_->opt;
+}
+
+CDPTreeStats CDPTree::stats() const {
+  const Impl& m = *impl_;
+  CDPTreeStats s;
+  s.records = m.count_live();
+  auto& sync = m.sm.mine();
+  {
+    Guard<cdp::Cpbt> g(sync, cdp::kFR, m.gp_f);
+    s.front_entries = g.get()->tree.size();
+    s.log_pages = g.get()->log.pages().size();
+    s.dram_bytes += g.get()->tree.dram_bytes() + g.get()->bloom.dram_bytes();
+  }
+  {
+    Guard<cdp::Cpbt> g(sync, cdp::kMR, m.gp_m);
+    if (g.get()) {
+      s.middle_entries = g.get()->tree.size();
+      s.dram_bytes += g.get()->tree.dram_bytes() + g.get()->bloom.dram_bytes();
+    }
+  }
+  {
+    Guard<cdp::BaseSnapshot> g(sync, cdp::kBR, m.gp_b);
+    s.leaves = g.get()->leaf.size();
+    s.base_records = g.get()->count;
+    s.dram_bytes += 16 * g.get()->leaf.capacity();
+  }
+  s.leaf_capacity = m.L.cap;
+  s.merges = m.merges.load();
+  s.merge_partitions = m.merge_partitions.load();
+  s.splits = m.splits.load();
+  s.consolidations = m.consolidations.load();
+  s.leaves_created = m.created.load();
+  s.leaves_freed = m.freed.load();
+  s.lazy_rebuilds = m.lazy_rebuilds.load();
+  s.inplace_updates = m.inplace_updates.load();
+  s.free_log_pages = m.pages->size(0) + m.pages->size(1);
+  s.restart_count = m.root->base.restart_count;
+  s.last_recovery_seconds = m.last_recovery_seconds;
+  s.pm_bytes = m.pm_bytes();
+  s.dram_bytes += sizeof(Impl) + m.dir->dram_bytes() + m.pages->dram_bytes();
+  return s;
+}
+
+CheckReport CDPTree::check() const {
+  CheckReport r;
+  impl_->wait_idle();
+  impl_->check(r);
+  return r;
+}
+
+// Every live block of the pool (the tree is the pool's only user; check() proves that every
+// live block is the tree's). Read under the allocator's lock: safe while others write.
+std::size_t CDPTree::Impl::pm_bytes() const {
+  return alloc.stats().live_bytes;
+}
+
+}  // namespace dptree

@@ -1,0 +1,120 @@
+// CDPTree::Impl: the concurrent DPTree (§3) put together from dptree's persistent pieces
+// (leaf layout and leaf operations, range merge, owner directory, pendingLeaves, log page
+// cache, record codec) and the concurrent ones of this folder (OLC buffer tree, partitioned
+// log, sync words, base snapshots).
+//
+// Persistent state: a CRoot whose first part is dptree's Root (global version gv, restart
+// count, leaf heads, base counts, pendingLeaves, directory), plus one header table of N
+// partition tail words per log version. gv bit 2 (kTwoLogs) says that two logs are live: it
+// is persisted by the writer that starts a merge BEFORE the new Front can take a write, and
+// cleared by the version flip (which writes gv = nv). Recovery therefore replays the log of
+// version gv and, when kTwoLogs is set, the log of the other version after it (the Front's
+// records are newer), then finishes that merge; otherwise a non-empty table of the other
+// version is a released log whose release was interrupted.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "cdptree/base.h"
+#include "cdptree/cpbt.h"
+#include "cdptree/plog.h"
+#include "cdptree/sync.h"
+#include "dptree/cdptree.h"
+#include "dptree/layout.h"
+#include "dptree/merge.h"
+#include "dptree/owner_dir.h"
+#include "dptree/plog.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree {
+
+namespace cdp {
+
+inline constexpr u64 kCRootMagic = 0x4344505472655231ull;  // "CDPTreR1"
+inline constexpr u64 kTwoLogs = 4;                         // gv bit 2 (see above)
+
+struct CRoot {
+  detail::Root base;  // base.magic = kCRootMagic; base.log_head unused
+  u64 log_table[2];   // owner words of the header table of each log version
+  u64 partitions;
+};
+
+enum MergeState : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
+
+}  // namespace cdp
+
+struct CDPTree::Impl {
+  using u64 = detail::u64;
+  Impl(pm::Pool& p, const CDPTreeOptions& o);
+  ~Impl();
+
+  pm::Pool& pool;
+  pm::Allocator& alloc;
+  CDPTreeOptions opt;
+  detail::LeafLayout L;
+  detail::RecordCodec codec;
+  cdp::CRoot* root = nullptr;
+  std::unique_ptr<detail::OwnerDir> dir;
+  std::unique_ptr<detail::PendingLeaves> pending;
+  std::unique_ptr<detail::LogPageCache> pages;
+  std::unique_ptr<cdp::LogShared> shared;
+
+  mutable cdp::SyncManager sm;
+  std::atomic<cdp::Cpbt*> gp_f{nullptr}, gp_m{nullptr};  // GP_F, GP_M (§3.2)
+  std::atomic<cdp::BaseSnapshot*> gp_b{nullptr};         // GP_B
+  std::atomic<int> merge_state{cdp::kNoMerge};
+  std::atomic<bool> merge_broken{false};  // a merge failed (pool_full); see merge_task
+  std::atomic<std::size_t> merge_thresh{0};
+  std::mutex merger_mu;
+  std::thread merger;
+  mutable std::mutex done_mu;
+  mutable std::condition_variable done_cv;
+
+  std::atomic<std::size_t> merges{0}, merge_partitions{0}, splits{0}, consolidations{0}, created{0},
+      freed{0}, lazy_rebuilds{0}, inplace_updates{0}, failed_merges{0};
+  double last_recovery_seconds = 0;
+
+  int cv() const { return static_cast<int>(root->base.gv & 1); }
+  u64* table(int v) const { return pool.at<u64>(root->log_table[v]); }
+  cdp::BaseCtx base_ctx() const {
+    return cdp::BaseCtx{pool, L, root->base.restart_count, const_cast<Impl*>(this)->lazy_rebuilds};
+  }
+  unsigned merge_workers() const;
+  unsigned recovery_workers() const;
+  std::size_t threshold(std::size_t base_count) const;
+  cdp::Cpbt* new_cpbt(int ver) const;
+
+  void create();
+  void open();
+  void attach();
+  void ensure_tables();
+  void recover();
+
+  // Operations (cdptree.cc).
+  std::optional<u64> lookup_raw(u64 k) const;
+  // Middle (unless it is `writing`, the buffer the caller holds a leaf lock in), then base.
+  std::optional<u64> below_front(u64 k, const cdp::Cpbt* writing) const;
+  bool present_below(u64 k, const cdp::Cpbt* writing) const;
+  bool try_inplace(u64 k, u64 v);  // §3.4
+  template <class F>
+  std::optional<u64> write(u64 k, F&& decide);
+  std::size_t scan(u64 start, std::size_t count, std::vector<KV>& out) const;
+  std::size_t count_live() const;
+
+  // Merge (merge.cc of this folder).
+  void maybe_start_merge(bool force);
+  void merge_task();
+  void parallel_tree_merge(cdp::Cpbt* m);
+  void wait_idle() const;
+
+  void check(CheckReport& r) const;  // check.cc
+  std::size_t pm_bytes() const;
+};
+
+}  // namespace dptree

@@ -1,0 +1,161 @@
+// CDPTree::check: the invariants of a quiescent concurrent DPTree (no merge running).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_set>
+
+#include "cdptree/cdptree_impl.h"
+
+namespace dptree {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+
+void CDPTree::Impl::check(CheckReport& r) const {
+  auto fail = [&](const std::string& s) { r.fail(s); };
+  const Root& R = root->base;
+  if (R.magic != cdp::kCRootMagic) return fail("root magic is wrong");
+  if (merge_broken) fail("a merge failed (pool full) and left its Middle buffer");
+  if (R.gv & kInMerge) fail("in_merge is set outside a merge");
+  if (R.gv & cdp::kTwoLogs) fail("two logs are marked live outside a merge");
+  if (pending->exists()) fail("pendingLeaves exists outside a merge");
+  const int v = cv(), nv = 1 - v;
+  std::set<u64> reach{*pool.root_word()};
+  for (int x = 0; x < 2; ++x) {
+    if (!root->log_table[x]) return fail("a log header table is missing");
+    reach.insert(root->log_table[x]);
+  }
+  for (std::size_t p = 0; p < opt.log_partitions; ++p)
+    if (table(nv)[p]) {
+      fail("the log of the previous version was not released");
+      break;
+    }
+  std::unordered_set<u64> owned;
+  for (u64 b : dir->blocks()) reach.insert(b);
+  dir->for_each_owned([&](u64, u64 blk) { owned.insert(blk); });
+
+  // Base leaves of version v.
+  std::size_t leaves = 0, total = 0;
+  u64 prev_max = 0;
+  bool first = true;
+  std::vector<u64> chain;
+  for (u64 l = R.head[v]; l; l = Leaf{pool.at(l), &L}.next(v)) {
+    if (++leaves > owned.size() + 1) return fail("leaf list has a cycle");
+    chain.push_back(l);
+    std::string at = "leaf " + std::to_string(leaves - 1) + " (offset " + std::to_string(l) + ")";
+    if (!owned.contains(l)) fail(at + " is not owned by the directory");
+    if (!alloc.is_live(l)) fail(at + " is not a live block");
+    reach.insert(l);
+    Leaf lf{pool.at(l), &L};
+    if (lf.type() != kLeafType) fail(at + " has a wrong type word");
+    if (*pool.at<u64>(lf.owner_slot()) != l) fail(at + ": its owner slot does not point to it");
+    u64 mk = lf.max_key(v);
+    if (!first && mk <= prev_max) fail(at + ": max keys not increasing");
+    std::vector<std::pair<u64, std::size_t>> keys;
+    for (std::size_t s = 0; s < L.cap; ++s) {
+      if (lf.state(v, s) == 3) fail(at + ": bitmap code 11");
+      if (lf.state(v, s) != kOccupied) continue;
+      u64 k = lf.key(s);
+      keys.emplace_back(k, s);
+      if (k > mk || (!first && k <= prev_max)) fail(at + ": key outside its range");
+      if (lf.value(s) & kTombstone) fail(at + ": a tombstone in the base tree");
+      if (leaf_find(lf, v, k) != static_cast<long>(s) && lf.rc(v) == R.restart_count)
+        fail(at + ": key " + std::to_string(k) + " not found by probing");
+    }
+    std::sort(keys.begin(), keys.end());
+    for (std::size_t i = 1; i < keys.size(); ++i)
+      if (keys[i].first == keys[i - 1].first) fail(at + ": duplicate key");
+    u64 rc = lf.rc(v);
+    if (rc == R.restart_count) {
+      if (lf.count(v) != keys.size()) {
+        fail(at + ": count differs from the bitmap");
+      } else {
+        for (std::size_t i = 0; i < keys.size(); ++i)
+          if (lf.order(v)[i] != keys[i].second) {
+            fail(at + ": order array wrong");
+            break;
+          }
+      }
+    } else if ((rc & ~cdp::kRcLock) >= R.restart_count) {
+      fail(at + ": restart counter ahead of the global one, or locked now");
+    }
+    total += keys.size();
+    prev_max = mk;
+    first = false;
+  }
+  if (!chain.empty() && Leaf{pool.at(chain.back()), &L}.max_key(v) != ~u64{0})
+    fail("the last leaf's max key is not the largest key");
+  if (total != R.base_count[v])
+    fail("base_count " + std::to_string(R.base_count[v]) + " != " + std::to_string(total) +
+         " keys in the leaves");
+  const cdp::BaseSnapshot* snap = gp_b.load();
+  if (snap->leaf != chain || snap->v != v) fail("inner index does not match the leaf list");
+  for (std::size_t i = 0; i < chain.size() && i < snap->max.size(); ++i)
+    if (snap->max[i] != Leaf{pool.at(chain[i]), &L}.max_key(v)) fail("inner index max key differs");
+
+  // The Front's log: its pages, replayed per partition, give exactly the Front tree.
+  const cdp::Cpbt* f = gp_f.load();
+  if (gp_m.load()) fail("a Middle buffer exists outside a merge");
+  if (f->log.version() != v) fail("the Front log is not of version gv");
+  std::map<u64, u64> replay;
+  std::size_t pages_n = 0, records = 0;
+  const u64 vb = log_valid_bit(v);
+  for (std::size_t p = 0; p < opt.log_partitions; ++p) {
+    auto ch = f->log.read_chain(p);
+    for (u64 pg : ch) {
+      ++pages_n;
+      if (!reach.insert(pg).second) fail("log page reached twice");
+      if (!owned.contains(pg)) fail("log page not owned by the directory");
+      const u64* w = pool.at<u64>(pg);
+      if (w[1] != kPageType) fail("log page has a wrong type word");
+      if (w[3] != static_cast<u64>(v)) fail("log page of the wrong flavor in the log");
+      for (std::size_t rr = 0; rr < codec.G.per_page; ++rr) {
+        u64 k, val;
+        if (!codec.decode(pool.at<u64>(pg + codec.G.offset(rr)), vb, k, val)) continue;
+        if (f->log.partition_of(k) != p) fail("log record in the wrong partition");
+        replay[k] = val;
+        ++records;
+      }
+    }
+  }
+  if (pages_n != f->log.pages().size())
+    fail("log page count differs from the volatile partition state");
+  std::map<u64, u64> buf;
+  bool bloom_ok = true;
+  f->tree.for_each_frozen([&](u64 k, u64 val) {
+    buf[k] = val;
+    bloom_ok = bloom_ok && f->bloom.may_contain(k);
+  });
+  if (!bloom_ok) fail("the bloom filter misses a Front key");
+  if (replay != buf) fail("replaying the log does not give the Front buffer tree");
+  for (auto& e : f->tree.check()) fail("Front tree: " + e);
+  for (int fl = 0; fl < 2; ++fl)
+    for (u64 pg : pages->pages(fl)) {
+      if (!reach.insert(pg).second) fail("free log page also in use");
+      if (pool.at<u64>(pg)[3] != static_cast<u64>(fl)) fail("free log page in the wrong list");
+      if (!owned.contains(pg)) fail("free log page not owned");
+    }
+  for (u64 o : owned)
+    if (!reach.contains(o))
+      fail("directory owns unreachable " +
+           std::string(pool.at<u64>(o)[1] == kPageType   ? "log page"
+                       : pool.at<u64>(o)[1] == kLeafType ? "leaf"
+                                                         : "block") +
+           " at " + std::to_string(o));
+  std::size_t live = 0;
+  alloc.for_each_live_block([&](u64 off, std::size_t) {
+    ++live;
+    if (!reach.contains(off)) fail("leaked PM block at offset " + std::to_string(off));
+  });
+  for (u64 b : reach)
+    if (!alloc.is_live(b)) fail("reachable block " + std::to_string(b) + " is not live");
+  r.facts.emplace_back("leaves", static_cast<double>(leaves));
+  r.facts.emplace_back("base_records", static_cast<double>(total));
+  r.facts.emplace_back("front_entries", static_cast<double>(buf.size()));
+  r.facts.emplace_back("log_records", static_cast<double>(records));
+  r.facts.emplace_back("log_pages", static_cast<double>(pages_n));
+  r.facts.emplace_back("live_blocks", static_cast<double>(live));
+  r.facts.emplace_back("restart_count", static_cast<double>(R.restart_count));
+}
+
+}  // namespace dptree

@@ -1,0 +1,236 @@
+// Merge initiation (Algorithm 7 lines 6-23) and the parallel tree merge (§3.3, Algorithm 9)
+// over dptree's range merge (dptree/merge.h).
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "cdptree/cdptree_impl.h"
+#include "cdptree/phase.h"
+#include "dptree/pm/persist.h"
+
+namespace dptree {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+
+namespace {
+
+// A pull-based pool: `workers` threads (the caller is one) take the next index until none
+// is left (Algorithm 9 lines 3-6 and 9-12). The first exception stops the hand-out and is
+// rethrown after every worker stopped.
+template <class F>
+void run_pool(std::size_t n, unsigned workers, F&& fn) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr err;
+  std::mutex em;
+  auto work = [&] {
+    for (;;) {
+      std::size_t i = next.fetch_add(1);
+      if (i >= n) return;
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard g(em);
+        if (!err) err = std::current_exception();
+        next.store(n);
+      }
+    }
+  };
+  std::size_t t = std::min<std::size_t>(workers, n);
+  std::vector<std::thread> ts;
+  for (std::size_t i = 1; i < t; ++i) ts.emplace_back(work);
+  work();
+  for (auto& th : ts) th.join();
+  if (err) std::rethrow_exception(err);
+}
+
+}  // namespace
+
+// Algorithm 7 lines 6-16: one writer wins MergeState nomerge -> premerge, turns the Front
+// into the Middle, installs a new Front, waits for the writers of the old one and starts the
+// merge.
+void CDPTree::Impl::maybe_start_merge(bool force) {
+  for (;;) {
+    int st = merge_state.load(std::memory_order_seq_cst);
+    if (st == cdp::kPreMerge) {  // line 7
+      std::this_thread::yield();
+      continue;
+    }
+    if (st != cdp::kNoMerge) return;
+    int expect = cdp::kNoMerge;
+    if (merge_state.compare_exchange_strong(expect, cdp::kPreMerge)) break;  // line 8
+  }
+  cdp::Cpbt* f = gp_f.load(std::memory_order_seq_cst);  // line 10
+  std::size_t sz = f->log.approx_size();
+  if (sz == 0 || (!force && sz < merge_thresh.load())) {  // another merge already took it
+    std::lock_guard g(done_mu);
+    merge_state.store(cdp::kNoMerge);
+    done_cv.notify_all();
+    return;
+  }
+  {
+    // Two logs are live from the first write to the new Front until the version flip.
+    cdp::PhaseScope ph(CDPTreePhase::merge_start);
+    pm::CategoryScope cat(pm::Category::node);
+    root->base.gv |= cdp::kTwoLogs;
+    pm::persist(&root->base.gv, 8);
+  }
+  cdp::Cpbt* f2 = new_cpbt(1 - cv());                           // line 9
+  gp_m.store(f, std::memory_order_seq_cst);                     // line 11
+  gp_f.store(f2, std::memory_order_seq_cst);                    // line 12
+  sm.spin_until_no_ref(cdp::kFW, f);                            // line 13
+  merge_thresh.store(threshold(gp_b.load()->count));            // line 14: GP_B.size * R
+  merge_state.store(cdp::kMerging, std::memory_order_seq_cst);  // line 15
+  if (!opt.background_merge) {
+    merge_task();
+    return;
+  }
+  std::lock_guard g(merger_mu);          // line 16
+  if (merger.joinable()) merger.join();  // the previous merge's thread, finished
+  merger = std::thread([this] { merge_task(); });
+}
+
+// Algorithm 7 lines 17-23.
+void CDPTree::Impl::merge_task() {
+  cdp::Cpbt* m = gp_m.load(std::memory_order_seq_cst);
+  try {
+    parallel_tree_merge(m);  // line 17
+  } catch (const std::exception&) {
+    // pool_full: the merge was undone (abort_merge); the Middle stays readable and durable
+    // (two logs stay live; recovery retries the merge). No further merge starts; the Front
+    // keeps taking writes until its own pages cannot be allocated.
+    failed_merges.fetch_add(1);
+    std::lock_guard g(done_mu);
+    merge_broken.store(true);
+    done_cv.notify_all();
+    return;
+  }
+  gp_m.store(nullptr, std::memory_order_seq_cst);  // lines 18-19
+  sm.spin_until_no_ref(cdp::kFR, m);               // line 20
+  sm.spin_until_no_ref(cdp::kMR, m);               // line 21
+  delete m;                                        // line 22
+  pages->trim(threshold(gp_b.load()->count) / codec.G.per_page + opt.log_partitions,
+              gp_b.load()->v);
+  merges.fetch_add(1);
+  std::lock_guard g(done_mu);
+  merge_state.store(cdp::kNoMerge, std::memory_order_seq_cst);  // line 23
+  done_cv.notify_all();
+}
+
+void CDPTree::Impl::wait_idle() const {
+  std::unique_lock lk(done_mu);
+  done_cv.wait(lk, [&] { return merge_state.load() == cdp::kNoMerge || merge_broken.load(); });
+}
+
+// Algorithm 9.
+void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m) {
+  std::vector<KVPair> es;
+  m->tree.for_each_frozen([&](u64 k, u64 v) { es.emplace_back(k, v); });
+  cdp::BaseSnapshot* old = gp_b.load(std::memory_order_seq_cst);
+  const int cvv = cv(), nv = 1 - cvv;
+  {
+    cdp::PhaseScope ph(CDPTreePhase::merge_start);
+    begin_merge(pool, &root->base, *pending);  // Algorithm 1 line 2
+  }
+  MergeContext cx{pool,
+                  *dir,
+                  *pending,
+                  L,
+                  opt.fill_rate,
+                  opt.consolidate_threshold,
+                  MergeMode::in_place,
+                  root->base.restart_count,
+                  cvv,
+                  nv};
+  // Line 1: partitions of PSize consecutive leaves, each with the buffer entries of its key
+  // range [P.MKS, P.MKE).
+  const std::size_t nl = old->leaf.size(), ps = opt.psize;
+  const std::size_t np = nl ? (nl + ps - 1) / ps : 1;
+  std::vector<RangeMerge> ranges(np);
+  std::vector<std::span<const KVPair>> input(np);
+  std::size_t e0 = 0;
+  for (std::size_t i = 0; i < np; ++i) {
+    std::size_t a = i * ps, b = std::min(nl, a + ps);
+    RangeMerge& r = ranges[i];
+    r.first_cv = nl ? old->leaf[a] : 0;
+    r.nleaves = b - a;
+    r.first_range = i == 0;
+    r.last_range = i + 1 == np;
+    std::size_t e1 = es.size();
+    if (i + 1 < np) {
+      u64 mk = old->max[b - 1];
+      e1 = static_cast<std::size_t>(
+          std::upper_bound(es.begin() + static_cast<long>(e0), es.end(), mk,
+                           [](u64 key, const KVPair& e) { return key < e.first; }) -
+          es.begin());
+    }
+    input[i] = std::span<const KVPair>(es.data() + e0, e1 - e0);
+    e0 = e1;
+  }
+  const auto bcx = base_ctx();
+  try {
+    // Lines 3-7: upsert merge, delete merge and consolidation per partition. The leaves'
+    // metadata of version cv is made current first under its lock bit (§3.2): readers may
+    // be rebuilding the same leaves after a restart.
+    run_pool(np, merge_workers(), [&](std::size_t i) {
+      cdp::PhaseScope ph(CDPTreePhase::merge_range);
+      std::size_t a = i * ps;
+      for (std::size_t j = a; j < std::min(nl, a + ps); ++j)
+        cdp::ensure_meta(bcx, bcx.leaf(old->leaf[j]), cvv);
+      merge_range(cx, ranges[i], input[i]);
+    });
+    // Line 8: reconnect consecutive partitions through the next pointers of version nv.
+    u64 head = 0;
+    RangeMerge* prev = nullptr;
+    for (auto& r : ranges) {
+      if (!r.head) continue;
+      if (prev)
+        cx.leaf(prev->tail).next(nv) = r.head;
+      else
+        head = r.head;
+      prev = &r;
+    }
+    if (prev) cx.leaf(prev->tail).next(nv) = 0;
+    // Lines 9-12: flush in parallel. Each worker fences its own flushes: a fence orders only
+    // the flushes of the thread that issues it, and the flip (on this thread) must not reach
+    // PM before any of them.
+    run_pool(np, merge_workers(), [&](std::size_t i) {
+      cdp::PhaseScope ph(CDPTreePhase::flush);
+      flush_range(cx, ranges[i]);
+      pm::fence();
+    });
+    u64 count = 0;
+    MergeCounters mc;
+    for (auto& r : ranges) {
+      count += r.count;
+      mc += r.counters;
+    }
+    // Line 13: the inner index rebuilt and published atomically.
+    auto* snap = cdp::make_snapshot(bcx, head, nv, count);
+    gp_b.store(snap, std::memory_order_seq_cst);
+    // Line 14: readers of the old inner index (and so of version cv's metadata, which the
+    // next merge rewrites) are waited out.
+    sm.spin_until_no_ref(cdp::kBR, old);
+    {
+      cdp::PhaseScope ph(CDPTreePhase::version_flip);
+      commit_merge(&root->base, nv, head, count);  // line 15 (clears kTwoLogs too)
+    }
+    splits += mc.splits;
+    consolidations += mc.consolidations;
+    created += mc.created;
+    merge_partitions += np;
+  } catch (...) {  // from merge_range or flush_range (pool_full): before anything is published
+    std::vector<RangeMerge*> rp;
+    for (auto& r : ranges) rp.push_back(&r);
+    abort_merge(cx, &root->base, rp);
+    throw;
+  }
+  {
+    cdp::PhaseScope ph(CDPTreePhase::garbage_collection);  // line 16
+    freed += collect_garbage(pool, &root->base, *dir, *pending, L, cvv, nv);
+  }
+  m->log.release();  // the Middle's log: its pages to the freelist of the next flavor
+  delete old;
+}
+
+}  // namespace dptree

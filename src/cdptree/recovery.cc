@@ -1,0 +1,80 @@
+// Recovery of the concurrent DPTree: Algorithm 4 (§2.4) with the log partitions replayed in
+// parallel (§4.5), two live logs when the crash came inside a merge (see cdptree_impl.h), and
+// the metadata lock bits of §3.2 voided by the restart count they are stamped with (base.h).
+#include <chrono>
+
+#include "cdptree/cdptree_impl.h"
+#include "cdptree/phase.h"
+#include "dptree/pm/persist.h"
+
+namespace dptree {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+
+void CDPTree::Impl::recover() {
+  cdp::PhaseScope ph(CDPTreePhase::recovery);
+  auto t0 = std::chrono::steady_clock::now();
+  Root& R = root->base;
+  dir->load();
+  ensure_tables();
+  if (R.gv & kInMerge)
+    reclaim_interrupted_merge(pool, &R, *dir, *pending);  // lines 2-4
+  else if (pending->exists())
+    freed += collect_garbage(pool, &R, *dir, *pending, L, 1 - cv(), cv());  // line 5
+  const bool two = R.gv & cdp::kTwoLogs;
+  const std::size_t max_pages = pool.size() / opt.log_page_size + 1;
+  if (!two) {
+    // The other version's log was being released when the crash came: finish it.
+    u64* t = table(1 - cv());
+    bool any = false;
+    for (std::size_t p = 0; p < opt.log_partitions; ++p) any |= t[p] != 0;
+    if (any) cdp::PartitionedLog::release_table(pool, t, opt.log_partitions, 1 - cv(), max_pages);
+  }
+  dir->load();
+  R.restart_count += 1;  // line 7, first: lock bits of earlier runs become void (base.h)
+  {
+    pm::CategoryScope cat(pm::Category::node);
+    pm::persist(&R.restart_count, 8);
+  }
+  gp_b.store(cdp::make_snapshot(base_ctx(), R.head[cv()], cv(), R.base_count[cv()]));
+  merge_thresh.store(threshold(R.base_count[cv()]));
+  // Line 6, in parallel: each worker replays whole partitions (a key's records are all in
+  // one partition, in order); the log of version gv first, then the newer one if live.
+  cdp::Cpbt* older = new_cpbt(cv());
+  cdp::Cpbt* newer = two ? new_cpbt(1 - cv()) : nullptr;
+  {
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t p; (p = next.fetch_add(1)) < opt.log_partitions;) {
+        older->log.replay_partition(p, [&](u64 k, u64 v) { older->replayed(k, v); });
+        if (newer) newer->log.replay_partition(p, [&](u64 k, u64 v) { newer->replayed(k, v); });
+      }
+    };
+    unsigned n = std::min<unsigned>(recovery_workers(), static_cast<unsigned>(opt.log_partitions));
+    std::vector<std::thread> ts;
+    for (unsigned i = 1; i < n; ++i) ts.emplace_back(work);
+    work();
+    for (auto& th : ts) th.join();
+  }
+  {
+    auto in_use = older->log.pages();
+    if (newer) {
+      auto more = newer->log.pages();
+      in_use.insert(in_use.end(), more.begin(), more.end());
+    }
+    pages->sweep({in_use.begin(), in_use.end()});
+  }
+  if (newer) {
+    // The merge of the older log did not flip: run it again now, to the end.
+    gp_m.store(older);
+    gp_f.store(newer);
+    merge_state.store(cdp::kMerging);
+    merge_task();
+  } else {
+    gp_f.store(older);
+  }
+  last_recovery_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace dptree

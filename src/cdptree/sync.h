@@ -1,0 +1,131 @@
+// Synchronizing tree components (DPTree paper §3.2, Algorithms 6-8): four thread-local sync
+// words per thread, W_FW / W_FR / W_MR / W_BR, registered with a sync manager (SM). Bit 0 of
+// a word is the active bit; the rest hold the pointer the thread is using (Front writer,
+// Front reader, Middle reader, base inner index reader). A thread sets the active bit with a
+// sequentially consistent store BEFORE it loads the global pointer, so a thread that
+// publishes a new pointer and then scans the words (SpinUntilNoRef, Algorithm 8) cannot miss
+// a reference to the old one: it sees either the active bit with a null pointer (the reader
+// has not stored what it loaded yet: wait) or the pointer itself.
+//
+// Words live per tree instance (the crash tests open a second tree while the first runs), one
+// cache line per thread; a thread finds its slot through a small thread-local cache keyed by
+// the manager's never-reused id, falling back to a locked map.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace dptree::cdp {
+
+enum WType : int { kFW = 0, kFR = 1, kMR = 2, kBR = 3 };
+
+class SyncManager {
+ public:
+  struct alignas(64) Slot {
+    std::atomic<std::uintptr_t> w[4] = {0, 0, 0, 0};
+  };
+
+  SyncManager() : id_(next_id().fetch_add(1) + 1) {}
+  SyncManager(const SyncManager&) = delete;
+  SyncManager& operator=(const SyncManager&) = delete;
+
+  // The calling thread's words (registered on first use).
+  Slot& mine() {
+    auto& cache = local_cache();
+    for (auto& c : cache.entries)
+      if (c.id == id_) return *c.slot;
+    Slot* s;
+    {
+      std::lock_guard g(mu_);
+      auto [it, fresh] = by_thread_.try_emplace(std::this_thread::get_id(), nullptr);
+      if (fresh) {
+        slots_.emplace_back();
+        it->second = &slots_.back();
+        list_.push_back(it->second);
+      }
+      s = it->second;
+    }
+    cache.entries[cache.next++ % kCache] = {id_, s};
+    return *s;
+  }
+
+  // Algorithm 8: spins while some registered thread's word of type t is active and holds
+  // null or ptr.
+  void spin_until_no_ref(WType t, const void* ptr) const {
+    auto p = reinterpret_cast<std::uintptr_t>(ptr);
+    std::vector<Slot*> all;
+    {
+      std::lock_guard g(mu_);
+      all = list_;
+    }
+    for (;;) {
+      bool wait = false;
+      for (Slot* s : all) {
+        std::uintptr_t w = s->w[t].load(std::memory_order_seq_cst);
+        if ((w & 1) && ((w & ~std::uintptr_t{1}) == 0 || (w & ~std::uintptr_t{1}) == p)) {
+          wait = true;
+          break;
+        }
+      }
+      if (!wait) return;
+      std::this_thread::yield();
+    }
+  }
+
+  std::size_t threads() const {
+    std::lock_guard g(mu_);
+    return list_.size();
+  }
+
+ private:
+  static constexpr unsigned kCache = 4;
+  struct Cache {
+    struct Entry {
+      std::uint64_t id = 0;
+      Slot* slot = nullptr;
+    } entries[kCache];
+    unsigned next = 0;
+  };
+  static std::atomic<std::uint64_t>& next_id() {
+    static std::atomic<std::uint64_t> n{0};
+    return n;
+  }
+  static Cache& local_cache() {
+    thread_local Cache c;
+    return c;
+  }
+
+  const std::uint64_t id_;
+  mutable std::mutex mu_;
+  std::deque<Slot> slots_;
+  std::vector<Slot*> list_;
+  std::unordered_map<std::thread::id, Slot*> by_thread_;
+};
+
+// Holds one sync word active for a scope (Algorithm 6 lines 1-4, Algorithm 7 lines 1-5):
+// sets the active bit, loads the global pointer, publishes it, and clears the word on exit.
+template <class T>
+class Guard {
+ public:
+  Guard(SyncManager::Slot& s, WType t, const std::atomic<T*>& gp) : w_(s.w[t]) {
+    w_.store(1, std::memory_order_seq_cst);
+    p_ = gp.load(std::memory_order_seq_cst);
+    // Nothing to reference (no Middle): leave at once (Algorithm 6 line 8 searches nothing).
+    w_.store(p_ ? reinterpret_cast<std::uintptr_t>(p_) | 1 : 0, std::memory_order_seq_cst);
+  }
+  ~Guard() { w_.store(0, std::memory_order_release); }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  std::atomic<std::uintptr_t>& w_;
+  T* p_;
+};
+
+}  // namespace dptree::cdp

@@ -1,0 +1,188 @@
+// The concurrent DPTree (§3) on one thread: options, the shared model fixture (with merges
+// inline and in the background, reopening now and then), recovery with 1 and 2 threads
+// giving identical contents, and the §3.4 in-place update. Crash tests: crash_test.cc.
+#include "dptree/cdptree.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "fixtures/model_fixture.h"
+
+namespace dptree::testing {
+namespace {
+
+std::map<std::string, std::string> small(std::map<std::string, std::string> extra = {}) {
+  std::map<std::string, std::string> o{
+      {"leaf_capacity", "8"},    {"log_partitions", "4"},     {"log_page_size", "1024"},
+      {"merge_ratio", "0.5"},    {"min_merge_records", "64"}, {"psize", "2"},
+      {"background_merge", "0"}, {"merge_threads", "1"},      {"recovery_threads", "1"}};
+  for (auto& [k, v] : extra) o[k] = v;
+  return o;
+}
+
+TEST(CDPTreeOptions, DefaultsAreThePapers) {
+  CDPTreeOptions o;
+  EXPECT_EQ(o.log_partitions, 64u);
+  EXPECT_DOUBLE_EQ(o.merge_ratio, 0.07);
+  EXPECT_DOUBLE_EQ(o.bloom_error_rate, 0.03);
+  EXPECT_EQ(o.leaf_bytes, 8192u);
+  EXPECT_EQ(o.log_page_size, 65536u);
+  auto pool = pm::Pool::create_in_memory(8u << 20);
+  auto t = CDPTree::create(*pool);
+  EXPECT_GT(t->stats().leaf_capacity, 300u);  // as many 16-byte slots as fit 8 KB
+  EXPECT_LE(t->stats().leaf_capacity, 512u);
+}
+
+TEST(CDPTreeOptions, BadOptionsGiveClearErrors) {
+  auto msg = [](std::map<std::string, std::string> m) {
+    try {
+      CDPTreeOptions::from_map(m);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg({{"bogus", "1"}}).find("recovery_threads"), std::string::npos);
+  EXPECT_NE(msg({{"merge_threads", "x"}}).find("not a whole number"), std::string::npos);
+  EXPECT_NE(msg({{"merge_ratio", "1.5"}}).find("(0, 1)"), std::string::npos);
+  EXPECT_NE(msg({{"log_partitions", "0"}}).find("1..4096"), std::string::npos);
+  EXPECT_NE(msg({{"background_merge", "yes"}}).find("0 or 1"), std::string::npos);
+  EXPECT_NE(msg({{"log_page_size", "1000"}}).find("multiple of 1024"), std::string::npos);
+  auto o = CDPTreeOptions::from_map({{"recovery_threads", "2"}, {"merge_threads", "3"}});
+  EXPECT_EQ(o.recovery_threads, 2u);
+  EXPECT_EQ(o.merge_threads, 3u);
+}
+
+TEST(CDPTree, RefusesADPTreePoolAndBadValues) {
+  auto pool = pm::Pool::create_in_memory(4u << 20);
+  auto d = make_index("dptree", pool.get(), {});
+  d.reset();
+  EXPECT_THROW(make_index("cdptree", pool.get(), {}), Error);
+  auto p2 = pm::Pool::create_in_memory(4u << 20);
+  auto c = make_index("cdptree", p2.get(), small());
+  EXPECT_THROW(c->upsert(1, ~Value{0}), Error);
+}
+
+TEST(CDPTree, ModelInlineMerges) {
+  ModelConfig c;
+  c.index = "cdptree";
+  c.options = small({{"merge_ratio", "0.1"}});
+  c.ops = 20000;
+  c.reopen_every = 7000;  // the counters below are the last instance's (6000 ops)
+  auto r = run_model(c);
+  EXPECT_GT(r.extra["merges"], 8);
+  EXPECT_GT(r.extra["merge_partitions"], r.extra["merges"]);  // several partitions each
+  EXPECT_GT(r.extra["splits"], 0);
+  EXPECT_GT(r.extra["inplace_updates"], 0);
+  EXPECT_GT(r.extra["lazy_rebuilds"], 0);
+}
+
+TEST(CDPTree, ModelBackgroundParallelMerges) {
+  ModelConfig c;
+  c.index = "cdptree";
+  c.options = small({{"background_merge", "1"},
+                     {"merge_threads", "3"},
+                     {"recovery_threads", "2"},
+                     {"merge_ratio", "0.1"}});
+  c.ops = 20000;
+  c.reopen_every = 7000;
+  auto r = run_model(c);
+  EXPECT_GT(r.extra["merges"], 2);
+}
+
+TEST(CDPTree, ModelWithoutInPlaceUpdates) {
+  ModelConfig c;
+  c.index = "cdptree";
+  c.options = small({{"inplace_update", "0"}});
+  c.ops = 8000;
+  auto r = run_model(c);
+  EXPECT_EQ(r.extra["inplace_updates"], 0);
+}
+
+std::map<Key, Value> contents(const CDPTree& t) {
+  std::vector<KV> all;
+  t.scan(0, ~std::size_t{0}, all);
+  return {all.begin(), all.end()};
+}
+
+// Parallel recovery (§4.5): the same pool recovered with 1 and with 2 threads holds the same
+// keys and values, and both pass check().
+TEST(CDPTree, RecoveryWithOneAndTwoThreadsIsIdentical) {
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("cdptree_rec_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::map<Key, Value> model;
+  {
+    auto pool = pm::Pool::create(dir / "a.pool", 32u << 20);
+    CDPTreeOptions o;
+    o.leaf_capacity = 32;
+    o.log_partitions = 16;
+    o.log_page_size = 4096;
+    o.min_merge_records = 3000;
+    o.background_merge = false;
+    auto t = CDPTree::create(*pool, o);
+    std::mt19937_64 rng(9);
+    for (int i = 0; i < 40000; ++i) {
+      Key k = rng() % 20000;
+      if (rng() % 5 == 0) {
+        t->remove(k);
+        model.erase(k);
+      } else {
+        Value v = rng() % 1000000;
+        t->upsert(k, v);
+        model[k] = v;
+      }
+    }
+    ASSERT_GT(t->stats().front_entries, 100u);  // the log holds work to replay
+  }
+  fs::copy_file(dir / "a.pool", dir / "b.pool");
+  std::map<Key, Value> got[2];
+  for (int i = 0; i < 2; ++i) {
+    auto pool = pm::Pool::open(dir / (i ? "b.pool" : "a.pool"));
+    CDPTreeOptions o;
+    o.recovery_threads = i + 1;
+    auto t = CDPTree::open(*pool, o);
+    got[i] = contents(*t);
+    auto r = t->check();
+    EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+    EXPECT_EQ(t->stats().restart_count, 1u);
+  }
+  EXPECT_EQ(got[0], got[1]);
+  EXPECT_EQ(got[0], model);
+  fs::remove_all(dir);
+}
+
+// §3.4: a key only in the base tree is updated in place, and the update is durable.
+TEST(CDPTree, WordSizedUpdateInPlaceIsDurable) {
+  auto pool = pm::Pool::create_in_memory(8u << 20);
+  CDPTreeOptions o = CDPTreeOptions::from_map(small());
+  {
+    auto t = CDPTree::create(*pool, o);
+    for (Key k = 0; k < 500; ++k) t->upsert(k, k);
+    t->merge();
+    auto before = t->stats();
+    ASSERT_EQ(before.front_entries, 0u);
+    EXPECT_TRUE(t->update(7, 70));
+    t->upsert(8, 80);
+    auto after = t->stats();
+    EXPECT_EQ(after.inplace_updates, before.inplace_updates + 2);
+    EXPECT_EQ(after.front_entries, 0u);  // no log record, no buffer entry
+    EXPECT_EQ(t->lookup(7), std::optional<Value>(70));
+    EXPECT_FALSE(t->update(100000, 1));  // absent: nothing written
+    EXPECT_EQ(t->stats().front_entries, 0u);
+  }
+  auto t = CDPTree::open(*pool, o);
+  EXPECT_EQ(t->lookup(7), std::optional<Value>(70));
+  EXPECT_EQ(t->lookup(8), std::optional<Value>(80));
+  EXPECT_TRUE(t->check().ok);
+}
+
+}  // namespace
+}  // namespace dptree::testing

@@ -12,6 +12,7 @@
 #include <atomic>
 
 #include "dptree/error.h"
+#include "dptree/layout.h"
 #include "dptree/pm/persist.h"
 #include "tips/engine.h"
 
@@ -23,13 +24,8 @@ thread_local unsigned t_thread_no = g_thread_numbers.fetch_add(1);
 }  // namespace
 
 std::uint64_t mix(std::uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
-}
+  return dptree::detail::hash_key(k);
+}  // murmur3 finaliser
 
 std::size_t Engine::bucket_of(Key k) const {
   return mix(k ^ 0x5bd1e995u) & bucket_mask_;

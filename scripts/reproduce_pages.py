@@ -448,7 +448,7 @@ def earlier(out, exp):
     return d
 
 
-def readme(only, data, info, out):
+def readme(only, data, info, out_dir):
     out = "# Reproducing the DPTree paper's evaluation\n\n"
     out += ("`scripts/reproduce` re-runs §4 of the DPTree paper (Zhou et al., PVLDB 13(4), 2019) "
             "with `dptree bench` at sizes that fit this machine and writes one page per "
@@ -470,7 +470,7 @@ def readme(only, data, info, out):
                  f"average {info['load'][0]:.1f} at the start, {info['load'][1]:.1f} at the end "
                  f"({info['cores']} cores: above that, other work shared the CPUs and the "
                  "timings are noisy; counts of flushes and fences are not affected)"],
-    ])
+    ] + ([["note", info["note"]]] if info.get("note") else []))
     out += "\n"
     rows = []
     for exp in TITLES:
@@ -478,10 +478,10 @@ def readme(only, data, info, out):
         if exp in only:
             rows.append([link, status(exp, data.get(exp, {})), HEADLINES.get(exp, "")])
             continue
-        d = earlier(out, exp)  # a partial rerun keeps the pages it did not redo
+        d = earlier(out_dir, exp)  # a partial rerun keeps the pages it did not redo
         if d:
-            rows.append([link, d["status"], d["headline"] + f" (earlier run, {d['when']}: "
-                         f"`{d['by']}`)"])
+            rows.append([link, d["status"], d["headline"] + f" (run {d['when']}, "
+                         f"commit `{d.get('commit', '?')}`: `{d['by']}`)"])
     out += table(["experiment", "status", "here (paper)"], rows)
     out += ("\nRaw `dptree bench --json` output of every run is in `raw/`. Run "
             "`scripts/reproduce --help` for the options (`--quick`, `--full`, `--keys`, "

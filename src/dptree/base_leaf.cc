@@ -146,6 +146,13 @@ std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks) {
   return hit;
 }
 
+bool leaf_meta_never_written(Leaf lf, int v) {
+  const auto* w = reinterpret_cast<const u64*>(lf.meta(v));
+  for (std::size_t i = 0; i < lf.L->meta_p_bytes / 8; ++i)
+    if (w[i]) return false;
+  return true;
+}
+
 void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots) {
   const std::byte* last = nullptr;
   for (auto s : slots) {

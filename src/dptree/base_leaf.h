@@ -62,6 +62,10 @@ void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::u
 // count. Returns how many were present.
 std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks);
 
+// Whether version v's crash-consistent metadata is all zero: a set never used since the leaf
+// was created (a used set has a next pointer or the largest max key), whose PM contents are
+// unknown because a new leaf's unused set is not written back.
+bool leaf_meta_never_written(Leaf lf, int v);
 // Writes back the cache lines holding the given slots (sorted), each line once (no fence).
 void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots);
 // Writes back the lines of version nv's crash-consistent metadata that differ from

@@ -103,9 +103,13 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   Leaf lf = cx.leaf(cur);
   // A copy identical to what version nv already holds is durable already (every write of it
   // was flushed before the flip that ended its merge): phase 4 need not write it back.
+  // The other set of a leaf new since the last restart was never written back: unknown.
   auto& d = r.dirty[cur];
-  d.durable.resize(cx.L.meta_p_bytes / 8);
-  std::memcpy(d.durable.data(), lf.meta(nv), cx.L.meta_p_bytes);
+  d.durable.clear();
+  if (!leaf_meta_never_written(lf, nv)) {
+    d.durable.resize(cx.L.meta_p_bytes / 8);
+    std::memcpy(d.durable.data(), lf.meta(nv), cx.L.meta_p_bytes);
+  }
   lf.copy_meta(cvv, nv);  // line 1 (rc is current: the caller ran ensure_leaf_meta on cv)
   std::size_t freeslots = cx.L.cap - lf.count(nv);
   if (es.size() < freeslots) {
@@ -153,7 +157,14 @@ void consolidate(const MergeContext& cx, RangeMerge& r) {
     leaf_entries(lf, nv, es);
     Leaf nl = cx.leaf(nxt);
     if (c == 0 || c < leaf_free_slots(nl, nv)) {
-      if (c) leaf_upsert(nl, nv, es, r.dirty[nxt].slots);
+      if (c) {
+        // Written back now, no fence (like the delete merge): the same write-back as in
+        // phase 4, only earlier, so a crash inside consolidation finds it under way.
+        std::vector<std::uint16_t> written;
+        leaf_upsert(nl, nv, es, written);
+        std::sort(written.begin(), written.end());
+        flush_leaf_slots(nl, written);
+      }
       *link_of(cx, r, prev) = nxt;
       ++r.counters.consolidations;
       cur = nxt;
@@ -286,8 +297,9 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
     if (d.whole) {
       // A new leaf: its crash-consistent metadata and occupied slots; not the count / order
       // / fingerprints (partial persistence, §2.2) nor its empty slots.
+      // The other (zeroed) set is not written back: nothing reads it before a merge copies
+      // the current set over it, and that merge flushes all of it (meta_never_written).
       pm::flush(lf.meta(nv), cx.L.meta_p_bytes);
-      pm::flush(lf.meta(1 - nv), cx.L.meta_p_bytes);  // zeroed: no stale bitmap codes
       std::vector<std::uint16_t> occ;
       for (std::size_t x = 0; x < cx.L.cap; ++x)
         if (lf.state(nv, x) == kOccupied) occ.push_back(static_cast<std::uint16_t>(x));

@@ -202,14 +202,43 @@ void PLog::release_chain(pm::Pool& pool, u64* head, int old) {
 
 void PLog::hand_over(int old) {
   std::vector<u64> pages = std::move(pages_);
+  std::size_t written = page_idx_ + 1 == pages.size() ? pos_ : 0;  // records in the last page
   pages_.clear();
   page_idx_ = pos_ = 0;
-  for (std::size_t i = 0; i < pages.size(); ++i) {
-    if (i + 1 < pages.size())
-      cache_.give(1 - old, pages[i]);
-    else
-      cache_.discard(pages[i]);
+  for (std::size_t i = 0; i + 1 < pages.size(); ++i) cache_.give(1 - old, pages[i]);
+  if (!pages.empty()) reuse_last_page(pages.back(), written, old);
+}
+
+// The last page mixes records of the released log (bit 1 - old) with unwritten words (bit
+// old). Rather than give it back and initialise a new page (a whole page of flushes), make
+// it one flavor again by rewriting the cheaper part: the unwritten records with 1 - old (for
+// freelist_{1-old}) or the written ones with old (for freelist_old). Its flavor word says
+// "discard" (release_chain) until the rewrite is durable, so a crash in between frees it.
+void PLog::reuse_last_page(u64 page, std::size_t written, int old) {
+  pm::CategoryScope cat(pm::Category::log);
+  const LogGeometry& G = codec_.G;
+  auto line_of = [&](std::size_t r) { return G.offset(r) / 64; };
+  std::size_t lines_written = written ? line_of(written - 1) + G.lines_per_record : 0;
+  std::size_t first_free_line =
+      written < G.per_page ? line_of(written) : line_of(G.per_page - 1) + 1;
+  std::size_t lines_total = line_of(G.per_page - 1) + G.lines_per_record;
+  bool fill_rest = lines_total - first_free_line <= lines_written;
+  u64 bit = fill_rest ? static_cast<u64>(1 - old) : static_cast<u64>(old);
+  std::size_t from = fill_rest ? written : 0, to = fill_rest ? G.per_page : written;
+  for (std::size_t r = from; r < to; ++r) {
+    u64* rec = record(page, r);
+    for (std::size_t j = 0; j < G.words; ++j) rec[j] = bit;
   }
+  if (from < to) {
+    const std::byte* a = pool_.at(page + G.offset(from));
+    const std::byte* b = pool_.at(page + G.offset(to - 1)) + G.words * 8;
+    pm::flush(a, static_cast<std::size_t>(b - a));
+    pm::fence();
+  }
+  u64* w = pool_.at<u64>(page);
+  w[3] = bit;
+  pm::persist(&w[3], 8);
+  cache_.give(static_cast<int>(bit), page);
 }
 
 std::size_t PLog::records() const {

@@ -130,8 +130,9 @@ class PLog {
     }
   }
   // After the merge of this log's version `old` committed: every page but the last is full
-  // and goes to freelist_{1-old}; the last, mixing both bits, goes back to the allocator.
-  // The log is empty afterwards. Call release_chain first.
+  // and goes to freelist_{1-old}; the last, mixing both bits, is made one flavor again by
+  // rewriting its smaller part and goes to that flavor's freelist. The log is empty
+  // afterwards. Call release_chain first.
   void hand_over(int old);
   // Marks the pages of the chain at `head` with their next flavor (or discard for the last)
   // and clears `head`, persistently. Idempotent: recovery re-runs it while *head != 0.
@@ -143,6 +144,7 @@ class PLog {
   void attach(u64* head);
   u64* record(u64 page, std::size_t r) const;
   void invalidate_if_torn(u64* rec, u64 vb);
+  void reuse_last_page(u64 page, std::size_t written, int old);
   pm::Pool& pool_;
   const RecordCodec& codec_;
   LogPageCache& cache_;

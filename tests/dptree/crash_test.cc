@@ -19,7 +19,9 @@ struct Param {
 
 class DPTreeCrash : public ::testing::TestWithParam<Param> {};
 
-TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
+// Small leaves and a large R: merges of every kind within a few thousand operations.
+CrashConfig small_config(std::uint64_t seed, pm::Unit unit, std::size_t ops,
+                         std::uint64_t key_space) {
   CrashConfig c;
   c.index = "dptree";
   c.options = {{"leaf_capacity", "8"},
@@ -27,12 +29,16 @@ TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
                {"min_merge_records", "16"},
                {"log_page_size", "1024"}};
   c.pool_bytes = 1u << 20;
-  c.seed = GetParam().seed;
-  c.unit = GetParam().unit;
-  c.ops = 3500;
-  c.key_space = 250;
+  c.seed = seed;
+  c.unit = unit;
+  c.ops = ops;
+  c.key_space = key_space;
   c.phase = [] { return std::string(to_string(dptree_current_phase())); };
-  auto r = run_crash(c);
+  return c;
+}
+
+TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
+  auto r = run_crash(small_config(GetParam().seed, GetParam().unit, 3500, 250));
   ASSERT_FALSE(HasFailure());
   std::string counts;
   for (auto& [p, n] : r.per_phase) counts += " " + p + "=" + std::to_string(n);
@@ -57,19 +63,9 @@ struct Variant {
 class DPTreeCrashVariant : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(DPTreeCrashVariant, EveryImageRecoversWithAcknowledgedOps) {
-  CrashConfig c;
-  c.index = "dptree";
-  c.options = {{"leaf_capacity", "8"},
-               {"merge_ratio", "0.5"},
-               {"min_merge_records", "16"},
-               {"log_page_size", "1024"}};
+  auto c = small_config(11, GetParam().unit, 1200, 200);
   for (auto& [k, v] : GetParam().extra) c.options[k] = v;
   c.pool_bytes = 2u << 20;
-  c.seed = 11;
-  c.unit = GetParam().unit;
-  c.ops = 1200;
-  c.key_space = 200;
-  c.phase = [] { return std::string(to_string(dptree_current_phase())); };
   auto r = run_crash(c);
   ASSERT_FALSE(HasFailure());
   std::printf("images %zu (recovery %zu)\n", r.images, r.recovery_images);

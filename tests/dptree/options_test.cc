@@ -14,6 +14,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "small_options.h"
 
 namespace dptree {
 namespace {
@@ -30,12 +31,7 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 DPTreeOptions small() {
-  DPTreeOptions o;
-  o.leaf_capacity = 16;
-  o.merge_ratio = 0.3;
-  o.min_merge_records = 24;
-  o.log_page_size = 1024;
-  return o;
+  return small_options(16, 0.3, 24);
 }
 
 TEST(DPTreeOptions, ExperimentSwitchesParseAndRefuseClearly) {

@@ -10,17 +10,13 @@
 #include "dptree/dptree.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "small_options.h"
 
 namespace dptree {
 namespace {
 
 DPTreeOptions small() {
-  DPTreeOptions o;
-  o.leaf_capacity = 32;
-  o.merge_ratio = 0.2;
-  o.min_merge_records = 64;
-  o.log_page_size = 1024;
-  return o;
+  return small_options(32, 0.2, 64);
 }
 
 void expect_matches(const DPTreeCore& t, const std::map<Key, Value>& model) {

@@ -12,17 +12,13 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/sim.h"
 #include "dptree/registry.h"
+#include "small_options.h"
 
 namespace dptree {
 namespace {
 
 DPTreeOptions small() {
-  DPTreeOptions o;
-  o.leaf_capacity = 8;
-  o.merge_ratio = 0.3;
-  o.min_merge_records = 12;
-  o.log_page_size = 1024;
-  return o;
+  return small_options();
 }
 
 TEST(DPTree, BasicOperationsAndExactReturns) {

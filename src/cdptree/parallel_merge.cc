@@ -178,6 +178,10 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m) {
       for (std::size_t j = a; j < std::min(nl, a + ps); ++j)
         cdp::ensure_meta(bcx, bcx.leaf(old->leaf[j]), cvv);
       merge_range(cx, ranges[i], input[i]);
+      // The range merge writes some lines back early without a fence (delete merge,
+      // consolidation) and records them as durable; only this thread's fence can order them
+      // before the flip (a fence orders the flushes of its own thread only).
+      pm::fence();
     });
     // Line 8: reconnect consecutive partitions through the next pointers of version nv.
     u64 head = 0;

@@ -235,26 +235,27 @@ class BasicOlcBTree {
     }
     void unlock() const { version.fetch_add(2, std::memory_order_release); }
   };
+  // First position whose key >= k among keys[0, n). n is clamped by the caller to the
+  // node's size: a racing reader may see any n; its result is discarded by validation, but
+  // it must not read out of bounds.
+  static int lower_bound_of(const std::atomic<u64>* keys, int n, u64 k) {
+    int lo = 0, hi = std::max(n, 0);
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      if (keys[mid].load(std::memory_order_acquire) < k)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
   struct Leaf : Node {
     Leaf() : Node(true) {}
     std::atomic<u64> keys[kLeafSlots];
     std::atomic<u64> vals[kLeafSlots];
     std::atomic<Leaf*> next{nullptr};
 
-    // First position whose key >= k among the first n (n clamped: a racing reader may see
-    // any n; it is discarded by validation but must not read out of bounds).
-    int lower(u64 k, int n) const {
-      n = std::clamp(n, 0, kLeafSlots);
-      int lo = 0, hi = n;
-      while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (keys[mid].load(std::memory_order_acquire) < k)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      return lo;
-    }
+    int lower(u64 k, int n) const { return lower_bound_of(keys, std::min(n, kLeafSlots), k); }
     void insert_at(int pos, int n, u64 k, u64 v) {
       for (int j = n; j > pos; --j) {
         keys[j].store(keys[j - 1].load(std::memory_order_acquire), std::memory_order_release);
@@ -278,18 +279,7 @@ class BasicOlcBTree {
     std::atomic<u64> keys[kInnerSlots];
     std::atomic<Node*> child[kInnerSlots + 1];
 
-    int lower(u64 k, int n) const {
-      n = std::clamp(n, 0, kInnerSlots);
-      int lo = 0, hi = n;
-      while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (keys[mid].load(std::memory_order_acquire) < k)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      return lo;
-    }
+    int lower(u64 k, int n) const { return lower_bound_of(keys, std::min(n, kInnerSlots), k); }
     // Adds separator sep with `right` as the child after it (the caller holds the lock).
     void insert_child(u64 sep, Node* right) {
       int n = this->count.load(std::memory_order_acquire);

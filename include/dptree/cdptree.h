@@ -39,8 +39,9 @@ struct CDPTreeOptions {
   double fill_rate = 0.7;                 // FR (§2.3)
   double consolidate_threshold = 0.34;    // CT (§2.3)
   // Floor of the merge trigger (R * base is tiny while the base is small). The buffer size
-  // is counted per log page (Algorithm 5 line 13), so 0 means log_partitions pages' worth of
-  // records: below that every first page of a partition would trigger a merge.
+  // is counted per log page when the page is allocated (Algorithm 5 line 13), so 0 means
+  // 2 * log_partitions pages' worth of records: with less, the first page of every partition
+  // would trigger a merge of a nearly empty buffer.
   std::size_t min_merge_records = 0;
   unsigned merge_threads = 0;     // merge workers (Algorithm 9); 0: hardware threads
   unsigned recovery_threads = 0;  // log partitions replayed in parallel; 0: hardware threads

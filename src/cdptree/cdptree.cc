@@ -85,8 +85,11 @@ unsigned CDPTree::Impl::recovery_workers() const {
 }
 
 std::size_t CDPTree::Impl::threshold(std::size_t base_count) const {
+  // The size counts a page when it is allocated (Algorithm 5 line 13): a new Front counts N
+  // pages after its first N appends. The default floor is 2N pages, so a merge needs about
+  // N pages of real records.
   std::size_t floor_n =
-      opt.min_merge_records ? opt.min_merge_records : opt.log_partitions * codec.G.per_page;
+      opt.min_merge_records ? opt.min_merge_records : 2 * opt.log_partitions * codec.G.per_page;
   auto r = static_cast<std::size_t>(opt.merge_ratio * static_cast<double>(base_count));
   return std::max(floor_n, r);
 }

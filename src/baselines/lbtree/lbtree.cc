@@ -15,20 +15,33 @@
 //     the leaf chain and rebuilds them.
 // What it assumes: a write-back carries the whole line as it stood (stores to one line reach
 // PM in program order), so the line-0 insert needs one flush; tested under the simulator's
-// 64-byte unit. Departures (docs/indexes.md): single-threaded (no HTM or leaf locks), leaves
-// from a slab arena, empty leaves are kept rather than freed.
+// 64-byte unit.
+//
+// Concurrency, the paper's scheme without HTM (this project's machines have no RTM): the
+// paper runs the inner-node search and the leaf's lock-bit check in one hardware
+// transaction. Here a reader-writer lock stands in for the transaction: every operation holds
+// it shared, a split (the only change to the inner nodes) holds it alone (writer first). Leaves are
+// locked by writers (a DRAM version lock per leaf, striped by the leaf's address, instead of the
+// lock bit in the PM header, so a lock never dirties a PM line and recovery has none to clear);
+// readers do not lock: they read the leaf optimistically and retry if its version moved.
+// Departures (docs/indexes.md): leaves from a slab arena, empty leaves are kept.
 #include "baselines/lbtree/lbtree.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <shared_mutex>  // std::shared_lock
 #include <string>
 
 #include "baselines/slab/slab_arena.h"
+#include "baselines/slab/version_lock.h"
 #include "btree/btree.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
@@ -60,8 +73,9 @@ struct alignas(256) Leaf {
   Entry ent[kSlots];
   std::uint64_t next[2];  // alternate sibling pointers (§ log-less split)
 
-  std::uint16_t valid() const { return bits & kAllSlots; }
-  std::uint64_t sibling() const { return next[(bits & kAltBit) ? 1 : 0]; }
+  // Concurrent readers: bits and entries are read with ld() (writers store them with st()).
+  std::uint16_t valid() const { return ld(bits) & kAllSlots; }
+  std::uint64_t sibling() const { return next[(ld(bits) & kAltBit) ? 1 : 0]; }
 };
 static_assert(sizeof(Leaf) == 256);
 static_assert(offsetof(Leaf, ent) == 16 && offsetof(Leaf, next) == 240);
@@ -98,31 +112,48 @@ class LBTree final : public Index {
   bool update(Key k, Value v) override { return put(k, v, false, true); }
 
   bool remove(Key k) override {
+    std::shared_lock inner(inner_mu_);
     Leaf* l = leaf_for(k);
+    std::lock_guard g(lock_of(l));
     int s = find(*l, k);
     if (s < 0) return false;
     pm::CategoryScope cat(pm::Category::node);
-    l->bits = static_cast<std::uint16_t>(l->bits & ~(1u << s));  // one 8-byte header word
+    st(l->bits, static_cast<std::uint16_t>(l->bits & ~(1u << s)));  // one 8-byte header word
     pm::persist(l, 8);
-    --records_;
+    records_.fetch_sub(1, std::memory_order_relaxed);
     return true;
   }
 
   std::optional<Value> lookup(Key k) const override {
+    std::shared_lock inner(inner_mu_);
     const Leaf* l = leaf_for(k);
-    int s = find(*l, k);
-    if (s < 0) return std::nullopt;
-    return l->ent[s].value;
+    const VersionLock& lk = lock_of(l);
+    for (;;) {
+      std::uint64_t v = lk.read_begin();
+      int s = find(*l, k);
+      std::optional<Value> r;
+      if (s >= 0) r = ld(l->ent[s].value);
+      if (lk.read_valid(v)) return r;
+    }
   }
 
+  // Holds the inner lock shared throughout, so no split moves entries under it; each leaf is
+  // read optimistically (a consistent copy of its valid entries).
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
+    std::shared_lock inner(inner_mu_);
     std::size_t n = 0;
     std::vector<KV> buf;
     for (const Leaf* l = leaf_for(start); l && n < count; l = leaf(l->sibling())) {
-      buf.clear();
-      for (std::uint16_t b = l->valid(); b; b &= b - 1) {
-        const Entry& e = l->ent[std::countr_zero(b)];
-        if (e.key >= start) buf.emplace_back(e.key, e.value);
+      const VersionLock& lk = lock_of(l);
+      for (;;) {
+        std::uint64_t v = lk.read_begin();
+        buf.clear();
+        for (std::uint16_t b = l->valid(); b; b &= b - 1) {
+          const Entry& e = l->ent[std::countr_zero(b)];
+          Key key = ld(e.key);
+          if (key >= start) buf.emplace_back(key, ld(e.value));
+        }
+        if (lk.read_valid(v)) break;
       }
       std::sort(buf.begin(), buf.end());  // leaves are unsorted
       for (std::size_t i = 0; i < buf.size() && n < count; ++i, ++n) out.push_back(buf[i]);
@@ -132,17 +163,19 @@ class LBTree final : public Index {
 
   IndexStats stats() const override {
     IndexStats s;
-    s.records = records_;
-    s.dram_bytes = inner_.memory_bytes();
+    std::shared_lock inner(inner_mu_);
+    s.records = records_.load(std::memory_order_relaxed);
+    s.dram_bytes = inner_.memory_bytes() + sizeof(locks_);
     s.pm_bytes = pool_.allocator().block_size(*pool_.root_word()) + leaves_->pm_bytes();
     s.extra = {{"leaves", double(leaves_->used_slots())},
                {"splits", double(splits_)},
-               {"entry_moves", double(moves_)}};
+               {"entry_moves", double(moves_.load(std::memory_order_relaxed))}};
     return s;
   }
 
   CheckReport check() const override {
     CheckReport r;
+    std::unique_lock inner(inner_mu_);
     for (const auto& p : recovery_problems_) r.fail("recovery: " + p);
     for (const auto& p : inner_.check()) r.fail("inner nodes: " + p);
     std::set<std::uint64_t> chain;
@@ -182,8 +215,8 @@ class LBTree final : public Index {
     for (auto it = inner_.begin(); it.valid(); ++it)
       if (!chain.contains(it.value()))
         r.fail("inner nodes name leaf " + std::to_string(it.value()) + " outside the chain");
-    if (records != records_)
-      r.fail("record count " + std::to_string(records_) + ", leaves hold " +
+    if (records != records_.load())
+      r.fail("record count " + std::to_string(records_.load()) + ", leaves hold " +
              std::to_string(records));
     if (chain.size() != leaves_->used_slots())
       r.fail("arena uses " + std::to_string(leaves_->used_slots()) + " leaves, chain has " +
@@ -203,12 +236,16 @@ class LBTree final : public Index {
     return it.valid() ? &it.value() : nullptr;
   }
   Leaf* leaf_for(Key k) const { return pool_.at<Leaf>(*route(k)); }
+  // A leaf's lock: one of a fixed table, chosen by address (a writer holds one at a time).
+  VersionLock& lock_of(const Leaf* l) const {
+    return locks_[(reinterpret_cast<std::uintptr_t>(l) >> 8) % locks_.size()];
+  }
 
   static int find(const Leaf& l, Key k) {
     std::uint8_t f = fingerprint(k);
     for (std::uint16_t b = l.valid(); b; b &= b - 1) {
       int s = std::countr_zero(b);
-      if (l.fp[s] == f && l.ent[s].key == k) return s;
+      if (ld(l.fp[s]) == f && ld(l.ent[s].key) == k) return s;
     }
     return -1;
   }
@@ -216,22 +253,29 @@ class LBTree final : public Index {
   bool put(Key k, Value v, bool may_insert, bool may_update) {
     pm::CategoryScope cat(pm::Category::node);
     for (;;) {
+      {
+        std::shared_lock inner(inner_mu_);
+        Leaf* l = leaf_for(k);
+        std::lock_guard g(lock_of(l));
+        int s = find(*l, k);
+        if (s >= 0) {
+          if (!may_update) return false;
+          st(l->ent[s].value, v);  // in place: one 8-byte store
+          pm::persist(&l->ent[s].value, 8);
+          return true;
+        }
+        if (!may_insert) return false;
+        if (l->valid() != kAllSlots) {
+          insert_into(l, k, v);
+          records_.fetch_add(1, std::memory_order_relaxed);
+          return true;
+        }
+      }
+      // A full leaf: split it with the inner nodes to ourselves (the paper's HTM fallback
+      // path), then retry.
+      std::unique_lock inner(inner_mu_);
       Leaf* l = leaf_for(k);
-      int s = find(*l, k);
-      if (s >= 0) {
-        if (!may_update) return false;
-        l->ent[s].value = v;  // in place: one 8-byte store
-        pm::persist(&l->ent[s].value, 8);
-        return true;
-      }
-      if (!may_insert) return false;
-      if (l->valid() == kAllSlots) {
-        split(l);
-        continue;
-      }
-      insert_into(l, k, v);
-      ++records_;
-      return true;
+      if (l->valid() == kAllSlots) split(l);
     }
   }
 
@@ -240,9 +284,10 @@ class LBTree final : public Index {
     if (free0) {
       // The common case: entry, fingerprint and bitmap all in line 0, one line flushed.
       int s = std::countr_zero(free0);
-      l->ent[s] = {k, v};
-      l->fp[s] = fingerprint(k);
-      l->bits = static_cast<std::uint16_t>(l->bits | (1u << s));
+      st(l->ent[s].key, k);
+      st(l->ent[s].value, v);
+      st(l->fp[s], fingerprint(k));
+      st(l->bits, static_cast<std::uint16_t>(l->bits | (1u << s)));
       pm::persist(l, 64);
       return;
     }
@@ -258,22 +303,24 @@ class LBTree final : public Index {
     std::memcpy(fps, l->fp, kSlots);
     int s = std::countr_zero(free_l);
     free_l &= free_l - 1;
-    l->ent[s] = {k, v};
+    st(l->ent[s].key, k);
+    st(l->ent[s].value, v);
     fps[s] = fingerprint(k);
     set |= 1u << s;
     for (int from = 0; from < 3 && free_l; ++from, free_l &= free_l - 1) {
       int to = std::countr_zero(free_l);
-      l->ent[to] = l->ent[from];
+      st(l->ent[to].key, l->ent[from].key);
+      st(l->ent[to].value, l->ent[from].value);
       fps[to] = fps[from];
       set |= 1u << to;
       cleared |= 1u << from;
     }
     pm::persist(&l->ent[kLineFirst[best]], 64);  // the moved copies, still invisible
     // Header: line 0 (bitmap + fingerprints) written as one line.
-    std::memcpy(l->fp, fps, kSlots);
-    l->bits = static_cast<std::uint16_t>((l->bits | set) & ~cleared);
+    for (int i = 0; i < kSlots; ++i) st(l->fp[i], fps[i]);
+    st(l->bits, static_cast<std::uint16_t>((l->bits | set) & ~cleared));
     pm::persist(l, 64);
-    ++moves_;
+    moves_.fetch_add(1, std::memory_order_relaxed);
   }
 
   // Log-less split: new leaf persisted, named in the inactive sibling pointer, then one
@@ -320,7 +367,7 @@ class LBTree final : public Index {
       leaves_->open();
     }
     inner_.clear();
-    records_ = 0;
+    records_ = 0;  // single-threaded: the constructor
     bool first = true;
     for (std::uint64_t off = root_->head; off; off = leaf(off)->sibling()) {
       if (!leaves_->mark_used(off)) {
@@ -329,7 +376,7 @@ class LBTree final : public Index {
       }
       const Leaf& l = *leaf(off);
       int n = std::popcount(static_cast<unsigned>(l.valid()));
-      records_ += static_cast<std::size_t>(n);
+      records_.fetch_add(static_cast<std::size_t>(n), std::memory_order_relaxed);
       if (first) {
         inner_.insert(0, off);  // the leftmost leaf covers every key below the next one
         first = false;
@@ -351,8 +398,13 @@ class LBTree final : public Index {
   Root* root_ = nullptr;
   std::unique_ptr<SlabArena> leaves_;
   Inner inner_;
+  // Stands in for the paper's HTM over the inner nodes: shared by every operation, held alone
+  // by a split.
+  mutable SharedSpinLock inner_mu_;
+  mutable std::array<VersionLock, 1024> locks_;
   std::vector<std::string> recovery_problems_;
-  std::size_t records_ = 0, splits_ = 0, moves_ = 0;
+  std::atomic<std::size_t> records_{0}, moves_{0};
+  std::size_t splits_ = 0;  // changed under inner_mu_ alone
 };
 
 }  // namespace
@@ -365,8 +417,10 @@ void register_lbtree_index() {
       {"lbtree",
        "LB+-Tree (Liu et al., VLDB 2020): DRAM inner nodes over 256-byte PM leaves (header "
        "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
-       "line reaches PM whole (64-byte unit); single-threaded (no HTM/leaf locks)",
-       true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+       "line reaches PM whole (64-byte unit); concurrent: leaf locks + optimistic leaf reads, "
+       "inner nodes under a reader-writer lock (the paper's fallback: this CPU has no RTM, "
+       "so no HTM path)",
+       true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
          if (!cfg.pool) throw Error(Errc::invalid_argument, "lbtree is persistent: give it a pool");
          if (!cfg.options.empty())
            throw Error(Errc::invalid_argument, "lbtree takes no index options (got '" +

@@ -3,26 +3,46 @@
 // key-value nodes (the shadow list layer) in PM.
 //
 // A put writes and persists one list node, then links it behind its predecessor with one
-// 8-byte store (slides: "PUT: list layer => array layer"); sorting, splits and merges happen
+// 8-byte CAS (slides: "PUT: list layer => array layer"); sorting, splits and merges happen
 // only in the DRAM array layer ("never perform SROs in PM"), which is where the design gets
 // its low tail latency. A get goes array layer => list node; a range query finds its first
 // node through the array layer and then walks the list ("probe in the list layer directly").
 // Recovery rebuilds the array layer from the list.
 //
-// Single-threaded: the coordinated concurrency control of the paper (lock the array-layer
-// leaf, CAS the list link, a version bit in the next pointer) is not implemented, so the
-// index registers as not concurrent. List nodes come from a slab arena (baselines/slab): an
-// unlink rewrites the predecessor's next word, which the §2.4 owner rule cannot follow; the
-// paper uses an epoch-based PM allocator instead.
+// Coordinated concurrency control (slides, "Coordinated Concurrency Control"): a writer locks
+// the array-layer leaf that covers its key (a version lock; readers of the array layer take
+// none and retry when the version moved) and changes the list layer with 8-byte CASes only,
+// because a list link can also be changed by the writer of the neighbouring leaf: the link
+// from the last node of one leaf to the first node of the next (or across empty leaves).
+// Three low bits of a node's next word (nodes are 32-byte aligned) coordinate that:
+//   kBusy   the paper's version bit: set while the node's value is updated in place, so a
+//           scan that reads values straight from the list never returns an unpersisted one
+//           (put-get conflicts);
+//   kMark   set before a remove unlinks the node: its next is then frozen, so an insert
+//           behind it fails its CAS instead of being lost (put-del conflicts, as in Harris's
+//           list);
+//   kDirty  a link that is CASed but not yet persisted; whoever reads it persists it first.
+// Removed nodes return to the slab only when no operation is in flight (when a writer holds
+// the inner lock alone): the epoch-based reclamation of the paper, with the inner lock as the
+// epoch. The inner nodes of the array layer are a DRAM B+-tree under a reader-writer lock,
+// held alone only to split an array leaf. List nodes come from a slab arena (baselines/slab).
+// Known defect (docs/indexes.md): crash images taken while several threads write can lose an
+// acknowledged insert; single-writer crash tests pass.
 #include "baselines/utree/utree.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <shared_mutex>  // std::shared_lock
 #include <string>
 
 #include "baselines/slab/slab_arena.h"
+#include "baselines/slab/version_lock.h"
 #include "btree/btree.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
@@ -34,10 +54,12 @@ namespace {
 
 constexpr std::uint64_t kMagic = 0x31454552'5455504dull;  // "MPUTREE1"
 
+constexpr std::uint64_t kMark = 1, kDirty = 2, kBusy = 4, kFlags = 7;
+
 struct ListNode {
-  Key key;
-  Value value;
-  std::uint64_t next;  // offset of the next larger key's node, 0 at the end
+  Key key;             // written before the node is linked, never changed
+  Value value;         // ld/st: updated in place
+  std::uint64_t next;  // offset of the next larger key's node | flags; ld/st/cas
   std::uint64_t pad;
 };
 static_assert(sizeof(ListNode) == 32);  // two per cache line, never straddling one
@@ -46,21 +68,32 @@ struct alignas(64) Root {
   std::uint64_t magic;
   std::uint64_t slab_size;
   std::uint64_t list_dir;  // SlabArena directory of the list nodes
-  std::uint64_t head;      // first list node
+  std::uint64_t head;      // first list node | flags
   std::uint64_t pad[4];
 };
 static_assert(sizeof(Root) == 64);
 
-// The array layer. Descending order, so lower_bound(k) is the greatest key <= k: the
-// predecessor an insert links behind, and the first node a scan starts from.
+// An array-layer leaf: the sorted keys in [low, next leaf's low) and their list nodes.
+// Changed under `lock` (or with the inner lock held alone); read optimistically.
 template <std::size_t Slots>
-using ArrayLayer = btree::BPlusTree<Key, std::uint64_t, Slots, Slots, std::greater<Key>>;
+struct ArrayLeaf {
+  VersionLock lock;
+  Key low = 0;
+  std::uint32_t n = 0;
+  Key keys[Slots];
+  std::uint64_t offs[Slots];
+};
 
 template <std::size_t Slots>
 class UTree final : public Index {
+  using Leaf = ArrayLeaf<Slots>;
+  // Inner nodes: a leaf's low bound -> the leaf, descending, so lower_bound(k) is k's leaf.
+  using Inner = btree::BPlusTree<Key, Leaf*, 64, 64, std::greater<Key>>;
+
  public:
   explicit UTree(pm::Pool& pool) : pool_(pool) {
     root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "utree"));
+    base_ = reinterpret_cast<std::byte*>(root_) - *pool.root_word();
     list_ = std::make_unique<SlabArena>(pool, &root_->list_dir, sizeof(ListNode), root_->slab_size);
     recover();
   }
@@ -72,134 +105,382 @@ class UTree final : public Index {
   bool update(Key k, Value v) override { return put(k, v, false, true); }
 
   bool remove(Key k) override {
-    const std::uint64_t* at = array_.find(k);
-    if (!at) return false;
-    std::uint64_t off = *at;
-    pm::CategoryScope cat(pm::Category::node);
-    std::uint64_t* link = pred_link(k);
-    *link = node(off)->next;  // the commit: one 8-byte store
-    pm::persist(link, 8);
-    array_.erase(k);
-    list_->release(off);  // reusable: the unlink is durable
+    {
+      std::shared_lock inner(inner_mu_);
+      Leaf* l = route(k);
+      std::lock_guard g(l->lock);
+      std::uint32_t n = l->n, pos = lower(l, n, k);
+      if (pos == n || l->keys[pos] != k) return false;
+      pm::CategoryScope cat(pm::Category::node);
+      std::uint64_t x = l->offs[pos];
+      // Freeze x's link: an insert behind x (from the next leaf) now fails its CAS.
+      std::uint64_t s = ld(node(x)->next);
+      while (!cas(node(x)->next, s, s | kMark)) {
+      }
+      std::uint64_t p = pos ? l->offs[pos - 1] : left_pred(l);
+      for (unsigned spins = 0;;) {
+        std::uint64_t* w = link_word(p);
+        s = ld(*w);
+        if (s & kDirty) pm::persist(w, 8);  // never build on a link a crash could lose
+        if (s & kMark) {  // p (left of this leaf) is being removed: find the new predecessor
+          p = left_pred(l);
+          continue;
+        }
+        if (s & kBusy) {
+          spin_pause(spins);
+          continue;
+        }
+        if ((s & ~kFlags) != x) {  // a node was linked between p and x meanwhile
+          p = s & ~kFlags;
+          continue;
+        }
+        std::uint64_t succ = ld(node(x)->next) & ~kFlags;
+        if (publish(w, s, succ)) break;  // the commit: one 8-byte CAS, persisted
+      }
+      for (std::uint32_t i = pos; i + 1 < n; ++i) {
+        st(l->keys[i], l->keys[i + 1]);
+        st(l->offs[i], l->offs[i + 1]);
+      }
+      st(l->n, n - 1);
+      records_.fetch_sub(1, std::memory_order_relaxed);
+      std::lock_guard a(arena_mu_);
+      retired_.push_back(x);
+      retired_count_.store(retired_.size(), std::memory_order_relaxed);
+    }
+    if (retired_count_.load(std::memory_order_relaxed) >= kReclaimBatch) {
+      std::unique_lock inner(inner_mu_);
+      reclaim();
+    }
     return true;
   }
 
   std::optional<Value> lookup(Key k) const override {
-    const std::uint64_t* at = array_.find(k);
-    if (!at) return std::nullopt;
-    return node(*at)->value;
+    std::shared_lock inner(inner_mu_);
+    const Leaf* l = route(k);
+    for (;;) {
+      std::uint64_t v = l->lock.read_begin();
+      std::uint32_t n = ld(l->n), pos = lower(l, n, k);
+      std::optional<Value> r;
+      if (pos < n && ld(l->keys[pos]) == k)
+        if (std::uint64_t off = ld(l->offs[pos])) r = ld(node(off)->value);
+      if (l->lock.read_valid(v)) return r;
+    }
   }
 
+  // Finds the greatest node below `start` through the array layer, then walks the list.
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
-    std::uint64_t off;
-    auto it = array_.lower_bound(start);
-    if (!it.valid())
-      off = root_->head;
-    else if (it.key() == start)
-      off = it.value();
-    else
-      off = node(it.value())->next;
-    std::size_t n = 0;
-    for (; off && n < count; off = node(off)->next, ++n)
-      out.emplace_back(node(off)->key, node(off)->value);
-    return n;
+    std::shared_lock inner(inner_mu_);
+    const Leaf* l = route(start);
+    std::uint64_t p;
+    for (;;) {
+      std::uint64_t v = l->lock.read_begin();
+      std::uint32_t n = ld(l->n), pos = lower(l, n, start);
+      p = pos ? ld(l->offs[pos - 1]) : 0;
+      if (l->lock.read_valid(v)) break;
+    }
+    if (!p) p = left_pred(l);
+    std::size_t got = 0;
+    bool any = false;
+    Key last = 0;
+    const std::uint64_t* w = link_word(p);
+    while (got < count) {
+      std::uint64_t s = ld(*w);
+      if (s & kDirty) pm::persist(w, 8);  // never return what a crash could still lose
+      std::uint64_t off = s & ~kFlags;
+      if (!off) break;
+      const ListNode* c = node(off);
+      std::uint64_t nx;
+      Value val;
+      for (unsigned spins = 0;; spin_pause(spins)) {  // the version bit: a persisted value
+        nx = ld(c->next);
+        if (nx & kBusy) continue;
+        val = ld(c->value);
+        if (!(ld(c->next) & kBusy)) break;
+      }
+      if (!(nx & kMark) && c->key >= start && (!any || c->key > last)) {
+        out.emplace_back(c->key, val);
+        ++got;
+        any = true;
+        last = c->key;
+      }
+      w = &c->next;
+    }
+    return got;
   }
 
   IndexStats stats() const override {
+    std::shared_lock inner(inner_mu_);
     IndexStats s;
-    s.records = array_.size();
-    s.dram_bytes = array_.memory_bytes();
+    s.records = records_.load(std::memory_order_relaxed);
+    s.dram_bytes = inner_.memory_bytes() + leaves_.size() * sizeof(Leaf);
     s.pm_bytes = pool_.allocator().block_size(*pool_.root_word()) + list_->pm_bytes();
-    s.extra = {{"array_leaves", double(array_.leaf_count())},
-               {"array_height", double(array_.height())}};
+    s.extra = {{"array_leaves", double(leaves_.size())},
+               {"array_height", double(inner_.height() + 1)}};
     return s;
   }
 
   CheckReport check() const override {
+    std::unique_lock inner(inner_mu_);
     CheckReport r;
     for (const auto& p : recovery_problems_) r.fail("recovery: " + p);
-    for (const auto& p : array_.check()) r.fail("array layer: " + p);
+    for (const auto& p : inner_.check()) r.fail("array layer inner nodes: " + p);
+    // The list: ascending, every node a used slot, no remove or update left half-done.
+    std::map<Key, std::uint64_t> listed;
     std::set<std::uint64_t> seen;
-    std::size_t n = 0;
     bool first = true;
     Key prev = 0;
-    for (std::uint64_t off = root_->head; off && r.problems.size() < 20; off = node(off)->next) {
+    for (std::uint64_t s = root_->head; s & ~kFlags && r.problems.size() < 20;) {
+      std::uint64_t off = s & ~kFlags;
       if (!list_->is_slot(off) || !seen.insert(off).second) {
         r.fail("list node " + std::to_string(off) + " is not a slot or is reached twice");
         break;
       }
       if (!list_->is_used(off)) r.fail("list node " + std::to_string(off) + " is free");
       const ListNode& ln = *node(off);
+      if (ln.next & (kMark | kBusy)) r.fail("list node " + std::to_string(off) + " is flagged");
       if (!first && ln.key <= prev) r.fail("list keys are not ascending at " + std::to_string(off));
       first = false;
       prev = ln.key;
-      const std::uint64_t* at = array_.find(ln.key);
-      if (!at || *at != off)
-        r.fail("array layer does not point to list node of key " + std::to_string(ln.key));
-      ++n;
+      listed[ln.key] = off;
+      s = ln.next;
     }
-    if (n != array_.size())
-      r.fail("array layer holds " + std::to_string(array_.size()) + " keys, list " +
-             std::to_string(n));
-    if (n != list_->used_slots())
+    // The array layer: leaves in order, each sorted within its range, naming the list nodes.
+    std::vector<const Leaf*> leaves;
+    for (auto it = inner_.begin(); it.valid(); ++it) leaves.push_back(it.value());
+    std::reverse(leaves.begin(), leaves.end());  // the inner tree is descending
+    std::size_t held = 0;
+    for (std::size_t i = 0; i < leaves.size() && r.problems.size() < 20; ++i) {
+      const Leaf* l = leaves[i];
+      std::string at = "array leaf at " + std::to_string(l->low);
+      if (i == 0 && l->low != 0) r.fail(at + ": the first leaf must start at key 0");
+      if (l->n > Slots) r.fail(at + " is overfull");
+      for (std::uint32_t j = 0; j < l->n && j < Slots; ++j) {
+        Key k = l->keys[j];
+        if (k < l->low || (i + 1 < leaves.size() && k >= leaves[i + 1]->low) ||
+            (j && k <= l->keys[j - 1]))
+          r.fail(at + ": key " + std::to_string(k) + " out of order or range");
+        auto f = listed.find(k);
+        if (f == listed.end() || f->second != l->offs[j])
+          r.fail(at + ": key " + std::to_string(k) + " does not name its list node");
+      }
+      held += l->n;
+    }
+    if (leaves.size() != leaves_.size()) r.fail("array leaves are lost from the inner nodes");
+    if (held != listed.size() || held != records_.load())
+      r.fail("array layer holds " + std::to_string(held) + " keys, list " +
+             std::to_string(listed.size()) + ", count " + std::to_string(records_.load()));
+    if (list_->used_slots() != listed.size() + retired_.size())
       r.fail("arena uses " + std::to_string(list_->used_slots()) + " slots, list has " +
-             std::to_string(n));
+             std::to_string(listed.size()) + " and " + std::to_string(retired_.size()) +
+             " wait for reclamation");
     check_arena_blocks(pool_, {list_.get()}, r);
-    r.facts = {{"records", double(n)},
-               {"array_leaves", double(array_.leaf_count())},
-               {"array_height", double(array_.height())}};
+    r.facts = {{"records", double(listed.size())},
+               {"array_leaves", double(leaves_.size())},
+               {"array_height", double(inner_.height() + 1)}};
     return r;
   }
 
  private:
-  const ListNode* node(std::uint64_t off) const { return pool_.at<ListNode>(off); }
-  ListNode* node(std::uint64_t off) { return pool_.at<ListNode>(off); }
+  static constexpr std::size_t kReclaimBatch = 256;
 
-  // The word that points to the first node with key >= k: the predecessor's next, or head.
-  std::uint64_t* pred_link(Key k) {
-    auto it = array_.lower_bound(k - 1);
-    if (k == 0 || !it.valid()) return &root_->head;
-    return &node(it.value())->next;
+  // Offsets are never 0 here (pool_.at would map 0 to nullptr).
+  const ListNode* node(std::uint64_t off) const {
+    return reinterpret_cast<const ListNode*>(base_ + off);
+  }
+  ListNode* node(std::uint64_t off) { return reinterpret_cast<ListNode*>(base_ + off); }
+  const std::uint64_t* link_word(std::uint64_t p) const {
+    return p ? &node(p)->next : &root_->head;
+  }
+  std::uint64_t* link_word(std::uint64_t p) { return p ? &node(p)->next : &root_->head; }
+
+  Leaf* route(Key k) const { return inner_.lower_bound(k).value(); }
+
+  // First position in l's first n keys with key >= k.
+  static std::uint32_t lower(const Leaf* l, std::uint32_t n, Key k) {
+    std::uint32_t lo = 0, hi = std::min<std::uint32_t>(n, Slots);
+    while (lo < hi) {
+      std::uint32_t mid = (lo + hi) / 2;
+      if (ld(l->keys[mid]) < k)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+
+  // The greatest list node below l's range: the last node of the nearest non-empty leaf to
+  // the left (read optimistically), 0 for the head word.
+  std::uint64_t left_pred(const Leaf* l) const {
+    for (Key low = l->low; low > 0;) {
+      const Leaf* left = route(low - 1);
+      std::uint64_t off;
+      for (;;) {
+        std::uint64_t v = left->lock.read_begin();
+        std::uint32_t n = std::min<std::uint32_t>(ld(left->n), Slots);
+        off = n ? ld(left->offs[n - 1]) : 0;
+        if (left->lock.read_valid(v)) break;
+      }
+      if (off) return off;
+      low = left->low;
+    }
+    return 0;
+  }
+
+  // CASes link word w from s to `to` (flagged dirty until persisted). Returns false if w
+  // changed.
+  static bool publish(std::uint64_t* w, std::uint64_t s, std::uint64_t to) {
+    if (!cas(*w, s, to | kDirty)) return false;
+    pm::persist(w, 8);
+    std::uint64_t d = to | kDirty;
+    cas(*w, d, to);  // fails harmlessly if another writer has replaced the link since
+    return true;
   }
 
   bool put(Key k, Value v, bool may_insert, bool may_update) {
     pm::CategoryScope cat(pm::Category::node);
-    if (std::uint64_t* at = array_.find(k)) {
-      if (!may_update) return false;
-      ListNode* ln = node(*at);
-      ln->value = v;  // in place: one 8-byte store
-      pm::persist(&ln->value, 8);
-      return true;
+    for (;;) {
+      {
+        std::shared_lock inner(inner_mu_);
+        Leaf* l = route(k);
+        std::lock_guard g(l->lock);
+        std::uint32_t n = l->n, pos = lower(l, n, k);
+        if (pos < n && l->keys[pos] == k) {
+          if (!may_update) return false;
+          // In place, bracketed by the version bit (put-get conflicts).
+          ListNode* ln = node(l->offs[pos]);
+          std::atomic_ref<std::uint64_t>(ln->next).fetch_or(kBusy, std::memory_order_acq_rel);
+          st(ln->value, v);
+          pm::persist(&ln->value, 8);
+          std::atomic_ref<std::uint64_t>(ln->next).fetch_and(~kBusy, std::memory_order_release);
+          return true;
+        }
+        if (!may_insert) return false;
+        if (n < Slots) {
+          link_in(l, pos, k, v);
+          return true;
+        }
+      }
+      // A full array leaf: split it (DRAM only) with the inner lock held alone, then retry.
+      std::unique_lock inner(inner_mu_);
+      split(route(k));
     }
-    if (!may_insert) return false;
-    std::uint64_t* link = pred_link(k);
-    std::uint64_t off = list_->alloc();
-    ListNode* ln = node(off);
-    *ln = {k, v, *link, 0};
-    pm::persist(ln, sizeof(ListNode));  // durable before it is linked
-    *link = off;                        // the commit: one 8-byte store
-    pm::persist(link, 8);
-    array_.insert(k, off);  // the structural work happens in DRAM only
-    return true;
   }
 
-  // Rebuilds the array layer from the list. Writes nothing (besides creating the arena's
-  // directory on a fresh pool), so a crash during recovery leaves the image as it was.
+  // Writes and persists a new node for k, links it into the list (lock-free: the link may be
+  // shared with the neighbouring leaf's writer) and then into l at pos.
+  void link_in(Leaf* l, std::uint32_t pos, Key k, Value v) {
+    std::uint64_t off;
+    {
+      std::lock_guard a(arena_mu_);
+      off = list_->alloc();
+    }
+    ListNode* ln = node(off);
+    ln->key = k;
+    ln->value = v;
+    ln->pad = 0;
+    std::uint64_t p = pos ? l->offs[pos - 1] : left_pred(l);
+    for (unsigned spins = 0;;) {
+      std::uint64_t* w = link_word(p);
+      std::uint64_t s = ld(*w);
+      if (s & kDirty) pm::persist(w, 8);  // never build on a link a crash could lose
+      if (s & kMark) {                    // p (left of this leaf) is being removed
+        p = left_pred(l);
+        continue;
+      }
+      if (s & kBusy) {  // p's value is being updated
+        spin_pause(spins);
+        continue;
+      }
+      std::uint64_t succ = s & ~kFlags;
+      if (succ && node(succ)->key < k) {  // linked left of this leaf meanwhile
+        p = succ;
+        continue;
+      }
+      ln->next = succ;  // the node is not reachable yet
+      pm::persist(ln, sizeof(ListNode));
+      if (publish(w, s, off)) break;  // the commit: one 8-byte CAS, persisted
+    }
+    std::uint32_t n = l->n;
+    for (std::uint32_t i = n; i > pos; --i) {
+      st(l->keys[i], l->keys[i - 1]);
+      st(l->offs[i], l->offs[i - 1]);
+    }
+    st(l->keys[pos], k);
+    st(l->offs[pos], off);
+    st(l->n, n + 1);
+    records_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // With the inner lock held alone: no operation is in flight.
+  void split(Leaf* l) {
+    reclaim();
+    if (l->n < Slots) return;  // another writer split it first
+    auto r = std::make_unique<Leaf>();
+    std::uint32_t half = Slots / 2;
+    r->low = l->keys[half];
+    r->n = l->n - half;
+    std::copy(l->keys + half, l->keys + l->n, r->keys);
+    std::copy(l->offs + half, l->offs + l->n, r->offs);
+    l->n = half;
+    inner_.insert(r->low, r.get());
+    leaves_.push_back(std::move(r));
+  }
+
+  // With the inner lock held alone: removed nodes go back to the slab (nobody can be reading
+  // them any more).
+  void reclaim() {
+    std::lock_guard a(arena_mu_);
+    for (std::uint64_t off : retired_) list_->release(off);
+    retired_.clear();
+    retired_count_.store(0, std::memory_order_relaxed);
+  }
+
+  Leaf* new_leaf(Key low) {
+    leaves_.push_back(std::make_unique<Leaf>());
+    leaves_.back()->low = low;
+    inner_.insert(low, leaves_.back().get());
+    return leaves_.back().get();
+  }
+
+  // Rebuilds the array layer from the list (leaves filled to 3/4). A remove that a crash
+  // interrupted after marking its node is finished (the unlink persisted; idempotent);
+  // otherwise recovery writes only flag bits of the working image, whose meaning is volatile.
   void recover() {
     list_->open();
-    array_.clear();
+    inner_.clear();
+    leaves_.clear();
+    records_ = 0;
+    Leaf* l = new_leaf(0);
+    constexpr std::uint32_t kFill = Slots * 3 / 4;
     bool first = true;
     Key prev = 0;
-    for (std::uint64_t off = root_->head; off; off = node(off)->next) {
-      if (!list_->mark_used(off)) {
+    std::uint64_t* w = &root_->head;
+    for (;;) {
+      std::uint64_t off = *w & ~kFlags;
+      if (*w != off) *w = off;
+      if (!off) break;
+      ListNode& ln = *node(off);
+      if (!list_->is_slot(off) || list_->is_used(off)) {
         problem("list node " + std::to_string(off) + " is not a slot or is reached twice");
         break;
       }
-      const ListNode& ln = *node(off);
-      if (!first && ln.key <= prev) problem("list out of order at key " + std::to_string(ln.key));
+      if (ln.next & kMark) {  // a remove in flight at the crash: finish it
+        *w = ln.next & ~kFlags;
+        pm::persist(w, 8);
+        continue;
+      }
+      list_->mark_used(off);
+      if (!first && ln.key <= prev)
+        problem("list out of order: node " + std::to_string(off) + " (key " +
+                std::to_string(ln.key) + ", value " + std::to_string(ln.value) + ") after key " +
+                std::to_string(prev));
       first = false;
       prev = ln.key;
-      if (!array_.insert(ln.key, off)) problem("key " + std::to_string(ln.key) + " twice");
+      if (l->n == kFill) l = new_leaf(ln.key);
+      l->keys[l->n] = ln.key;
+      l->offs[l->n++] = off;
+      ++records_;
+      w = &ln.next;
     }
     list_->finish();
   }
@@ -209,8 +490,15 @@ class UTree final : public Index {
 
   pm::Pool& pool_;
   Root* root_ = nullptr;
+  std::byte* base_ = nullptr;  // the pool's offset 0
   std::unique_ptr<SlabArena> list_;
-  ArrayLayer<Slots> array_;
+  Inner inner_;
+  std::vector<std::unique_ptr<Leaf>> leaves_;  // owns the array leaves
+  // Shared by every operation; held alone to split an array leaf or reclaim removed nodes.
+  mutable SharedSpinLock inner_mu_;
+  std::mutex arena_mu_;  // the slab arena and retired_
+  std::vector<std::uint64_t> retired_;
+  std::atomic<std::size_t> retired_count_{0}, records_{0};
   std::vector<std::string> recovery_problems_;
 };
 
@@ -223,10 +511,11 @@ void register_utree_index() {
   register_index(
       {"utree",
        "uTree (Chen et al., VLDB 2020): DRAM B+-tree array layer over a persistent sorted "
-       "list of PM key-value nodes; one node write + one 8-byte link per insert; "
-       "single-threaded (the paper's coordinated concurrency is not implemented); option "
-       "leaf_slots=16|64",
-       true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+       "list of PM key-value nodes; one node write + one 8-byte CAS link per insert; "
+       "concurrent: array-leaf locks, lock-free list updates (coordinated concurrency "
+       "control), but crash consistency under concurrent writers is not established (known "
+       "defect, docs/indexes.md); option leaf_slots=16|64",
+       true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
          if (!cfg.pool) throw Error(Errc::invalid_argument, "utree is persistent: give it a pool");
          std::string slots = "64";
          for (const auto& [k, v] : cfg.options) {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "dptree/tips.h"
 #include "fixtures/concurrent_crash_fixture.h"
 
 namespace dptree::testing {
@@ -53,6 +54,25 @@ TEST(ConcurrentCrash, CAWBTGlobalWriteLock) {
   auto c = config("cawbt");
   c.ops_per_thread = 800;
   expect_images(run_concurrent_crash(c), 500, false);
+}
+
+// FAST_FAIR assumes in-order persistence within a line: 64-byte unit only (docs/peers.md).
+TEST(ConcurrentCrash, FastFairNodeLocks) {
+  expect_images(run_concurrent_crash(config("fastfair")), 500, false);
+}
+
+// TIPS with its background replay writers running while the workers write: crashes land in
+// OLog appends, in replay (undo log, memory log, commit) and in recovery.
+TEST(ConcurrentCrash, TipsBackgroundReplay) {
+  auto c = config("tips-btree");
+  c.options = {{"replay", "background"}, {"partitions", "2"},    {"lane_records", "64"},
+               {"ulog_lines", "256"},    {"mlog_entries", "64"}, {"cache_entries", "40"}};
+  c.ops_per_thread = 500;
+  c.phase = [] { return std::string(tips::current_phase()); };
+  auto r = run_concurrent_crash(c);
+  expect_images(r, 300);
+  for (const char* p : {"olog_append", "ulog", "commit"})
+    EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in phase " << p;
 }
 
 // fptree that keeps every 40th upsert in a volatile shadow instead of making it durable: it

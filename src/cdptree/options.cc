@@ -4,6 +4,7 @@
 
 #include "dptree/cdptree.h"
 #include "dptree/error.h"
+#include "option_values.h"
 
 namespace dptree {
 
@@ -52,35 +53,9 @@ void CDPTreeOptions::validate() const {
 CDPTreeOptions CDPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
   CDPTreeOptions o;
   for (const auto& [k, v] : m) {
-    auto as_size = [&] {
-      try {
-        std::size_t pos = 0;
-        if (!v.empty() && v[0] == '-') throw std::invalid_argument(v);
-        auto x = std::stoull(v, &pos);
-        if (pos != v.size()) throw std::invalid_argument(v);
-        return static_cast<std::size_t>(x);
-      } catch (const std::exception&) {
-        throw Error(Errc::invalid_argument,
-                    "CDPTree option " + k + "='" + v + "' is not a whole number: give one");
-      }
-    };
-    auto as_double = [&] {
-      try {
-        std::size_t pos = 0;
-        double x = std::stod(v, &pos);
-        if (pos != v.size()) throw std::invalid_argument(v);
-        return x;
-      } catch (const std::exception&) {
-        throw Error(Errc::invalid_argument,
-                    "CDPTree option " + k + "='" + v + "' is not a number: give one");
-      }
-    };
-    auto as_bool = [&] {
-      if (v == "1" || v == "true") return true;
-      if (v == "0" || v == "false") return false;
-      throw Error(Errc::invalid_argument,
-                  "CDPTree option " + k + "='" + v + "' is not a boolean: give 0 or 1");
-    };
+    auto as_size = [&] { return option_values::whole("CDPTree", k, v); };
+    auto as_double = [&] { return option_values::number("CDPTree", k, v); };
+    auto as_bool = [&] { return option_values::boolean("CDPTree", k, v); };
     auto as_threads = [&] {
       std::size_t x = as_size();
       return static_cast<unsigned>(x > 100000 ? 100000 : x);

@@ -6,6 +6,7 @@
 
 #include "dptree/dptree_options.h"
 #include "dptree/error.h"
+#include "option_values.h"
 
 namespace dptree {
 
@@ -72,29 +73,8 @@ void DPTreeOptions::validate() const {
 DPTreeOptions DPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
   DPTreeOptions o;
   for (const auto& [k, v] : m) {
-    auto as_size = [&] {
-      try {
-        std::size_t pos = 0;
-        if (!v.empty() && v[0] == '-') throw std::invalid_argument(v);
-        auto x = std::stoull(v, &pos);
-        if (pos != v.size()) throw std::invalid_argument(v);
-        return static_cast<std::size_t>(x);
-      } catch (const std::exception&) {
-        throw Error(Errc::invalid_argument,
-                    "DPTree option " + k + "='" + v + "' is not a whole number: give one");
-      }
-    };
-    auto as_double = [&] {
-      try {
-        std::size_t pos = 0;
-        double x = std::stod(v, &pos);
-        if (pos != v.size()) throw std::invalid_argument(v);
-        return x;
-      } catch (const std::exception&) {
-        throw Error(Errc::invalid_argument,
-                    "DPTree option " + k + "='" + v + "' is not a number: give one");
-      }
-    };
+    auto as_size = [&] { return option_values::whole("DPTree", k, v); };
+    auto as_double = [&] { return option_values::number("DPTree", k, v); };
     if (k == "leaf_capacity")
       o.leaf_capacity = as_size();
     else if (k == "merge_ratio")

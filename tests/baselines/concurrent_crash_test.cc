@@ -25,6 +25,8 @@ ConcurrentCrashConfig config(const std::string& index) {
 
 // `recovery_writes`: the index's recovery writes PM in most images, so some recoveries must
 // have been crashed (CAWBT's recovery usually only rebuilds its DRAM ID table).
+// The counts depend on the interleaving (observed 970-1600 for these runs): `at_least` is a floor
+// that shows the run was not vacuous, with room for scheduling.
 void expect_images(const ConcurrentCrashResult& r, std::size_t at_least,
                    bool recovery_writes = true) {
   std::printf("images %zu, %zu while two or more threads had work left, %zu in recovery\n",
@@ -39,7 +41,7 @@ void expect_images(const ConcurrentCrashResult& r, std::size_t at_least,
 TEST(ConcurrentCrash, FPTreeLeafLocks) {
   auto c = config("fptree");
   c.options = {{"leaf_capacity", "8"}};  // splits race with leaf writes
-  expect_images(run_concurrent_crash(c), 500);
+  expect_images(run_concurrent_crash(c), 300);
 }
 
 TEST(ConcurrentCrash, FPTreeWordUnit) {
@@ -47,18 +49,18 @@ TEST(ConcurrentCrash, FPTreeWordUnit) {
   c.options = {{"leaf_capacity", "8"}};
   c.unit = pm::Unit::word8;
   c.seed = 2;
-  expect_images(run_concurrent_crash(c), 500);
+  expect_images(run_concurrent_crash(c), 300);
 }
 
 TEST(ConcurrentCrash, CAWBTGlobalWriteLock) {
   auto c = config("cawbt");
   c.ops_per_thread = 800;
-  expect_images(run_concurrent_crash(c), 500, false);
+  expect_images(run_concurrent_crash(c), 300, false);
 }
 
 // FAST_FAIR assumes in-order persistence within a line: 64-byte unit only (docs/peers.md).
 TEST(ConcurrentCrash, FastFairNodeLocks) {
-  expect_images(run_concurrent_crash(config("fastfair")), 500, false);
+  expect_images(run_concurrent_crash(config("fastfair")), 300, false);
 }
 
 // TIPS with its background replay writers running while the workers write: crashes land in

@@ -135,20 +135,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
       if (pool.at<u64>(pg)[3] != static_cast<u64>(fl)) fail("free log page in the wrong list");
       if (!owned.contains(pg)) fail("free log page not owned");
     }
-  for (u64 o : owned)
-    if (!reach.contains(o))
-      fail("directory owns unreachable " +
-           std::string(pool.at<u64>(o)[1] == kPageType   ? "log page"
-                       : pool.at<u64>(o)[1] == kLeafType ? "leaf"
-                                                         : "block") +
-           " at " + std::to_string(o));
-  std::size_t live = 0;
-  alloc.for_each_live_block([&](u64 off, std::size_t) {
-    ++live;
-    if (!reach.contains(off)) fail("leaked PM block at offset " + std::to_string(off));
-  });
-  for (u64 b : reach)
-    if (!alloc.is_live(b)) fail("reachable block " + std::to_string(b) + " is not live");
+  std::size_t live = check_block_ownership(pool, owned, reach, r);
   r.facts.emplace_back("leaves", static_cast<double>(leaves));
   r.facts.emplace_back("base_records", static_cast<double>(total));
   r.facts.emplace_back("front_entries", static_cast<double>(buf.size()));

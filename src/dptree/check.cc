@@ -135,22 +135,7 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
       if (pool.at<u64>(pg)[3] != static_cast<u64>(fl)) fail("free log page in the wrong freelist");
       if (!owned.contains(pg)) fail("free log page not owned");
     }
-  for (u64 o : owned)
-    if (!reach.contains(o)) {
-      u64 type = pool.at<u64>(o)[1];
-      fail("directory owns unreachable " +
-           std::string(type == kPageType   ? "log page"
-                       : type == kLeafType ? "leaf"
-                                           : "block") +
-           " at " + std::to_string(o));
-    }
-  std::size_t live = 0;
-  alloc.for_each_live_block([&](u64 off, std::size_t) {
-    ++live;
-    if (!reach.contains(off)) fail("leaked PM block at offset " + std::to_string(off));
-  });
-  for (u64 b : reach)
-    if (!alloc.is_live(b)) fail("reachable block " + std::to_string(b) + " is not live");
+  std::size_t live = check_block_ownership(pool, owned, reach, r);
   r.facts.emplace_back("leaves", static_cast<double>(leaves));
   r.facts.emplace_back("base_records", static_cast<double>(total));
   r.facts.emplace_back("buffer_entries", static_cast<double>(buffer.size()));

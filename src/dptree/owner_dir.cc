@@ -2,6 +2,7 @@
 #include "dptree/owner_dir.h"
 
 #include <cstring>
+#include <string>
 
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
@@ -112,6 +113,28 @@ void PendingLeaves::destroy() {
   for (auto it = owners.rbegin(); it != owners.rend(); ++it) pool_.allocator().free(*it);
   blocks_.clear();
   pos_ = 0;
+}
+
+std::size_t check_block_ownership(const pm::Pool& pool, const std::unordered_set<u64>& owned,
+                                  const std::set<u64>& reach, CheckReport& r) {
+  for (u64 o : owned)
+    if (!reach.contains(o)) {
+      u64 type = pool.at<u64>(o)[1];
+      r.fail("directory owns unreachable " +
+             std::string(type == kPageType   ? "log page"
+                         : type == kLeafType ? "leaf"
+                                             : "block") +
+             " at " + std::to_string(o));
+    }
+  std::size_t live = 0;
+  pool.allocator().for_each_live_block([&](u64 off, std::size_t) {
+    ++live;
+    if (!reach.contains(off)) r.fail("leaked PM block at offset " + std::to_string(off));
+  });
+  for (u64 b : reach)
+    if (!pool.allocator().is_live(b))
+      r.fail("reachable block " + std::to_string(b) + " is not live");
+  return live;
 }
 
 }  // namespace dptree::detail

@@ -9,8 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <set>
+#include <unordered_set>
 #include <vector>
 
+#include "dptree/index.h"
 #include "dptree/layout.h"
 
 namespace dptree::pm {
@@ -76,5 +79,11 @@ class PendingLeaves {
   std::vector<u64> blocks_;
   std::size_t pos_ = 0;
 };
+
+// check() of a DPTree family: every block the directory owns is reachable, every live
+// allocator block is reachable (no leak) and every reachable block is live. Reports into
+// `r`; returns the number of live blocks.
+std::size_t check_block_ownership(const pm::Pool& pool, const std::unordered_set<u64>& owned,
+                                  const std::set<u64>& reach, CheckReport& r);
 
 }  // namespace dptree::detail

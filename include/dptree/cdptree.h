@@ -50,6 +50,9 @@ struct CDPTreeOptions {
   // background thread (deterministic single-threaded tests; the readers' protocol is the same).
   bool background_merge = true;
   bool inplace_update = true;  // §3.4: in-place 8-byte update of keys only in the base tree
+  // §3.4: a delete of a key only in the base tree sets the tombstone bit of its base value
+  // in place (one 8-byte store, no log record); the next merge drops the entry.
+  bool inplace_delete = true;
 
   // Throws dptree::Error(invalid_argument) naming the bad option and its accepted range.
   void validate() const;
@@ -62,7 +65,7 @@ struct CDPTreeStats {
   std::size_t records = 0;         // live keys (exact when no thread writes)
   std::size_t front_entries = 0;   // Front buffer entries, tombstones included
   std::size_t middle_entries = 0;  // Middle buffer entries (0 when no merge runs)
-  std::size_t base_records = 0;    // live keys of the base tree
+  std::size_t base_records = 0;    // live keys of the base tree (§3.4: docs/cdptree.md)
   std::size_t leaves = 0;          // base leaves
   std::size_t leaf_capacity = 0;
   std::size_t merges = 0;            // completed merges
@@ -70,6 +73,7 @@ struct CDPTreeStats {
   std::size_t splits = 0, consolidations = 0, leaves_created = 0, leaves_freed = 0;
   std::size_t lazy_rebuilds = 0;    // leaf metadata rebuilt after a restart (§2.2, §3.2)
   std::size_t inplace_updates = 0;  // §3.4 updates done in the base tree
+  std::size_t inplace_deletes = 0;  // §3.4 deletes done in the base tree (tombstone bit)
   std::size_t log_pages = 0;        // pages of the Front log
   std::size_t free_log_pages = 0;   // pages cached in the freelists
   std::uint64_t restart_count = 0;
@@ -89,6 +93,7 @@ enum class CDPTreePhase : std::uint8_t {
   garbage_collection,
   log_release,
   inplace_update,
+  inplace_delete,
   recovery,
 };
 CDPTreePhase cdptree_current_phase();

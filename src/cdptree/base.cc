@@ -34,6 +34,8 @@ BaseSnapshot* make_snapshot(const BaseCtx& cx, u64 head, int v, u64 count) {
     s->max.push_back(cx.leaf(l).max_key(v));
     s->leaf.push_back(l);
   }
+  s->tombstoned = std::make_unique<std::atomic<bool>[]>(s->leaf.size());
+  s->any_leaf_tombstoned = cx.restarted;
   return s;
 }
 
@@ -60,8 +62,8 @@ void ensure_meta(const BaseCtx& cx, Leaf lf, int v) {
 
 namespace {
 
-long find_slot(const BaseCtx& cx, const BaseSnapshot& s, u64 k, Leaf& lf) {
-  std::size_t i = s.index_of(k);
+long find_slot(const BaseCtx& cx, const BaseSnapshot& s, u64 k, Leaf& lf, std::size_t& i) {
+  i = s.index_of(k);
   if (i == s.leaf.size()) return -1;
   lf = cx.leaf(s.leaf[i]);
   ensure_meta(cx, lf, s.v);
@@ -72,7 +74,8 @@ long find_slot(const BaseCtx& cx, const BaseSnapshot& s, u64 k, Leaf& lf) {
 
 std::optional<u64> base_lookup(const BaseCtx& cx, const BaseSnapshot& s, u64 k) {
   Leaf lf{nullptr, &cx.L};
-  long slot = find_slot(cx, s, k, lf);
+  std::size_t i;
+  long slot = find_slot(cx, s, k, lf, i);
   if (slot < 0) return std::nullopt;
   return value_ref(lf, static_cast<std::size_t>(slot)).load(std::memory_order_acquire);
 }
@@ -99,11 +102,20 @@ bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size
   }
 }
 
-bool base_update_in_place(const BaseCtx& cx, const BaseSnapshot& s, u64 k, u64 v) {
+bool base_update_in_place(const BaseCtx& cx, BaseSnapshot& s, u64 k, u64 v) {
   Leaf lf{nullptr, &cx.L};
-  long slot = find_slot(cx, s, k, lf);
+  std::size_t i;
+  long slot = find_slot(cx, s, k, lf, i);
   if (slot < 0) return false;
   auto ref = value_ref(lf, static_cast<std::size_t>(slot));
+  // The caller holds k's leaf lock in the Front: no other writer of k runs now.
+  if (ref.load(std::memory_order_relaxed) & detail::kTombstone) return false;
+  if (v == detail::kTombstone) {
+    // Before the store: the merge that drops it (which starts only after the caller's
+    // W_FW is gone) must find the leaf marked.
+    s.tombstoned[i].store(true, std::memory_order_relaxed);
+    s.tombstones.fetch_add(1, std::memory_order_relaxed);
+  }
   ref.store(v, std::memory_order_release);
   pm::CategoryScope cat(pm::Category::node);
   pm::persist(lf.entry(static_cast<std::size_t>(slot)) + cx.L.kbytes, 8);

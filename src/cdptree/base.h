@@ -6,14 +6,19 @@
 //     Rebuild"), the others wait for it. The lock word is stamped with the restart count it
 //     was taken under, so a lock bit left by a crash belongs to an older restart and is void:
 //     this clears every lock bit on recovery without touching the leaves;
-//   - §3.4 writes a value in place: values are read and written as 8-byte atomics.
+//   - §3.4 writes a value in place: values are read and written as 8-byte atomics. A delete
+//     in place writes the tombstone (kTombstone) over the value: readers take such an entry
+//     as absent, and the next merge drops it (dptree/merge.h, MergeContext::may_hold_tombstone);
+//     the snapshot counts and marks these leaves so that merge reads only them.
 // The inner index is an immutable snapshot (max keys and leaves of one version) published
 // through GP_B and retired once no reader holds it (W_BR).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -36,8 +41,14 @@ inline constexpr u64 kRcLock = u64{1} << 63;  // lock bit of a leaf's restart co
 struct BaseSnapshot {
   int v = 0;                   // the version its leaves are read in
   std::vector<u64> max, leaf;  // max key and offset of every leaf, in order
-  u64 count = 0;               // live keys (Root::base_count of the version)
+  u64 count = 0;               // keys (Root::base_count of the version), tombstones included
+  // §3.4 deletes in place on this snapshot: how many, and which leaves got one. After a
+  // restart, tombstones written before it may be in any leaf (any_leaf_tombstoned).
+  std::atomic<u64> tombstones{0};
+  std::unique_ptr<std::atomic<bool>[]> tombstoned;
+  bool any_leaf_tombstoned = false;
   std::size_t index_of(u64 k) const;
+  u64 live() const { return count - std::min<u64>(count, tombstones.load()); }
 };
 
 struct BaseCtx {
@@ -45,22 +56,28 @@ struct BaseCtx {
   const LeafLayout& L;
   const u64& restart_count;  // Root::restart_count
   std::atomic<std::size_t>& rebuilds;
+  bool restarted = false;  // no merge since the restart: the base may hold old tombstones
   Leaf leaf(u64 off) const;
 };
 
 // The leaf chain of version v from `head`, holding `count` keys, as a snapshot.
 BaseSnapshot* make_snapshot(const BaseCtx& cx, u64 head, int v, u64 count);
+// §3.4: whether leaf `i` of the snapshot may hold a tombstone written in place.
+inline bool may_hold_tombstone(const BaseSnapshot& s, std::size_t i) {
+  return s.any_leaf_tombstoned || s.tombstoned[i].load(std::memory_order_relaxed);
+}
 // §3.2: rebuilds the leaf's metadata of version v under its lock bit if its restart counter
 // lags; returns once the metadata is current.
 void ensure_meta(const BaseCtx& cx, Leaf lf, int v);
-// The value of k (raw: may carry the tombstone bit only if a caller wrote one).
+// The value of k (raw: kTombstone if it was deleted in place).
 std::optional<u64> base_lookup(const BaseCtx& cx, const BaseSnapshot& s, u64 k);
 // Appends up to n entries with key >= start in order; returns true when the tree has no
 // more entries after those appended.
 bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size_t n,
                   std::vector<KVPair>& out);
-// §3.4: if k is in the base tree, writes v over its value with one failure-atomic 8-byte
-// store and persists it; returns whether it did.
-bool base_update_in_place(const BaseCtx& cx, const BaseSnapshot& s, u64 k, u64 v);
+// §3.4: if k is live in the base tree (present, not deleted in place), writes v over its
+// value with one failure-atomic 8-byte store and persists it; returns whether it did.
+// v = kTombstone deletes k in place (counted and marked in the snapshot first).
+bool base_update_in_place(const BaseCtx& cx, BaseSnapshot& s, u64 k, u64 v);
 
 }  // namespace dptree::cdp

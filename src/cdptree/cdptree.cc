@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <thread>
+#include <unordered_set>
 
 #include "cdptree/cdptree_impl.h"
 #include "cdptree/phase.h"
@@ -51,6 +53,8 @@ const char* to_string(CDPTreePhase p) {
       return "log_release";
     case CDPTreePhase::inplace_update:
       return "inplace_update";
+    case CDPTreePhase::inplace_delete:
+      return "inplace_delete";
     case CDPTreePhase::recovery:
       return "recovery";
   }
@@ -186,6 +190,7 @@ void CDPTree::Impl::open() {
   opt.validate();
   root = rt;
   attach();
+  restarted.store(true);  // before recovery builds the snapshot: see tombstone_filter
   recover();
 }
 
@@ -347,15 +352,44 @@ void check_value(Value v) {
 }  // namespace
 
 // §3.4: with no merge running (the caller holds W_FW on the Front, so none can start before
-// this returns), a key that is in neither buffer is updated in the base tree in place.
+// this returns), a key that is in neither buffer is updated, or deleted (v = kTombstone), in
+// the base tree in place. The caller holds k's leaf lock in the Front and found no entry.
+//
+// Why the log cannot resurrect a key deleted here (nor undo an update) after a crash:
+//  1. MergeState = nomerge was read after W_FW was published (seq_cst), so every earlier
+//     merge has flipped, released its log and cleared kTwoLogs (merge_task sets nomerge
+//     last; a failed merge leaves it merging; recovery finishes an interrupted merge before
+//     any operation), and no Middle exists: the only live log is the Front's.
+//  2. Every record of the Front's log has its key in the Front tree: a writer appends under
+//     the key's leaf lock and changes the tree before releasing it, and recovery rebuilds
+//     the tree from the log. We hold k's leaf lock and found no entry, so the log holds no
+//     record of k, older or newer; a later record of k is a later write and rightly wins.
+//  3. No merge can start before we drop W_FW (Algorithm 7 line 13 waits for W_FW on the
+//     Front), so the merge that drops the tombstone reads it, and the leaf marked in the
+//     snapshot (base.h), after the 8-byte store is persisted.
+// The crash test checks this on images taken inside the store (phase inplace_delete).
 bool CDPTree::Impl::try_inplace(u64 k, u64 v) {
-  if (!opt.inplace_update || merge_state.load(std::memory_order_seq_cst) != cdp::kNoMerge)
+  const bool del = v == kTombstone;
+  if (!(del ? opt.inplace_delete : opt.inplace_update) ||
+      merge_state.load(std::memory_order_seq_cst) != cdp::kNoMerge)
     return false;
-  cdp::PhaseScope ph(CDPTreePhase::inplace_update);
+  cdp::PhaseScope ph(del ? CDPTreePhase::inplace_delete : CDPTreePhase::inplace_update);
   Guard<cdp::BaseSnapshot> g(sm.mine(), cdp::kBR, gp_b);
   if (!cdp::base_update_in_place(base_ctx(), *g.get(), k, v)) return false;
-  inplace_updates.fetch_add(1, std::memory_order_relaxed);
+  (del ? inplace_deletes : inplace_updates).fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+std::function<bool(u64)> CDPTree::Impl::tombstone_filter(const cdp::BaseSnapshot& old) {
+  // Cleared before the merge builds its snapshot: the merge drops every tombstone of the
+  // leaves it scans, and a merge that fails keeps `old` (still marked) for the next one.
+  restarted.store(false);
+  if (old.any_leaf_tombstoned) return [](u64) { return true; };
+  if (old.tombstones.load() == 0) return {};
+  auto marked = std::make_shared<std::unordered_set<u64>>();
+  for (std::size_t i = 0; i < old.leaf.size(); ++i)
+    if (cdp::may_hold_tombstone(old, i)) marked->insert(old.leaf[i]);
+  return [marked](u64 leaf) { return marked->contains(leaf); };
 }
 
 void CDPTree::upsert(Key k, Value v) {
@@ -380,36 +414,35 @@ bool CDPTree::insert(Key k, Value v) {
   return done;
 }
 
-bool CDPTree::update(Key k, Value v) {
-  check_value(v);
-  Impl& m = *impl_;
+// update and remove (v = kTombstone): k's value becomes v only if k is present.
+bool CDPTree::Impl::replace(u64 k, u64 v) {
   bool done = false;
-  m.write(k, [&](const cdp::Cpbt* f, const u64* cur) -> std::optional<u64> {
+  write(k, [&](const cdp::Cpbt* f, const u64* cur) -> std::optional<u64> {
     if (cur) {
       if (*cur & kTombstone) return std::nullopt;
       done = true;
       return v;
     }
-    if (m.try_inplace(k, v)) {
+    if (try_inplace(k, v)) {
       done = true;
       return std::nullopt;
     }
-    if (!m.present_below(k, f)) return std::nullopt;
+    if (!present_below(k, f)) return std::nullopt;
     done = true;
     return v;
   });
   return done;
 }
 
+bool CDPTree::update(Key k, Value v) {
+  check_value(v);
+  Impl& m = *impl_;
+  return m.replace(k, v);
+}
+
 bool CDPTree::remove(Key k) {
   Impl& m = *impl_;
-  bool done = false;
-  m.write(k, [&](const cdp::Cpbt* f, const u64* cur) -> std::optional<u64> {
-    bool present = cur ? !(*cur & kTombstone) : m.present_below(k, f);
-    if (!present) return std::nullopt;
-    done = true;
-    return kTombstone;
-  });
+  bool done = m.replace(k, kTombstone);
   return done;
 }
 
@@ -457,7 +490,7 @@ CDPTreeStats CDPTree::stats() const {
   {
     Guard<cdp::BaseSnapshot> g(sync, cdp::kBR, m.gp_b);
     s.leaves = g.get()->leaf.size();
-    s.base_records = g.get()->count;
+    s.base_records = g.get()->live();
     s.dram_bytes += 16 * g.get()->leaf.capacity();
   }
   s.leaf_capacity = m.L.cap;
@@ -469,6 +502,7 @@ CDPTreeStats CDPTree::stats() const {
   s.leaves_freed = m.freed.load();
   s.lazy_rebuilds = m.lazy_rebuilds.load();
   s.inplace_updates = m.inplace_updates.load();
+  s.inplace_deletes = m.inplace_deletes.load();
   s.free_log_pages = m.pages->size(0) + m.pages->size(1);
   s.restart_count = m.root->base.restart_count;
   s.last_recovery_seconds = m.last_recovery_seconds;

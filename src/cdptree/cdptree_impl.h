@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,13 +78,17 @@ struct CDPTree::Impl {
   mutable std::condition_variable done_cv;
 
   std::atomic<std::size_t> merges{0}, merge_partitions{0}, splits{0}, consolidations{0}, created{0},
-      freed{0}, lazy_rebuilds{0}, inplace_updates{0}, failed_merges{0};
+      freed{0}, lazy_rebuilds{0}, inplace_updates{0}, failed_merges{0}, inplace_deletes{0};
+  // §3.4: true from open() until a merge starts: tombstones written in place before the
+  // restart may be in any leaf, so the recovered snapshot marks every leaf (base.h).
+  std::atomic<bool> restarted{false};
   double last_recovery_seconds = 0;
 
   int cv() const { return static_cast<int>(root->base.gv & 1); }
   u64* table(int v) const { return pool.at<u64>(root->log_table[v]); }
   cdp::BaseCtx base_ctx() const {
-    return cdp::BaseCtx{pool, L, root->base.restart_count, const_cast<Impl*>(this)->lazy_rebuilds};
+    return cdp::BaseCtx{pool, L, root->base.restart_count, const_cast<Impl*>(this)->lazy_rebuilds,
+                        restarted.load()};
   }
   unsigned merge_workers() const;
   unsigned recovery_workers() const;
@@ -101,7 +106,12 @@ struct CDPTree::Impl {
   // Middle (unless it is `writing`, the buffer the caller holds a leaf lock in), then base.
   std::optional<u64> below_front(u64 k, const cdp::Cpbt* writing) const;
   bool present_below(u64 k, const cdp::Cpbt* writing) const;
-  bool try_inplace(u64 k, u64 v);  // §3.4
+  bool try_inplace(u64 k, u64 v);  // §3.4; v = kTombstone: delete in place
+  // update / remove: k's value becomes v (kTombstone: removed) only if k is present.
+  bool replace(u64 k, u64 v);
+  // §3.4: what the next merge must scan for tombstones written in place (the leaves of
+  // `old` marked, all of them after a restart); ends the restart's unknown state.
+  std::function<bool(u64)> tombstone_filter(const cdp::BaseSnapshot& old);
   template <class F>
   std::optional<u64> write(u64 k, F&& decide);
   std::size_t scan(u64 start, std::size_t count, std::vector<KV>& out) const;

@@ -40,6 +40,7 @@ class CDPTreeIndex final : public Index {
         {"inplace_updates", d(s.inplace_updates)},    {"log_pages", d(s.log_pages)},
         {"free_log_pages", d(s.free_log_pages)},      {"restart_count", d(s.restart_count)},
         {"recovery_seconds", s.last_recovery_seconds}};
+    r.extra.emplace_back("inplace_deletes", d(s.inplace_deletes));
     return r;
   }
   CheckReport check() const override { return t_->check(); }

@@ -34,8 +34,10 @@ void CDPTree::Impl::check(CheckReport& r) const {
   for (u64 b : dir->blocks()) reach.insert(b);
   dir->for_each_owned([&](u64, u64 blk) { owned.insert(blk); });
 
-  // Base leaves of version v.
-  std::size_t leaves = 0, total = 0;
+  // Base leaves of version v. An entry deleted in place (§3.4) holds kTombstone until the
+  // next merge drops it: counted in base_count, and marked in the snapshot (see below).
+  const cdp::BaseSnapshot* snap = gp_b.load();
+  std::size_t leaves = 0, total = 0, tombstones = 0;
   u64 prev_max = 0;
   bool first = true;
   std::vector<u64> chain;
@@ -52,13 +54,17 @@ void CDPTree::Impl::check(CheckReport& r) const {
     u64 mk = lf.max_key(v);
     if (!first && mk <= prev_max) fail(at + ": max keys not increasing");
     std::vector<std::pair<u64, std::size_t>> keys;
+    std::size_t leaf_tombstones = 0;
     for (std::size_t s = 0; s < L.cap; ++s) {
       if (lf.state(v, s) == 3) fail(at + ": bitmap code 11");
       if (lf.state(v, s) != kOccupied) continue;
       u64 k = lf.key(s);
       keys.emplace_back(k, s);
       if (k > mk || (!first && k <= prev_max)) fail(at + ": key outside its range");
-      if (lf.value(s) & kTombstone) fail(at + ": a tombstone in the base tree");
+      if (lf.value(s) & kTombstone) {
+        ++leaf_tombstones;
+        if (lf.value(s) != kTombstone) fail(at + ": a base value with the tombstone bit and more");
+      }
       if (leaf_find(lf, v, k) != static_cast<long>(s) && lf.rc(v) == R.restart_count)
         fail(at + ": key " + std::to_string(k) + " not found by probing");
     }
@@ -79,6 +85,10 @@ void CDPTree::Impl::check(CheckReport& r) const {
     } else if ((rc & ~cdp::kRcLock) >= R.restart_count) {
       fail(at + ": restart counter ahead of the global one, or locked now");
     }
+    if (leaf_tombstones && leaves <= snap->leaf.size() &&
+        !cdp::may_hold_tombstone(*snap, leaves - 1))
+      fail(at + ": a tombstone written in place, but the leaf is not marked for the next merge");
+    tombstones += leaf_tombstones;
     total += keys.size();
     prev_max = mk;
     first = false;
@@ -88,7 +98,11 @@ void CDPTree::Impl::check(CheckReport& r) const {
   if (total != R.base_count[v])
     fail("base_count " + std::to_string(R.base_count[v]) + " != " + std::to_string(total) +
          " keys in the leaves");
-  const cdp::BaseSnapshot* snap = gp_b.load();
+  // Since the restart's first merge, exactly the deletes in place since the last merge.
+  if (!snap->any_leaf_tombstoned && tombstones != snap->tombstones.load())
+    fail(std::to_string(tombstones) + " tombstones in the base tree, " +
+         std::to_string(snap->tombstones.load()) + " deletes in place since the last merge");
+  if (snap->count != R.base_count[v]) fail("the inner index's count differs from base_count");
   if (snap->leaf != chain || snap->v != v) fail("inner index does not match the leaf list");
   for (std::size_t i = 0; i < chain.size() && i < snap->max.size(); ++i)
     if (snap->max[i] != Leaf{pool.at(chain[i]), &L}.max_key(v)) fail("inner index max key differs");
@@ -138,6 +152,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
   std::size_t live = check_block_ownership(pool, owned, reach, r);
   r.facts.emplace_back("leaves", static_cast<double>(leaves));
   r.facts.emplace_back("base_records", static_cast<double>(total));
+  r.facts.emplace_back("base_tombstones", static_cast<double>(tombstones));
   r.facts.emplace_back("front_entries", static_cast<double>(buf.size()));
   r.facts.emplace_back("log_records", static_cast<double>(records));
   r.facts.emplace_back("log_pages", static_cast<double>(pages_n));

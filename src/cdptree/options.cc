@@ -88,13 +88,15 @@ CDPTreeOptions CDPTreeOptions::from_map(const std::map<std::string, std::string>
       o.background_merge = as_bool();
     else if (k == "inplace_update")
       o.inplace_update = as_bool();
+    else if (k == "inplace_delete")
+      o.inplace_delete = as_bool();
     else
       throw Error(Errc::invalid_argument,
                   "unknown CDPTree option '" + k +
                       "': use log_partitions, merge_ratio, bloom_error_rate, leaf_bytes, "
                       "leaf_capacity, log_page_size, fill_rate, consolidate_threshold, "
                       "min_merge_records, merge_threads, recovery_threads, psize, "
-                      "background_merge or inplace_update");
+                      "background_merge, inplace_update or inplace_delete");
   }
   o.validate();
   return o;

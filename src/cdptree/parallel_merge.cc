@@ -142,6 +142,7 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m) {
                   root->base.restart_count,
                   cvv,
                   nv};
+  cx.may_hold_tombstone = tombstone_filter(*old);  // §3.4 deletes in place (cdptree.cc)
   // Line 1: partitions of PSize consecutive leaves, each with the buffer entries of its key
   // range [P.MKS, P.MKE).
   const std::size_t nl = old->leaf.size(), ps = opt.psize;

@@ -81,6 +81,17 @@ std::vector<u64> build_leaves(const MergeContext& cx, RangeMerge& r, std::span<c
   return out;
 }
 
+// §3.4 (concurrent DPTree): the entries of version nv whose base value is a tombstone
+// written in place are marked deleted in nv.
+void drop_tombstoned(Leaf lf, int nv) {
+  std::vector<u64> ks;
+  for (std::size_t i = 0; i < lf.count(nv); ++i) {
+    std::size_t s = lf.order(nv)[i];
+    if (lf.value(s) & kTombstone) ks.push_back(lf.key(s));
+  }
+  if (!ks.empty()) leaf_delete(lf, nv, ks);
+}
+
 // Merges sorted a and b, b winning on equal keys; tombstones of b remove the key.
 void merge_sorted(const std::vector<KVPair>& a, std::span<const KVPair> b,
                   std::vector<KVPair>& out) {
@@ -112,13 +123,15 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   }
   lf.copy_meta(cvv, nv);  // line 1 (rc is current: the caller ran ensure_leaf_meta on cv)
   std::size_t freeslots = cx.L.cap - lf.count(nv);
+  // After freeslots: a dropped slot is still version cv's, not free.
+  if (cx.may_hold_tombstone && cx.may_hold_tombstone(cur)) drop_tombstoned(lf, nv);
   if (es.size() < freeslots) {
     if (!es.empty()) leaf_upsert(lf, nv, es, d.slots);
     return cur;
   }
   // Split (Figure 4): the leaf's entries merged with es (es wins) into new leaves at FR.
   std::vector<KVPair> old, all;
-  leaf_entries(lf, cvv, old);
+  leaf_entries(lf, nv, old);  // version cv's entries (copied above) less dropped tombstones
   all.reserve(old.size() + es.size());
   merge_sorted(old, es, all);
   auto nl = build_leaves(cx, r, all, lf.max_key(cvv), cx.fill_rate);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,9 @@ struct MergeContext {
   MergeMode mode = MergeMode::in_place;
   u64 restart_count = 0;
   int cv = 0, nv = 1;
+  // The concurrent DPTree's §3.4 delete in place leaves kTombstone as a base value: in the
+  // leaves this names (empty: none), such entries are dropped from version nv.
+  std::function<bool(u64 leaf)> may_hold_tombstone = {};
 
   Leaf leaf(u64 off) const;
 };

@@ -32,16 +32,20 @@ TEST_P(CDPTreeStress, ReadsAreFreshAndTheFinalStateIsAWriteOrder) {
   c.ops_per_thread = 60000 / GetParam();
   c.key_space = 3000;
   c.seed = GetParam();
-  // The merges of the live instance (the fixture's final stats are the reopened one's).
-  std::atomic<int> merges{0};
+  // The merges and §3.4 deletes in place of the live instance (the fixture's final stats
+  // are the reopened one's).
+  std::atomic<int> merges{0}, deletes{0};
   c.during = [&](Index& idx) {
-    for (auto& [k, v] : idx.stats().extra)
+    for (auto& [k, v] : idx.stats().extra) {
       if (k == "merges") merges.store(static_cast<int>(v));
+      if (k == "inplace_deletes") deletes.store(static_cast<int>(v));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   };
   auto r = run_stress(c);
   EXPECT_EQ(r.failures, 0u);
   EXPECT_GE(merges.load(), 2) << "merges must run during the stress";
+  EXPECT_GT(deletes.load(), 0) << "removes must take the in-place path between merges";
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, CDPTreeStress, ::testing::Values(2u, 4u, 8u));

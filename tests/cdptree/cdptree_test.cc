@@ -1,6 +1,6 @@
 // The concurrent DPTree (§3) on one thread: options, the shared model fixture (with merges
 // inline and in the background, reopening now and then), recovery with 1 and 2 threads
-// giving identical contents, and the §3.4 in-place update. Crash tests: crash_test.cc.
+// giving identical contents, the §3.4 in-place update and delete. Crash tests: crash_test.cc.
 #include "dptree/cdptree.h"
 
 #include <gtest/gtest.h>
@@ -55,6 +55,11 @@ TEST(CDPTreeOptions, BadOptionsGiveClearErrors) {
   EXPECT_NE(msg({{"log_partitions", "0"}}).find("1..4096"), std::string::npos);
   EXPECT_NE(msg({{"background_merge", "yes"}}).find("0 or 1"), std::string::npos);
   EXPECT_NE(msg({{"log_page_size", "1000"}}).find("multiple of 1024"), std::string::npos);
+  EXPECT_NE(msg({{"inplace_delete", "on"}}).find("inplace_delete='on' is not a boolean"),
+            std::string::npos);
+  EXPECT_NE(msg({{"bogus", "1"}}).find("inplace_delete"), std::string::npos);
+  EXPECT_TRUE(CDPTreeOptions{}.inplace_delete);  // the paper's §3.4
+  EXPECT_FALSE(CDPTreeOptions::from_map({{"inplace_delete", "0"}}).inplace_delete);
   auto o = CDPTreeOptions::from_map({{"recovery_threads", "2"}, {"merge_threads", "3"}});
   EXPECT_EQ(o.recovery_threads, 2u);
   EXPECT_EQ(o.merge_threads, 3u);
@@ -73,7 +78,8 @@ TEST(CDPTree, RefusesADPTreePoolAndBadValues) {
 TEST(CDPTree, ModelInlineMerges) {
   ModelConfig c;
   c.index = "cdptree";
-  c.options = small({{"merge_ratio", "0.1"}});
+  // Removes in place add no buffer entries: a lower trigger keeps merges frequent.
+  c.options = small({{"merge_ratio", "0.05"}, {"min_merge_records", "40"}});
   c.ops = 20000;
   c.reopen_every = 7000;  // the counters below are the last instance's (6000 ops)
   auto r = run_model(c);
@@ -81,6 +87,7 @@ TEST(CDPTree, ModelInlineMerges) {
   EXPECT_GT(r.extra["merge_partitions"], r.extra["merges"]);  // several partitions each
   EXPECT_GT(r.extra["splits"], 0);
   EXPECT_GT(r.extra["inplace_updates"], 0);
+  EXPECT_GT(r.extra["inplace_deletes"], 0);  // removes took the §3.4 path, checked by the model
   EXPECT_GT(r.extra["lazy_rebuilds"], 0);
 }
 
@@ -104,6 +111,32 @@ TEST(CDPTree, ModelWithoutInPlaceUpdates) {
   c.ops = 8000;
   auto r = run_model(c);
   EXPECT_EQ(r.extra["inplace_updates"], 0);
+  EXPECT_GT(r.extra["inplace_deletes"], 0);
+}
+
+TEST(CDPTree, ModelWithoutInPlaceDeletes) {
+  ModelConfig c;
+  c.index = "cdptree";
+  c.options = small({{"inplace_delete", "0"}});
+  c.ops = 8000;
+  c.remove_weight = 40;
+  auto r = run_model(c);
+  EXPECT_EQ(r.extra["inplace_deletes"], 0);
+  EXPECT_GT(r.extra["inplace_updates"], 0);
+}
+
+// Removes in place of most keys, then merges: leaves emptied of live keys are consolidated
+// or dropped, the rest split when reinserted; the model is checked throughout.
+TEST(CDPTree, ModelMostlyRemovesInPlace) {
+  ModelConfig c;
+  c.index = "cdptree";
+  c.options = small({{"merge_ratio", "0.2"}});
+  c.ops = 12000;
+  c.remove_weight = 50;
+  c.reopen_every = 5000;
+  auto r = run_model(c);
+  EXPECT_GT(r.extra["inplace_deletes"], 100);
+  EXPECT_GT(r.extra["consolidations"], 0);
 }
 
 std::map<Key, Value> contents(const CDPTree& t) {
@@ -182,6 +215,133 @@ TEST(CDPTree, WordSizedUpdateInPlaceIsDurable) {
   EXPECT_EQ(t->lookup(7), std::optional<Value>(70));
   EXPECT_EQ(t->lookup(8), std::optional<Value>(80));
   EXPECT_TRUE(t->check().ok);
+}
+
+double fact(const CheckReport& r, const std::string& name) {
+  for (auto& [n, x] : r.facts)
+    if (n == name) return x;
+  ADD_FAILURE() << "check() reports no fact " << name;
+  return -1;
+}
+
+// §3.4 delete: a key only in the base tree is deleted with the tombstone bit in place (no
+// log record, no buffer entry), durably; a second remove, an update and lookups see it
+// absent; the next merge drops the entry, and the key can be inserted again.
+TEST(CDPTree, WordSizedDeleteInPlaceIsDurableAndMergedAway) {
+  auto pool = pm::Pool::create_in_memory(8u << 20);
+  CDPTreeOptions o = CDPTreeOptions::from_map(small());
+  {
+    auto t = CDPTree::create(*pool, o);
+    for (Key k = 0; k < 500; ++k) t->upsert(k, k);
+    t->merge();
+    auto before = t->stats();
+    ASSERT_EQ(before.front_entries, 0u);
+    ASSERT_EQ(before.base_records, 500u);
+    EXPECT_TRUE(t->remove(7));
+    EXPECT_TRUE(t->remove(8));
+    auto after = t->stats();
+    EXPECT_EQ(after.inplace_deletes, before.inplace_deletes + 2);
+    EXPECT_EQ(after.front_entries, 0u);  // no log record, no buffer entry
+    EXPECT_EQ(after.records, 498u);
+    EXPECT_EQ(after.base_records, 498u);
+    EXPECT_EQ(t->lookup(7), std::nullopt);
+    EXPECT_FALSE(t->remove(7));      // absent now: reported absent, nothing written
+    EXPECT_FALSE(t->update(7, 70));  // not resurrected by an update in place
+    EXPECT_FALSE(t->remove(100000));
+    EXPECT_EQ(t->stats().inplace_deletes, after.inplace_deletes);
+    EXPECT_EQ(t->stats().front_entries, 0u);
+    std::vector<KV> got;
+    t->scan(5, 4, got);
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_EQ(got[1].first, 6u);
+    EXPECT_EQ(got[2].first, 9u);    // 7 and 8 skipped
+    EXPECT_TRUE(t->insert(8, 81));  // logged: the Front's entry hides the base tombstone
+    EXPECT_EQ(t->lookup(8), std::optional<Value>(81));
+    auto r = t->check();
+    EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+    EXPECT_EQ(fact(r, "base_tombstones"), 2);
+  }
+  {
+    // A restart (a crash: nothing is written on close): the tombstones are durable; the
+    // metadata is rebuilt lazily, and keys 7 and 8 stay as they were.
+    auto t = CDPTree::open(*pool, o);
+    EXPECT_EQ(t->lookup(7), std::nullopt);
+    EXPECT_EQ(t->lookup(8), std::optional<Value>(81));
+    EXPECT_EQ(t->stats().records, 499u);
+    auto r = t->check();
+    EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+    EXPECT_EQ(fact(r, "base_tombstones"), 2);
+    EXPECT_TRUE(t->remove(9));  // in place, also after the restart
+    EXPECT_EQ(t->stats().inplace_deletes, 1u);
+    t->merge();  // the first merge after the restart scans every leaf
+    r = t->check();
+    EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+    EXPECT_EQ(fact(r, "base_tombstones"), 0);
+    EXPECT_EQ(fact(r, "base_records"), 498);
+    EXPECT_EQ(t->stats().base_records, 498u);
+    EXPECT_EQ(t->lookup(8), std::optional<Value>(81));
+    EXPECT_TRUE(t->insert(7, 70));
+    EXPECT_TRUE(t->remove(10));  // in place, then merged away by a merge that marks leaves
+    t->merge();
+    EXPECT_EQ(t->lookup(7), std::optional<Value>(70));
+    EXPECT_EQ(t->lookup(10), std::nullopt);
+    r = t->check();
+    EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+    EXPECT_EQ(fact(r, "base_tombstones"), 0);
+    EXPECT_EQ(fact(r, "base_records"), 498);
+  }
+}
+
+// The guard of §3.4: a key with an entry in the Front (here an upsert whose log record is
+// live) is deleted by a logged tombstone, never in place, so the log never holds a record
+// older than a tombstone written in place; after a restart the replay cannot resurrect it.
+TEST(CDPTree, DeleteOfAKeyInTheFrontIsLogged) {
+  auto pool = pm::Pool::create_in_memory(8u << 20);
+  // No in-place update: the upsert below must leave a Front entry (and a log record).
+  CDPTreeOptions o =
+      CDPTreeOptions::from_map(small({{"min_merge_records", "100000"}, {"inplace_update", "0"}}));
+  {
+    auto t = CDPTree::create(*pool, o);
+    for (Key k = 0; k < 300; ++k) t->upsert(k, k);
+    t->merge();
+    t->upsert(5, 55);  // k in base, then a logged upsert: Front entry
+    ASSERT_EQ(t->stats().front_entries, 1u);
+    EXPECT_TRUE(t->remove(5));
+    EXPECT_EQ(t->stats().inplace_deletes, 0u);
+    EXPECT_EQ(t->stats().front_entries, 1u);  // the tombstone replaced the upsert
+    EXPECT_TRUE(t->remove(6));                // only in the base: in place
+    EXPECT_EQ(t->stats().inplace_deletes, 1u);
+  }
+  auto t = CDPTree::open(*pool, o);  // replays the log holding 5's upsert and tombstone
+  EXPECT_EQ(t->lookup(5), std::nullopt);
+  EXPECT_EQ(t->lookup(6), std::nullopt);
+  EXPECT_EQ(t->stats().records, 298u);
+  EXPECT_TRUE(t->check().ok);
+}
+
+// With inplace_delete=0 every remove is logged, and a pool with tombstones in place from an
+// earlier run is still read and merged correctly.
+TEST(CDPTree, InPlaceDeleteOffLogsEveryRemove) {
+  auto pool = pm::Pool::create_in_memory(8u << 20);
+  CDPTreeOptions on = CDPTreeOptions::from_map(small());
+  CDPTreeOptions off = CDPTreeOptions::from_map(small({{"inplace_delete", "0"}}));
+  {
+    auto t = CDPTree::create(*pool, on);
+    for (Key k = 0; k < 300; ++k) t->upsert(k, k);
+    t->merge();
+    EXPECT_TRUE(t->remove(1));
+    EXPECT_EQ(t->stats().inplace_deletes, 1u);
+  }
+  auto t = CDPTree::open(*pool, off);
+  EXPECT_TRUE(t->remove(2));
+  EXPECT_EQ(t->stats().inplace_deletes, 0u);
+  EXPECT_EQ(t->stats().front_entries, 1u);
+  EXPECT_EQ(t->lookup(1), std::nullopt);
+  t->merge();
+  auto r = t->check();
+  EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+  EXPECT_EQ(fact(r, "base_tombstones"), 0);
+  EXPECT_EQ(fact(r, "base_records"), 298);
 }
 
 }  // namespace

@@ -3,9 +3,16 @@
 // pool in `sim` mode; images are captured on whichever thread flushes or fences — a writer
 // appending to the log, a merge worker inside a partition merge or flush, the merge thread at
 // the flip, GC or log release — and every acknowledged write must survive, nothing may leak,
-// check() must pass. The capture copies the working image while other threads write it (a
-// real power failure does the same), a read that races by design: ASan build only, not TSan.
+// check() must pass. A fifth of the operations are removes; between merges they take the
+// §3.4 path (tombstone bit written in place in the base tree): the second test raises the
+// merge trigger so that writers often find no merge running. The capture copies
+// the working image while other threads write it (a real power failure does the same), a read that
+// races by design: ASan build only, not TSan.
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "dptree/cdptree.h"
 #include "fixtures/concurrent_crash_fixture.h"
@@ -35,6 +42,36 @@ TEST(CDPTreeConcurrentCrash, WritersAndParallelMerges) {
   // is asserted; every image taken must recover correctly (the fixture's checks).
   EXPECT_GT(r.images, 0u);
   EXPECT_GT(r.mid_run_images, 0u);
+}
+
+// Fewer, larger merges (a trigger of 4 log pages): removes of keys only in the base tree
+// between merges are deletes in place, crashed inside their store or while other threads
+// append, merge or flip; every image must keep the acknowledged deletes and drop none.
+TEST(CDPTreeConcurrentCrash, RemovesInPlaceBetweenMerges) {
+  ConcurrentCrashConfig c;
+  c.index = "cdptree";
+  c.options = {{"leaf_capacity", "8"}, {"log_partitions", "4"},      {"log_page_size", "1024"},
+               {"merge_ratio", "0.3"}, {"min_merge_records", "240"}, {"psize", "1"},
+               {"merge_threads", "2"}, {"recovery_threads", "2"}};
+  c.pool_bytes = 2u << 20;
+  c.threads = 3;
+  c.ops_per_thread = 300;
+  c.key_space = 300;
+  c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
+  std::atomic<int> deletes{0};  // §3.4 deletes in place of the live instance
+  c.during = [&](Index& idx) {
+    for (auto& [k, v] : idx.stats().extra)
+      if (k == "inplace_deletes") deletes.store(static_cast<int>(v));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  auto r = run_concurrent_crash(c);
+  ASSERT_FALSE(HasFailure());
+  std::string counts;
+  for (auto& [p, n] : r.per_phase) counts += " " + p + "=" + std::to_string(n);
+  std::printf("images %zu (recovery %zu, mid-run %zu):%s\n", r.images, r.recovery_images,
+              r.mid_run_images, counts.c_str());
+  EXPECT_GT(r.images, 0u);
+  EXPECT_GT(deletes.load(), 0) << "removes must take the in-place path between merges";
 }
 
 }  // namespace

@@ -2,7 +2,11 @@
 // the writer (background_merge=0, one merge worker), so every capture happens on the one
 // thread while its state is quiet; captures in 64-byte and 8-byte units, in every phase
 // (log append and page allocation, merge start, range merge, flush, flip, GC, log release,
-// §3.4 in-place update, recovery). DPTREE_CRASH_SCALE multiplies the workload.
+// §3.4 in-place update and delete, recovery). A quarter of the operations are removes, and
+// with a small Front most hit keys only in the base tree: deletes in place, whose images
+// must show the delete all-or-nothing, every earlier one kept (also across the lazy
+// metadata rebuild and log replay after the restart), and merges that drop the tombstones.
+// DPTREE_CRASH_SCALE multiplies the workload.
 #include <gtest/gtest.h>
 
 #include "dptree/cdptree.h"
@@ -43,7 +47,7 @@ TEST_P(CDPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
               r.continued_images, counts.c_str());
   for (const char* p :
        {"log_append", "log_page", "merge_start", "merge_range", "flush", "version_flip",
-        "garbage_collection", "log_release", "inplace_update", "recovery"})
+        "garbage_collection", "log_release", "inplace_update", "inplace_delete", "recovery"})
     EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in phase " << p;
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.continued_images, 0u);

@@ -26,8 +26,19 @@
 // the inner lock alone): the epoch-based reclamation of the paper, with the inner lock as the
 // epoch. The inner nodes of the array layer are a DRAM B+-tree under a reader-writer lock,
 // held alone only to split an array leaf. List nodes come from a slab arena (baselines/slab).
-// Known defect (docs/indexes.md): crash images taken while several threads write can lose an
-// acknowledged insert; single-writer crash tests pass.
+//
+// Why no acknowledged write is lost when several threads write (a fence persists only the
+// fencing thread's own flushes):
+//  - a node is persisted by its writer before the CAS that makes it reachable;
+//  - a link is CASed with kDirty, persisted, then cleaned; a thread that reads a dirty link
+//    persists it itself before building on it, so what it then acknowledges never hangs off
+//    a link that only another thread's pending fence would make durable;
+//  - a node enters the array layer (where other threads find it without walking the list)
+//    only after its link is durable, and its leaf stays locked until then;
+//  - the clean-up CAS can clear a dirty bit that another thread set for the same value (ABA),
+//    but only a remove can put an old value back (no slot is reused while any operation is in
+//    flight), and a remove's own thread persists its link before it returns; the durable list
+//    then still holds the removed node, an operation in flight.
 #include "baselines/utree/utree.h"
 
 #include <algorithm>
@@ -122,7 +133,8 @@ class UTree final : public Index {
         std::uint64_t* w = link_word(p);
         s = ld(*w);
         if (s & kDirty) pm::persist(w, 8);  // never build on a link a crash could lose
-        if (s & kMark) {  // p (left of this leaf) is being removed: find the new predecessor
+        if (s & kMark) {      // p (left of this leaf) is being removed: find the new predecessor
+          spin_pause(spins);  // its remover may be waiting for a core
           p = left_pred(l);
           continue;
         }
@@ -384,6 +396,7 @@ class UTree final : public Index {
       std::uint64_t s = ld(*w);
       if (s & kDirty) pm::persist(w, 8);  // never build on a link a crash could lose
       if (s & kMark) {                    // p (left of this leaf) is being removed
+        spin_pause(spins);                // its remover may be waiting for a core
         p = left_pred(l);
         continue;
       }
@@ -513,8 +526,7 @@ void register_utree_index() {
        "uTree (Chen et al., VLDB 2020): DRAM B+-tree array layer over a persistent sorted "
        "list of PM key-value nodes; one node write + one 8-byte CAS link per insert; "
        "concurrent: array-leaf locks, lock-free list updates (coordinated concurrency "
-       "control), but crash consistency under concurrent writers is not established (known "
-       "defect, docs/indexes.md); option leaf_slots=16|64",
+       "control) with dirty-bit links; option leaf_slots=16|64",
        true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
          if (!cfg.pool) throw Error(Errc::invalid_argument, "utree is persistent: give it a pool");
          std::string slots = "64";

@@ -73,6 +73,8 @@ struct CDPTreeStats {
   std::size_t splits = 0, consolidations = 0, leaves_created = 0, leaves_freed = 0;
   std::size_t lazy_rebuilds = 0;    // leaf metadata rebuilt after a restart (§2.2, §3.2)
   std::size_t inplace_updates = 0;  // §3.4 updates done in the base tree
+  std::size_t failed_merges = 0;    // merge attempts undone for want of PM (pool_full)
+  std::size_t merge_retries = 0;    // retries of such a merge (after removes, or merge())
   std::size_t inplace_deletes = 0;  // §3.4 deletes done in the base tree (tombstone bit)
   std::size_t log_pages = 0;        // pages of the Front log
   std::size_t free_log_pages = 0;   // pages cached in the freelists
@@ -117,7 +119,8 @@ class CDPTree {
   std::optional<Value> lookup(Key k) const;
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const;
 
-  // Starts a merge of the Front now if none runs (and waits for it when wait is true).
+  // Starts a merge of the Front now if none runs, or retries one that failed for want of PM
+  // (and waits for it when wait is true: then throws Error(pool_full) if it did not fit).
   void merge(bool wait = true);
   // Waits until no merge runs.
   void wait_for_merge() const;

@@ -67,10 +67,7 @@ CDPTree::Impl::Impl(pm::Pool& p, const CDPTreeOptions& o) : pool(p), alloc(p.all
 
 CDPTree::Impl::~Impl() {
   wait_idle();
-  {
-    std::lock_guard g(merger_mu);
-    if (merger.joinable()) merger.join();
-  }
+  workers.reset();  // joins the merge workers (a merge task may be in its last lines)
   cdp::Cpbt* m = gp_m.load();
   cdp::Cpbt* f = gp_f.load();
   if (m != f) delete m;
@@ -86,6 +83,13 @@ unsigned CDPTree::Impl::merge_workers() const {
 unsigned CDPTree::Impl::recovery_workers() const {
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   return opt.recovery_threads ? opt.recovery_threads : hw;
+}
+
+// A background merge occupies one pool thread and pulls partitions with merge_workers() - 1
+// more; the caller of an inline merge or of recovery is a worker of its own.
+unsigned CDPTree::Impl::pool_threads() const {
+  unsigned m = merge_workers();
+  return std::max(opt.background_merge ? m : m - 1, recovery_workers() - 1);
 }
 
 std::size_t CDPTree::Impl::threshold(std::size_t base_count) const {
@@ -128,6 +132,7 @@ void CDPTree::Impl::attach() {
   pages = std::make_unique<LogPageCache>(pool, *dir, opt.log_page_size);
   shared = std::make_unique<cdp::LogShared>(
       cdp::LogShared{pool, codec, *pages, opt.log_partitions, opt.log_page_size});
+  workers = std::make_unique<cdp::MergePool>(pool_threads());
 }
 
 // The two header tables (also repairs a create that crashed before they existed).
@@ -395,6 +400,7 @@ std::function<bool(u64)> CDPTree::Impl::tombstone_filter(const cdp::BaseSnapshot
 void CDPTree::upsert(Key k, Value v) {
   check_value(v);
   Impl& m = *impl_;
+  m.refuse_values();
   m.write(k, [&](const cdp::Cpbt*, const u64* cur) -> std::optional<u64> {
     if (!cur && m.try_inplace(k, v)) return std::nullopt;
     return v;
@@ -404,6 +410,7 @@ void CDPTree::upsert(Key k, Value v) {
 bool CDPTree::insert(Key k, Value v) {
   check_value(v);
   Impl& m = *impl_;
+  m.refuse_values();
   bool done = false;
   m.write(k, [&](const cdp::Cpbt* f, const u64* cur) -> std::optional<u64> {
     bool present = cur ? !(*cur & kTombstone) : m.present_below(k, f);
@@ -437,12 +444,14 @@ bool CDPTree::Impl::replace(u64 k, u64 v) {
 bool CDPTree::update(Key k, Value v) {
   check_value(v);
   Impl& m = *impl_;
+  m.refuse_values();
   return m.replace(k, v);
 }
 
 bool CDPTree::remove(Key k) {
   Impl& m = *impl_;
   bool done = m.replace(k, kTombstone);
+  if (done) m.note_remove();
   return done;
 }
 
@@ -457,8 +466,7 @@ std::size_t CDPTree::scan(Key start, std::size_t count, std::vector<KV>& out) co
 }
 
 void CDPTree::merge(bool wait) {
-  impl_->maybe_start_merge(true);
-  if (wait) impl_->wait_idle();
+  impl_->merge_now(wait);
 }
 
 void CDPTree::wait_for_merge() const {
@@ -503,6 +511,8 @@ CDPTreeStats CDPTree::stats() const {
   s.lazy_rebuilds = m.lazy_rebuilds.load();
   s.inplace_updates = m.inplace_updates.load();
   s.inplace_deletes = m.inplace_deletes.load();
+  s.failed_merges = m.failed_merges.load();
+  s.merge_retries = m.merge_retries.load();
   s.free_log_pages = m.pages->size(0) + m.pages->size(1);
   s.restart_count = m.root->base.restart_count;
   s.last_recovery_seconds = m.last_recovery_seconds;

@@ -24,6 +24,7 @@
 
 #include "cdptree/base.h"
 #include "cdptree/cpbt.h"
+#include "cdptree/merge_pool.h"
 #include "cdptree/plog.h"
 #include "cdptree/sync.h"
 #include "dptree/cdptree.h"
@@ -70,10 +71,13 @@ struct CDPTree::Impl {
   std::atomic<cdp::Cpbt*> gp_f{nullptr}, gp_m{nullptr};  // GP_F, GP_M (§3.2)
   std::atomic<cdp::BaseSnapshot*> gp_b{nullptr};         // GP_B
   std::atomic<int> merge_state{cdp::kNoMerge};
-  std::atomic<bool> merge_broken{false};  // a merge failed (pool_full); see merge_task
+  // A merge that failed for want of PM (pool_full) is parked (merge_broken) until removes
+  // retry it (merge_task, retry_merge); new values are refused (refusing) until one fits.
+  std::atomic<bool> merge_broken{false}, refusing{false};
+  std::atomic<std::size_t> removes_since_fail{0}, retry_after{0}, merge_retries{0};
   std::atomic<std::size_t> merge_thresh{0};
-  std::mutex merger_mu;
-  std::thread merger;
+  // The merge workers (§3.3), from attach() to the destructor; recovery replays on them too.
+  std::unique_ptr<cdp::MergePool> workers;
   mutable std::mutex done_mu;
   mutable std::condition_variable done_cv;
 
@@ -92,6 +96,7 @@ struct CDPTree::Impl {
   }
   unsigned merge_workers() const;
   unsigned recovery_workers() const;
+  unsigned pool_threads() const;
   std::size_t threshold(std::size_t base_count) const;
   cdp::Cpbt* new_cpbt(int ver) const;
 
@@ -119,9 +124,15 @@ struct CDPTree::Impl {
 
   // Merge (merge.cc of this folder).
   void maybe_start_merge(bool force);
-  void merge_task();
-  void parallel_tree_merge(cdp::Cpbt* m);
+  void merge_task(bool retry);
+  void parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer);
+  void merge_now(bool wait);
   void wait_idle() const;
+  // A full pool (parallel_merge.cc): refuse_values throws pool_full while a failed merge is
+  // parked; note_remove counts a remove and retries the merge after the back-off.
+  void refuse_values() const;
+  void note_remove();
+  bool retry_merge(bool force);
 
   void check(CheckReport& r) const;  // check.cc
   std::size_t pm_bytes() const;

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "cdptree/cdptree_impl.h"
 #include "cdptree/phase.h"
+#include "dptree/error.h"
 #include "dptree/pm/persist.h"
 
 namespace dptree {
@@ -15,34 +17,18 @@ using namespace detail;  // NOLINT: the layout vocabulary
 
 namespace {
 
-// A pull-based pool: `workers` threads (the caller is one) take the next index until none
-// is left (Algorithm 9 lines 3-6 and 9-12). The first exception stops the hand-out and is
-// rethrown after every worker stopped.
-template <class F>
-void run_pool(std::size_t n, unsigned workers, F&& fn) {
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr err;
-  std::mutex em;
-  auto work = [&] {
-    for (;;) {
-      std::size_t i = next.fetch_add(1);
-      if (i >= n) return;
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard g(em);
-        if (!err) err = std::current_exception();
-        next.store(n);
-      }
-    }
-  };
-  std::size_t t = std::min<std::size_t>(workers, n);
-  std::vector<std::thread> ts;
-  for (std::size_t i = 1; i < t; ++i) ts.emplace_back(work);
-  work();
-  for (auto& th : ts) th.join();
-  if (err) std::rethrow_exception(err);
-}
+// The worker fence before the flip: the range merge writes some lines back early without a
+// fence (delete merge, consolidation) and records them as durable, and the flush phase
+// writes back the rest; only the worker's own fence orders them before the flip (on the
+// merge thread), since a fence orders the flushes of its own thread only (the concurrent
+// crash test found it missing once). Also on the way out of a partition that threw, before
+// abort_merge trusts those copies.
+struct FenceOnExit {
+  FenceOnExit() = default;
+  FenceOnExit(const FenceOnExit&) = delete;
+  FenceOnExit& operator=(const FenceOnExit&) = delete;
+  ~FenceOnExit() { pm::fence(); }
+};
 
 }  // namespace
 
@@ -82,25 +68,32 @@ void CDPTree::Impl::maybe_start_merge(bool force) {
   merge_thresh.store(threshold(gp_b.load()->count));            // line 14: GP_B.size * R
   merge_state.store(cdp::kMerging, std::memory_order_seq_cst);  // line 15
   if (!opt.background_merge) {
-    merge_task();
+    merge_task(false);
     return;
   }
-  std::lock_guard g(merger_mu);          // line 16
-  if (merger.joinable()) merger.join();  // the previous merge's thread, finished
-  merger = std::thread([this] { merge_task(); });
+  workers->post([this] { merge_task(false); });  // line 16: a pool thread, not a new one
 }
 
-// Algorithm 7 lines 17-23.
-void CDPTree::Impl::merge_task() {
+// Algorithm 7 lines 17-23. `retry`: the Middle's merge failed before (pool_full) and the
+// Front took removes since; the Front's entries are merged too (see parallel_tree_merge).
+void CDPTree::Impl::merge_task(bool retry) {
   cdp::Cpbt* m = gp_m.load(std::memory_order_seq_cst);
   try {
-    parallel_tree_merge(m);  // line 17
+    parallel_tree_merge(m, retry ? gp_f.load(std::memory_order_seq_cst) : nullptr);  // line 17
   } catch (const std::exception&) {
-    // pool_full: the merge was undone (abort_merge); the Middle stays readable and durable
-    // (two logs stay live; recovery retries the merge). No further merge starts; the Front
-    // keeps taking writes until its own pages cannot be allocated.
+    // pool_full (merge_range, flush_range, begin_merge): the merge was undone (abort_merge); the
+    // Middle stays readable and durable (two logs stay live; recovery retries the merge too). New
+    // values are refused from now on, so the Front stops growing; removes are taken and retry the
+    // merge (note_remove).
     failed_merges.fetch_add(1);
     std::lock_guard g(done_mu);
+    // Back-off: a leaf's worth of removes before the first retry, twice as many before each
+    // next one, at most a merge trigger's worth (so a full pool does not merge on every
+    // remove).
+    std::size_t next = std::max<std::size_t>(L.cap, 2 * retry_after.load());
+    retry_after.store(std::min(next, threshold(gp_b.load()->count)));
+    removes_since_fail.store(0);
+    refusing.store(true);
     merge_broken.store(true);
     done_cv.notify_all();
     return;
@@ -113,8 +106,56 @@ void CDPTree::Impl::merge_task() {
               gp_b.load()->v);
   merges.fetch_add(1);
   std::lock_guard g(done_mu);
+  refusing.store(false);
+  retry_after.store(0);
   merge_state.store(cdp::kNoMerge, std::memory_order_seq_cst);  // line 23
   done_cv.notify_all();
+}
+
+// ------------------------------------------------------------------ a full pool
+
+void CDPTree::Impl::refuse_values() const {
+  if (!refusing.load(std::memory_order_relaxed)) return;
+  throw Error(Errc::pool_full,
+              "pool '" + pool.name() +
+                  "' is full: the last cdptree merge did not fit, so new values are refused "
+                  "(nothing was written); remove keys (the merge is retried after enough "
+                  "removes, or call merge()) or use a bigger pool");
+}
+
+void CDPTree::Impl::note_remove() {
+  if (!refusing.load(std::memory_order_relaxed)) return;
+  if (removes_since_fail.fetch_add(1) + 1 >= retry_after.load()) retry_merge(false);
+}
+
+// Restarts the merge of the Middle that failed, if it is parked (merge_broken) and, unless
+// forced, enough removes came since (the back-off of merge_task). Returns whether it started.
+bool CDPTree::Impl::retry_merge(bool force) {
+  {
+    std::lock_guard g(done_mu);
+    if (!merge_broken.load()) return false;  // no failed merge, or its retry runs
+    if (!force && removes_since_fail.load() < retry_after.load()) return false;
+    merge_broken.store(false);
+    merge_retries.fetch_add(1);
+  }
+  if (opt.background_merge)
+    workers->post([this] { merge_task(true); });
+  else
+    merge_task(true);
+  return true;
+}
+
+// CDPTree::merge: a parked merge is retried, else the Front is merged; pool_full when the
+// merge waited for did not fit.
+void CDPTree::Impl::merge_now(bool wait) {
+  if (!retry_merge(true)) maybe_start_merge(true);
+  if (!wait) return;
+  wait_idle();
+  if (merge_broken.load())
+    throw Error(Errc::pool_full, "pool '" + pool.name() +
+                                     "' is full: the cdptree merge did not fit and was undone "
+                                     "(every write is still in the buffers and their logs); "
+                                     "remove keys or use a bigger pool");
 }
 
 void CDPTree::Impl::wait_idle() const {
@@ -122,10 +163,34 @@ void CDPTree::Impl::wait_idle() const {
   done_cv.wait(lk, [&] { return merge_state.load() == cdp::kNoMerge || merge_broken.load(); });
 }
 
-// Algorithm 9.
-void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m) {
+// Algorithm 9. With `newer` (a retry after pool_full, or recovery), the entries of the
+// Front are laid over the Middle's: its removes then cancel the Middle's inserts and delete
+// base entries, so the retried merge needs fewer leaves. The Front keeps them (and its log),
+// so reads and a replay after a crash still find them first; merging them again later
+// writes the same values.
+void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
   std::vector<KVPair> es;
   m->tree.for_each_frozen([&](u64 k, u64 v) { es.emplace_back(k, v); });
+  if (newer) {
+    // Writers may still take removes in the Front: an optimistic scan sees each key's
+    // value at one moment (only values already logged: the log is written first, §3.1).
+    std::vector<KVPair> fr, both;
+    newer->tree.scan(0, [&](u64 k, u64 v) {
+      fr.emplace_back(k, v);
+      return true;
+    });
+    both.reserve(es.size() + fr.size());
+    std::size_t i = 0, j = 0;
+    while (i < es.size() || j < fr.size()) {
+      if (j == fr.size() || (i < es.size() && es[i].first < fr[j].first)) {
+        both.push_back(es[i++]);
+      } else {
+        if (i < es.size() && es[i].first == fr[j].first) ++i;  // the Front's is newer
+        both.push_back(fr[j++]);
+      }
+    }
+    es.swap(both);
+  }
   cdp::BaseSnapshot* old = gp_b.load(std::memory_order_seq_cst);
   const int cvv = cv(), nv = 1 - cvv;
   {
@@ -173,16 +238,13 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m) {
     // Lines 3-7: upsert merge, delete merge and consolidation per partition. The leaves'
     // metadata of version cv is made current first under its lock bit (§3.2): readers may
     // be rebuilding the same leaves after a restart.
-    run_pool(np, merge_workers(), [&](std::size_t i) {
+    workers->run(np, merge_workers(), [&](std::size_t i) {
       cdp::PhaseScope ph(CDPTreePhase::merge_range);
+      FenceOnExit fe;
       std::size_t a = i * ps;
       for (std::size_t j = a; j < std::min(nl, a + ps); ++j)
         cdp::ensure_meta(bcx, bcx.leaf(old->leaf[j]), cvv);
       merge_range(cx, ranges[i], input[i]);
-      // The range merge writes some lines back early without a fence (delete merge,
-      // consolidation) and records them as durable; only this thread's fence can order them
-      // before the flip (a fence orders the flushes of its own thread only).
-      pm::fence();
     });
     // Line 8: reconnect consecutive partitions through the next pointers of version nv.
     u64 head = 0;
@@ -199,10 +261,10 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m) {
     // Lines 9-12: flush in parallel. Each worker fences its own flushes: a fence orders only
     // the flushes of the thread that issues it, and the flip (on this thread) must not reach
     // PM before any of them.
-    run_pool(np, merge_workers(), [&](std::size_t i) {
+    workers->run(np, merge_workers(), [&](std::size_t i) {
       cdp::PhaseScope ph(CDPTreePhase::flush);
+      FenceOnExit fe;
       flush_range(cx, ranges[i]);
-      pm::fence();
     });
     u64 count = 0;
     MergeCounters mc;

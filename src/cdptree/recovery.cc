@@ -42,20 +42,10 @@ void CDPTree::Impl::recover() {
   // one partition, in order); the log of version gv first, then the newer one if live.
   cdp::Cpbt* older = new_cpbt(cv());
   cdp::Cpbt* newer = two ? new_cpbt(1 - cv()) : nullptr;
-  {
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-      for (std::size_t p; (p = next.fetch_add(1)) < opt.log_partitions;) {
-        older->log.replay_partition(p, [&](u64 k, u64 v) { older->replayed(k, v); });
-        if (newer) newer->log.replay_partition(p, [&](u64 k, u64 v) { newer->replayed(k, v); });
-      }
-    };
-    unsigned n = std::min<unsigned>(recovery_workers(), static_cast<unsigned>(opt.log_partitions));
-    std::vector<std::thread> ts;
-    for (unsigned i = 1; i < n; ++i) ts.emplace_back(work);
-    work();
-    for (auto& th : ts) th.join();
-  }
+  workers->run(opt.log_partitions, recovery_workers(), [&](std::size_t p) {
+    older->log.replay_partition(p, [&](u64 k, u64 v) { older->replayed(k, v); });
+    if (newer) newer->log.replay_partition(p, [&](u64 k, u64 v) { newer->replayed(k, v); });
+  });
   {
     auto in_use = older->log.pages();
     if (newer) {
@@ -65,11 +55,12 @@ void CDPTree::Impl::recover() {
     pages->sweep({in_use.begin(), in_use.end()});
   }
   if (newer) {
-    // The merge of the older log did not flip: run it again now, to the end.
+    // The merge of the older log did not flip: run it again now, to the end, with the newer
+    // log's entries laid over it (as a retry after pool_full: they cancel what they remove).
     gp_m.store(older);
     gp_f.store(newer);
     merge_state.store(cdp::kMerging);
-    merge_task();
+    merge_task(true);
   } else {
     gp_f.store(older);
   }

@@ -1,0 +1,58 @@
+// The pull-based pool of merge workers of the concurrent DPTree (§3.3: "these merge
+// partitions are then scheduled to a pool of worker threads via a queue"). The threads live
+// as long as the index: a merge (Algorithm 7 line 16) is a task posted to the pool instead of
+// a new thread, and each parallel phase of Algorithm 9 (and the replay of recovery) is a
+// batch of indices that the caller and idle workers pull one at a time. Idle workers sleep
+// on a condition variable.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dptree::cdp {
+
+class MergePool {
+ public:
+  explicit MergePool(unsigned threads);
+  ~MergePool();  // runs the posted tasks left, then joins the threads
+  MergePool(const MergePool&) = delete;
+  MergePool& operator=(const MergePool&) = delete;
+
+  unsigned threads() const { return static_cast<unsigned>(threads_.size()); }
+  // Runs `task` on a pool thread (there must be one).
+  void post(std::function<void()> task);
+  // fn(0) .. fn(n-1), pulled one index at a time by the caller and up to width - 1 pool
+  // threads (Algorithm 9 lines 3-6 and 9-12); returns when every call has returned, so what
+  // the calls wrote happens before the return. The first exception stops the hand-out and is
+  // rethrown here once every running call has returned. One batch runs at a time.
+  void run(std::size_t n, unsigned width, const std::function<void(std::size_t)>& fn);
+
+ private:
+  struct Batch {
+    const std::function<void(std::size_t)>* fn = nullptr;
+    std::size_t n = 0, next = 0, running = 0;
+    unsigned width = 1, joined = 1;  // the caller works too
+    std::exception_ptr err;
+  };
+  bool can_help() const {
+    return batch_ && batch_->next < batch_->n && batch_->joined < batch_->width;
+  }
+  void pull(std::unique_lock<std::mutex>& lk, Batch& b);
+  void worker();
+
+  std::mutex run_mu_;  // one batch at a time
+  std::mutex mu_;      // everything below
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<std::function<void()>> tasks_;
+  Batch* batch_ = nullptr;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace dptree::cdp

@@ -1,0 +1,252 @@
+// A concurrent DPTree whose merge runs out of PM (pool_full) retries it without a reopen:
+// the failed merge is undone and parked, new values are refused with a clear pool_full error
+// (nothing written), removes are taken and, after a back-off of removes, retry the merge;
+// once a retry fits, inserts work again, check() is clean (no leaked block) and a reopen
+// gives the same contents. Inline merges, and background merges on the worker pool with two
+// threads removing at once (also run under TSan).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dptree/cdptree.h"
+#include "dptree/error.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree {
+namespace {
+
+struct Mode {
+  bool background;
+  unsigned removers;  // threads removing keys at once
+};
+
+CDPTreeOptions small(bool background) {
+  CDPTreeOptions o;
+  o.leaf_capacity = 16;
+  o.log_partitions = 2;
+  o.log_page_size = 1024;
+  o.merge_ratio = 0.2;
+  o.min_merge_records = 64;
+  o.psize = 2;
+  o.background_merge = background;
+  o.merge_threads = background ? 2 : 1;
+  o.recovery_threads = 2;
+  return o;
+}
+
+bool is_pool_full(const Error& e) {
+  return e.code() == Errc::pool_full;
+}
+
+std::string problems(const CheckReport& r) {
+  std::string s;
+  for (auto& p : r.problems) s += p + "; ";
+  return s;
+}
+
+void expect_contents(const CDPTree& t, const std::map<Key, Value>& model) {
+  for (auto& [k, v] : model) ASSERT_EQ(t.lookup(k), std::optional<Value>(v)) << k;
+  std::vector<KV> all;
+  t.scan(0, model.size() + 10, all);
+  ASSERT_EQ(all.size(), model.size());
+  auto it = model.begin();
+  for (auto& [k, v] : all) {
+    ASSERT_EQ(k, it->first);
+    ASSERT_EQ(v, it->second);
+    ++it;
+  }
+}
+
+class CDPTreePoolFull : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(CDPTreePoolFull, AFailedMergeIsRetriedAfterRemovesWithoutAReopen) {
+  const Mode mode = GetParam();
+  const CDPTreeOptions opt = small(mode.background);
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  auto t = CDPTree::create(*pool, opt);
+  std::map<Key, Value> model;
+  std::vector<Key> order;  // keys in the order they were written
+  std::mt19937_64 rng(11);
+
+  // Fill until a merge failed and values are refused. A write may also be refused because
+  // the Front's log finds no page (nothing merged yet): then a merge is forced.
+  std::string refusal;
+  for (int i = 0; i < 200000 && refusal.empty(); ++i) {
+    Key k = rng() >> 1;
+    try {
+      ASSERT_TRUE(t->insert(k, static_cast<Value>(i)));
+      model[k] = static_cast<Value>(i);
+      order.push_back(k);
+    } catch (const Error& e) {
+      ASSERT_TRUE(is_pool_full(e)) << e.what();
+      ASSERT_FALSE(t->lookup(k).has_value()) << "a refused write left nothing behind";
+      t->wait_for_merge();
+      if (t->stats().failed_merges == 0) {
+        try {
+          t->merge();
+        } catch (const Error& m) {
+          ASSERT_TRUE(is_pool_full(m)) << m.what();
+        }
+      }
+      if (t->stats().failed_merges > 0) refusal = e.what();
+    }
+  }
+  ASSERT_FALSE(refusal.empty()) << "the pool never filled";
+  t->wait_for_merge();
+  auto s0 = t->stats();
+  EXPECT_GE(s0.failed_merges, 1u);
+  EXPECT_GT(s0.merges, 0u) << "merges fitted before the pool filled";
+  EXPECT_GT(s0.middle_entries, 0u) << "the failed merge's buffer stays readable as the Middle";
+  expect_contents(*t, model);
+
+  // While the merge is parked: new values are refused with a clear error, nothing is
+  // written, and check() names the parked merge.
+  auto refused = [&](auto&& write) {
+    try {
+      write();
+    } catch (const Error& e) {
+      EXPECT_TRUE(is_pool_full(e)) << e.what();
+      EXPECT_NE(std::string(e.what()).find("remove keys"), std::string::npos) << e.what();
+      return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused([&] { t->insert(12345, 1); }));
+  EXPECT_TRUE(refused([&] { t->upsert(order[0], 7); }));
+  EXPECT_TRUE(refused([&] { t->update(order[0], 7); }));
+  EXPECT_FALSE(t->lookup(12345).has_value());
+  EXPECT_EQ(t->lookup(order[0]), std::optional<Value>(model[order[0]]));
+  auto parked = t->check();
+  EXPECT_FALSE(parked.ok);
+  EXPECT_NE(problems(parked).find("a merge failed"), std::string::npos) << problems(parked);
+
+  // Removes, newest first (they cancel the inserts the parked merge holds), in rounds; the
+  // merge is retried by the removes alone (no merge() call, no reopen). In background mode
+  // several threads remove at once.
+  std::vector<Key> keys(order.rbegin(), order.rend());
+  std::size_t next = 0, removed = 0;
+  bool inserts_work = false, settled = false;
+  Key probe = 1;  // keys written to see whether values are taken again
+  for (int round = 0; round < 400 && !settled && next < keys.size(); ++round) {
+    const std::size_t batch = std::min<std::size_t>(8 * mode.removers, keys.size() - next);
+    std::vector<std::vector<Key>> part(mode.removers);
+    for (std::size_t i = 0; i < batch; ++i) part[i % mode.removers].push_back(keys[next + i]);
+    std::vector<std::vector<Key>> gone(mode.removers), kept(mode.removers);
+    auto work = [&](unsigned w) {
+      for (Key k : part[w]) {
+        try {
+          if (t->remove(k))
+            gone[w].push_back(k);
+          else
+            kept[w].push_back(k);  // reported absent: a failure, checked below
+        } catch (const Error& e) {
+          if (!is_pool_full(e)) throw;
+          kept[w].push_back(k);  // no log page for the record: nothing written
+        }
+      }
+    };
+    std::vector<std::thread> ts;
+    for (unsigned w = 1; w < mode.removers; ++w) ts.emplace_back(work, w);
+    work(0);
+    for (auto& th : ts) th.join();
+    next += batch;
+    for (unsigned w = 0; w < mode.removers; ++w) {
+      for (Key k : gone[w]) model.erase(k);
+      removed += gone[w].size();
+      for (Key k : kept[w]) ASSERT_TRUE(t->lookup(k).has_value()) << k;
+    }
+    t->wait_for_merge();
+    try {
+      Key k = probe++;
+      ASSERT_TRUE(t->insert(k, 1));
+      model[k] = 1;
+      inserts_work = true;
+    } catch (const Error& e) {
+      ASSERT_TRUE(is_pool_full(e)) << e.what();
+    }
+    // A merge that fits runs to the end. (The Front's next merge, which the insert may
+    // start, can be short of PM too: it writes again the values the retry took from it.)
+    t->wait_for_merge();
+    settled = inserts_work && t->stats().middle_entries == 0;
+  }
+  ASSERT_TRUE(inserts_work) << "no retried merge fitted after " << removed << " removes";
+  ASSERT_TRUE(settled) << "merges still fail after " << removed << " removes";
+  auto s1 = t->stats();
+  EXPECT_GE(s1.merge_retries, 1u);
+  EXPECT_GE(s1.merges, s0.merges + 1) << "the parked merge completed, by a retry";
+  // Back-off: a retry needs at least a leaf's worth of removes, so removes do not start a
+  // merge each.
+  EXPECT_LE(s1.merge_retries, removed / opt.leaf_capacity + 1)
+      << removed << " removes, " << s1.merge_retries << " retries";
+  EXPECT_EQ(s1.middle_entries, 0u);
+  auto ok = t->check();
+  EXPECT_TRUE(ok.ok) << problems(ok);  // includes: no leaked and no unreachable PM block
+  expect_contents(*t, model);
+
+  // Values are taken again (merges that fit run as usual), and the state survives a reopen.
+  for (int i = 0; i < 30; ++i) {
+    Key k = rng() >> 1;
+    t->upsert(k, static_cast<Value>(i));
+    model[k] = static_cast<Value>(i);
+  }
+  t->merge();
+  ok = t->check();
+  EXPECT_TRUE(ok.ok) << problems(ok);
+  expect_contents(*t, model);
+  t.reset();
+  t = CDPTree::open(*pool, opt);
+  ok = t->check();
+  EXPECT_TRUE(ok.ok) << problems(ok);
+  expect_contents(*t, model);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CDPTreePoolFull, ::testing::Values(Mode{false, 1}, Mode{true, 2}),
+                         [](const auto& p) {
+                           return std::string(p.param.background ? "Background" : "Inline") +
+                                  std::to_string(p.param.removers);
+                         });
+
+// A parked merge retried by merge(): pool_full while it does not fit, nothing changed.
+TEST(CDPTreePoolFull, AnExplicitMergeOfAParkedMergeReportsPoolFull) {
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  auto t = CDPTree::create(*pool, small(false));
+  std::mt19937_64 rng(5);
+  std::map<Key, Value> model;
+  bool parked = false;
+  for (int i = 0; i < 200000 && !parked; ++i) {
+    Key k = rng() >> 1;
+    try {
+      t->upsert(k, 3);
+      model[k] = 3;
+    } catch (const Error& e) {
+      ASSERT_TRUE(is_pool_full(e)) << e.what();
+      try {
+        t->merge();
+      } catch (const Error& m) {
+        ASSERT_TRUE(is_pool_full(m)) << m.what();
+        parked = true;
+      }
+    }
+  }
+  ASSERT_GE(t->stats().failed_merges, 1u);
+  const auto before = t->stats();
+  try {
+    t->merge();
+    ADD_FAILURE() << "a merge fitted in a full pool";
+  } catch (const Error& e) {
+    EXPECT_TRUE(is_pool_full(e)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("was undone"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(t->stats().failed_merges, before.failed_merges + 1);
+  EXPECT_EQ(t->stats().merge_retries, before.merge_retries + 1);
+  EXPECT_EQ(t->stats().merges, before.merges);
+  expect_contents(*t, model);
+}
+
+}  // namespace
+}  // namespace dptree

@@ -36,6 +36,7 @@ struct DPTreeStats {
   std::size_t failed_merges = 0;   // merges undone for want of PM (pool_full)
   std::size_t undone_leaves = 0;   // leaves those merges had created, freed again
   std::size_t splits = 0;          // leaves replaced by new leaves in an upsert merge
+  std::size_t kept_splits = 0;     // of those, splits that kept the old leaf (split=keep_last)
   std::size_t consolidations = 0;  // leaves consolidated (merged or rebalanced)
   std::size_t leaves_created = 0;
   std::size_t leaves_freed = 0;
@@ -63,6 +64,9 @@ enum class DPTreePhase : std::uint8_t {
 // The phase of the DPTree running on this thread (idle when none).
 DPTreePhase dptree_current_phase();
 const char* to_string(DPTreePhase p);
+// Splits that kept the old leaf (split=keep_last) so far in the merge running on this thread
+// (0 outside a merge), for tests that count crash captures inside such merges.
+std::size_t dptree_merge_kept_splits();
 
 class DPTreeCore {
  public:

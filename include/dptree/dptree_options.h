@@ -22,6 +22,13 @@ enum class MergeMode : std::uint8_t {
   in_place,     // §2.3: coarse-grained versioned leaves updated in place
   out_of_place  // every merge writes the whole base tree anew (leaves packed full)
 };
+// How a leaf too full for its merge entries is split (§2.3, Algorithm 2 line 10).
+enum class SplitMode : std::uint8_t {
+  rebuild,   // Algorithm 2: every entry into new leaves filled at FR, the old leaf freed
+  keep_last  // the old leaf keeps the last part of its key range and takes the buffer's
+             // entries there in place; only the first part goes to new leaves (fewer lines
+             // written, slower lookups and merges: docs/dptree.md)
+};
 
 struct DPTreeOptions {
   std::size_t leaf_capacity = 256;        // key-value slots per base-tree leaf (§2.2)
@@ -35,6 +42,7 @@ struct DPTreeOptions {
   std::size_t min_merge_records = 0;
   ProbeMode probe = ProbeMode::both;
   MergeMode merge_mode = MergeMode::in_place;
+  SplitMode split = SplitMode::rebuild;
   // Entry field widths in PM (8..56, multiples of 8). 0 means the DPTree<K, V> type's; the
   // registered "dptree" index reads them to pick the width (default 8 / 8). DPTree<K, V>
   // refuses other non-zero values.
@@ -44,11 +52,13 @@ struct DPTreeOptions {
   // Throws dptree::Error(invalid_argument) naming the bad option and its accepted range.
   void validate() const;
   // Reads the keys above from an IndexConfig option map (probe=both|linear|fingerprint,
-  // merge_mode=in_place|out_of_place, numbers otherwise); unknown keys are refused.
+  // merge_mode=in_place|out_of_place, split=rebuild|keep_last, numbers otherwise); unknown
+  // keys are refused.
   static DPTreeOptions from_map(const std::map<std::string, std::string>& m);
 };
 
 const char* to_string(ProbeMode p);
 const char* to_string(MergeMode m);
+const char* to_string(SplitMode m);
 
 }  // namespace dptree

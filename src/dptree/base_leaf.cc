@@ -98,8 +98,12 @@ void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::u
     long old = leaf_find(lf, nv, k);
     u64 h = hash_key(k);
     std::size_t s = home_slot(h, cap);
-    while (lf.state(nv, s) == kOccupied || lf.state(cvv, s) == kOccupied)
+    while (lf.state(nv, s) == kOccupied || lf.state(cvv, s) == kOccupied) {
+      // A slot empty in nv may still hold an entry of cv (leaf_clear_unreached_deleted):
+      // passing over it, mark it deleted so the probe from the key's home reaches s.
+      if (lf.state(nv, s) == kEmpty) lf.set_state(nv, s, kDeleted);
       s = s + 1 == cap ? 0 : s + 1;
+    }
     lf.set_entry(s, k, v);
     lf.fp(nv)[s] = fingerprint_of(h);
     lf.set_state(nv, s, kOccupied);
@@ -144,6 +148,23 @@ std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks) {
     if (lf.state(nv, lf.order(nv)[x]) == kOccupied) lf.order(nv)[m++] = lf.order(nv)[x];
   lf.count(nv) = m;
   return hit;
+}
+
+std::size_t leaf_clear_unreached_deleted(Leaf lf, int v) {
+  const std::size_t cap = lf.L->cap;
+  std::vector<bool> on_path(cap, false);
+  for (std::size_t s = 0; s < cap; ++s) {
+    if (lf.state(v, s) != kOccupied) continue;
+    for (std::size_t p = home_slot(hash_key(lf.key(s)), cap); p != s; p = p + 1 == cap ? 0 : p + 1)
+      on_path[p] = true;
+  }
+  std::size_t n = 0;
+  for (std::size_t s = 0; s < cap; ++s)
+    if (lf.state(v, s) == kDeleted && !on_path[s]) {
+      lf.set_state(v, s, kEmpty);
+      ++n;
+    }
+  return n;
 }
 
 bool leaf_meta_never_written(Leaf lf, int v) {

@@ -62,6 +62,12 @@ void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::u
 // count. Returns how many were present.
 std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks);
 
+// Turns the deleted slots of version v that no probe crosses (none lies between an occupied
+// slot's home and the slot) back into empty slots, so lookups of absent keys stop early;
+// returns how many. Used by a split that keeps the old leaf (merge.cc), which leaves half
+// its slots deleted. Afterwards a slot may be empty in v yet hold an entry of the other
+// version; leaf_upsert marks such a slot deleted when it probes past it.
+std::size_t leaf_clear_unreached_deleted(Leaf lf, int v);
 // Whether version v's crash-consistent metadata is all zero: a set never used since the leaf
 // was created (a used set has a next pointer or the largest max key), whose PM contents are
 // unknown because a new leaf's unused set is not written back.

@@ -20,7 +20,19 @@ using namespace detail;  // NOLINT: the layout vocabulary
 
 namespace {
 thread_local DPTreePhase g_phase = DPTreePhase::idle;
+thread_local std::size_t g_kept_splits = 0;
 }  // namespace
+
+void detail::note_kept_split() {
+  ++g_kept_splits;
+}
+detail::KeptSplitScope::KeptSplitScope() : saved_(std::exchange(g_kept_splits, 0)) {}
+detail::KeptSplitScope::~KeptSplitScope() {
+  g_kept_splits = saved_;
+}
+std::size_t dptree_merge_kept_splits() {
+  return g_kept_splits;
+}
 
 DPTreePhase detail::exchange_phase(DPTreePhase p) {
   return std::exchange(g_phase, p);
@@ -201,6 +213,7 @@ std::size_t DPTreeCore::Impl::size() const {
 // Algorithm 1 over the whole buffer tree: the base tree is one range (merge.h).
 void DPTreeCore::Impl::merge() {
   if (buffer.empty()) return;
+  KeptSplitScope kept;
   const int cvv = cv(), nv = 1 - cvv;
   std::vector<KVPair> ents;
   ents.reserve(buffer.size());
@@ -209,6 +222,8 @@ void DPTreeCore::Impl::merge() {
   cx.fill_rate = opt.fill_rate;
   cx.consolidate_threshold = opt.consolidate_threshold;
   cx.mode = opt.merge_mode;
+  cx.split = opt.split;
+  cx.split_early = !merge_blocked;  // after pool_full, no split a leaf does not need yet
   cx.restart_count = root->restart_count;
   cx.cv = cvv;
   cx.nv = nv;
@@ -342,6 +357,7 @@ DPTreeStats DPTreeCore::stats() const {
   s.failed_merges = m.failed_merges;
   s.undone_leaves = m.undone_leaves;
   s.splits = m.counters.splits;
+  s.kept_splits = m.counters.kept_splits;
   s.consolidations = m.counters.consolidations;
   s.leaves_created = m.counters.created;
   s.leaves_freed = m.freed;

@@ -48,6 +48,7 @@ class DPTreeIndex final : public Index {
                {"leaves", d(s.leaves)},
                {"merges", d(s.merges)},
                {"splits", d(s.splits)},
+               {"kept_splits", d(s.kept_splits)},
                {"consolidations", d(s.consolidations)},
                {"leaves_created", d(s.leaves_created)},
                {"leaves_freed", d(s.leaves_freed)},

@@ -107,6 +107,60 @@ void merge_sorted(const std::vector<KVPair>& a, std::span<const KVPair> b,
   }
 }
 
+// A split that keeps the old leaf `cur` (SplitMode::keep_last). Algorithm 2 would fill k
+// new leaves at FR with `all` (cur's entries merged with es) and free cur; here the last
+// part of the key range (the last of the k equal parts, or less if the buffer's entries
+// there would not fit) stays in cur: version nv of cur drops the keys that moved and takes
+// the buffer's entries of its part in free slots, as an in-place merge does (Algorithm 2
+// lines 6-8). Only the moved entries and those new entries are written, not every entry of
+// cur again. Version cv of cur is untouched (§2.3's principle), so a crash finds it as it
+// was; cur stays in L_nv, so garbage collection keeps it. False (nothing changed) when
+// Algorithm 2 would create one leaf or cur would keep no more than CT; the caller then
+// splits as Algorithm 2 does.
+bool split_keep_last(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
+                     std::span<const KVPair> es, const std::vector<KVPair>& all) {
+  const int nv = cx.nv;
+  const double cap = static_cast<double>(cx.L.cap);
+  Leaf lf = cx.leaf(cur);
+  auto per = std::max<std::size_t>(1, static_cast<std::size_t>(cx.fill_rate * cap));
+  const std::size_t k = (all.size() + per - 1) / per;
+  if (k < 2) return false;
+  // Balanced as in Algorithm 2 (the last of k equal parts stays), moved right if the buffer
+  // entries of that part do not fit in cur's free slots (Algorithm 2 line 6's test).
+  std::size_t a = (k - 1) * all.size() / k;
+  // Free: not holding an entry of version cv (a slot dropped from nv is still cv's).
+  const std::size_t fits = lf.count(cx.cv) + 1 < cx.L.cap ? cx.L.cap - lf.count(cx.cv) - 1 : 0;
+  if (es.size() > fits) {
+    u64 last_moved = es[es.size() - fits - 1].first;
+    auto at = std::lower_bound(all.begin(), all.end(), last_moved,
+                               [](const KVPair& e, u64 key) { return e.first < key; });
+    a = std::max(a, static_cast<std::size_t>(at - all.begin()) + 1);
+  }
+  // cur must keep more than CT (or consolidation would rewrite it at once).
+  auto ct = static_cast<std::size_t>(cx.consolidate_threshold * cap);
+  if (a >= all.size() || all.size() - a <= ct) return false;
+  const u64 split_key = all[a - 1].first;
+  auto rest = std::upper_bound(es.begin(), es.end(), split_key,
+                               [](u64 key, const KVPair& e) { return key < e.first; });
+  auto nl = build_leaves(cx, r, std::span(all).first(a), split_key, cx.fill_rate);
+  std::vector<u64> moved;
+  for (std::size_t i = 0; i < lf.count(nv); ++i) {
+    u64 key = lf.key(lf.order(nv)[i]);
+    if (key > split_key) break;
+    moved.push_back(key);
+  }
+  leaf_delete(lf, nv, moved);
+  auto& d = r.dirty[cur];
+  leaf_upsert(lf, nv, std::span(rest, es.end()), d.slots);
+  leaf_clear_unreached_deleted(lf, nv);  // in the bitmap line written back anyway
+  *link_of(cx, r, prev) = nl.front();
+  cx.leaf(nl.back()).next(nv) = cur;  // cur's next and max key (version nv) stay
+  ++r.counters.splits;
+  ++r.counters.kept_splits;
+  note_kept_split();
+  return true;
+}
+
 // Algorithm 2: LeafUpsertMerge. es holds no tombstone. Returns the range's last leaf so far.
 u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
                       std::span<const KVPair> es) {
@@ -125,8 +179,13 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   std::size_t freeslots = cx.L.cap - lf.count(nv);
   // After freeslots: a dropped slot is still version cv's, not free.
   if (cx.may_hold_tombstone && cx.may_hold_tombstone(cur)) drop_tombstoned(lf, nv);
-  if (es.size() < freeslots) {
-    if (!es.empty()) leaf_upsert(lf, nv, es, d.slots);
+  // keep_last splits a leaf one merge early: when this merge would leave it fewer free
+  // slots than half its entries from the buffer, the next merge (bringing about as many)
+  // could not keep it (split_keep_last needs the buffer entries of the kept half to fit).
+  const bool fits = es.size() < freeslots;
+  const bool keep = cx.split == SplitMode::keep_last;
+  if (fits && (!keep || !cx.split_early || 2 * (freeslots - es.size()) >= es.size())) {
+    if (!es.empty()) leaf_upsert(lf, nv, es, d.slots);  // Algorithm 2 lines 6-8
     return cur;
   }
   // Split (Figure 4): the leaf's entries merged with es (es wins) into new leaves at FR.
@@ -134,6 +193,11 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   leaf_entries(lf, nv, old);  // version cv's entries (copied above) less dropped tombstones
   all.reserve(old.size() + es.size());
   merge_sorted(old, es, all);
+  if (keep && split_keep_last(cx, r, prev, cur, es, all)) return cur;
+  if (fits) {  // an early split that could not keep the leaf: merge in place after all
+    leaf_upsert(lf, nv, es, d.slots);
+    return cur;
+  }
   auto nl = build_leaves(cx, r, all, lf.max_key(cvv), cx.fill_rate);
   *link_of(cx, r, prev) = nl.front();
   cx.leaf(nl.back()).next(nv) = lf.next(cvv);

@@ -39,6 +39,7 @@ namespace dptree::detail {
 // in_place: §2.3. out_of_place: the paper's Figure 8d comparison, every merge writes the
 // whole range anew (all entries, packed into new leaves); the old leaves become garbage.
 using dptree::MergeMode;
+using dptree::SplitMode;
 
 // What every range of one merge shares, read-only.
 struct MergeContext {
@@ -51,6 +52,12 @@ struct MergeContext {
   MergeMode mode = MergeMode::in_place;
   u64 restart_count = 0;
   int cv = 0, nv = 1;
+  // rebuild: Algorithm 2 as written (the default here, so callers that do not set it keep
+  // it); keep_last: a split keeps the old leaf for the last part of its range (merge.cc).
+  SplitMode split = SplitMode::rebuild;
+  // keep_last only: split a leaf one merge early (merge.cc). Off for a merge retried after
+  // pool_full: an early split takes a new leaf that an in-place merge would not need.
+  bool split_early = true;
   // The concurrent DPTree's §3.4 delete in place leaves kTombstone as a base value: in the
   // leaves this names (empty: none), such entries are dropped from version nv.
   std::function<bool(u64 leaf)> may_hold_tombstone = {};
@@ -68,8 +75,10 @@ struct LeafDirty {
 struct MergeCounters {
   std::size_t splits = 0, consolidations = 0, created = 0;
   std::size_t lazy_rebuilds = 0;  // leaves whose metadata the merge rebuilt (§2.2)
+  std::size_t kept_splits = 0;    // splits that kept the old leaf (SplitMode::keep_last)
   MergeCounters& operator+=(const MergeCounters& o) {
     splits += o.splits;
+    kept_splits += o.kept_splits;
     lazy_rebuilds += o.lazy_rebuilds;
     consolidations += o.consolidations;
     created += o.created;

@@ -40,6 +40,10 @@ const char* to_string(MergeMode m) {
   return m == MergeMode::in_place ? "in_place" : "out_of_place";
 }
 
+const char* to_string(SplitMode m) {
+  return m == SplitMode::rebuild ? "rebuild" : "keep_last";
+}
+
 void DPTreeOptions::validate() const {
   auto bad = [](const std::string& what) {
     throw Error(Errc::invalid_argument, "DPTree option " + what);
@@ -68,6 +72,8 @@ void DPTreeOptions::validate() const {
     bad("probe is not one of both, linear, fingerprint");
   if (merge_mode != MergeMode::in_place && merge_mode != MergeMode::out_of_place)
     bad("merge_mode is not one of in_place, out_of_place");
+  if (split != SplitMode::rebuild && split != SplitMode::keep_last)
+    bad("split is not one of rebuild, keep_last");
 }
 
 DPTreeOptions DPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
@@ -111,12 +117,22 @@ DPTreeOptions DPTreeOptions::from_map(const std::map<std::string, std::string>& 
       else
         throw Error(Errc::invalid_argument, "DPTree option merge_mode='" + v +
                                                 "' is unknown: use in_place or out_of_place");
+    } else if (k == "split") {
+      if (v == "rebuild")
+        o.split = SplitMode::rebuild;
+      else if (v == "keep_last")
+        o.split = SplitMode::keep_last;
+      else
+        throw Error(Errc::invalid_argument,
+                    "DPTree option split='" + v +
+                        "' is unknown: use rebuild (Algorithm 2: a split writes every entry "
+                        "into new leaves) or keep_last (the old leaf keeps its last part)");
     } else {
       throw Error(Errc::invalid_argument,
                   "unknown DPTree option '" + k +
                       "': use leaf_capacity, merge_ratio, fill_rate, consolidate_threshold, "
                       "log_page_size, bloom_error_rate, min_merge_records, probe, merge_mode, "
-                      "key_bytes or value_bytes");
+                      "split, key_bytes or value_bytes");
     }
   }
   o.validate();

@@ -2,6 +2,8 @@
 // count captures per merge phase. Thread-local, so merge workers each report their own.
 #pragma once
 
+#include <cstddef>
+
 #include "dptree/dptree.h"
 
 namespace dptree::detail {
@@ -18,6 +20,20 @@ class PhaseScope {
 
  private:
   DPTreePhase saved_;
+};
+
+// dptree_merge_kept_splits() of this thread: counted by the merge, zeroed for the scope of
+// one merge and restored after it (a test may run a second tree inside a crash capture).
+void note_kept_split();
+class KeptSplitScope {
+ public:
+  KeptSplitScope();
+  ~KeptSplitScope();
+  KeptSplitScope(const KeptSplitScope&) = delete;
+  KeptSplitScope& operator=(const KeptSplitScope&) = delete;
+
+ private:
+  std::size_t saved_;
 };
 
 }  // namespace dptree::detail

@@ -15,11 +15,14 @@ namespace {
 struct Param {
   std::uint64_t seed;
   pm::Unit unit;
+  const char* split;  // Algorithm 2 (rebuild) or keep_last: each in both units
 };
 
 class DPTreeCrash : public ::testing::TestWithParam<Param> {};
 
 // Small leaves and a large R: merges of every kind within a few thousand operations.
+std::string phase_label();
+
 CrashConfig small_config(std::uint64_t seed, pm::Unit unit, std::size_t ops,
                          std::uint64_t key_space) {
   CrashConfig c;
@@ -33,12 +36,33 @@ CrashConfig small_config(std::uint64_t seed, pm::Unit unit, std::size_t ops,
   c.unit = unit;
   c.ops = ops;
   c.key_space = key_space;
-  c.phase = [] { return std::string(to_string(dptree_current_phase())); };
+  c.phase = phase_label;
   return c;
 }
 
+// The phase, with "/kept_split" when the merge running has kept an old leaf in a split
+// (split=keep_last): captures inside such merges are counted apart. Only merge phases: a
+// recovery or write run inside a capture sees the outer merge's count.
+std::string phase_label() {
+  auto p = dptree_current_phase();
+  std::string s = to_string(p);
+  bool merging = p != DPTreePhase::idle && p != DPTreePhase::log_append &&
+                 p != DPTreePhase::recovery && p != DPTreePhase::merge_start;
+  return merging && dptree_merge_kept_splits() ? s + "/kept_split" : s;
+}
+
+// Captures of phase p, with or without a kept split.
+std::size_t in_phase(const CrashResult& r, const std::string& p) {
+  std::size_t n = 0;
+  for (auto& [k, c] : r.per_phase)
+    if (k == p || k == p + "/kept_split") n += c;
+  return n;
+}
+
 TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
-  auto r = run_crash(small_config(GetParam().seed, GetParam().unit, 3500, 250));
+  auto c = small_config(GetParam().seed, GetParam().unit, 4000, 250);
+  c.options["split"] = GetParam().split;
+  auto r = run_crash(c);
   ASSERT_FALSE(HasFailure());
   std::string counts;
   for (auto& [p, n] : r.per_phase) counts += " " + p + "=" + std::to_string(n);
@@ -46,15 +70,23 @@ TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
               r.continued_images, counts.c_str());
   for (const char* p : {"log_append", "merge_start", "upsert_merge", "delete_merge",
                         "consolidation", "flush", "version_flip", "garbage_collection", "recovery"})
-    EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in phase " << p;
+    EXPECT_GT(in_phase(r, p), 0u) << "no crash captured in phase " << p;
+  // split=keep_last keeps old leaves: crashes while their new version nv is being built and
+  // written back, and at the flip that publishes it.
+  for (const char* p : {"upsert_merge", "flush", "version_flip", "garbage_collection"})
+    if (std::string(GetParam().split) == "keep_last")
+      EXPECT_GT(r.per_phase[std::string(p) + "/kept_split"], 0u)
+          << "no crash captured in phase " << p << " of a merge with a kept split";
+    else
+      EXPECT_EQ(r.per_phase[std::string(p) + "/kept_split"], 0u);
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.continued_images, 0u);
   EXPECT_GE(r.images, 6250u);  // 8 cases: at least 50,000 images in all
 }
 
 // The experiment switches under the crash simulator (fewer images: the 8 cases above carry
-// the 50,000): out-of-place merges with wide entries (3-line log records), and fingerprint
-// probing with 24-byte entries.
+// the 50,000): out-of-place merges with wide entries (3-line log records), fingerprint
+// probing with 24-byte entries, and kept splits with 40-byte entries.
 struct Variant {
   const char* name;
   std::map<std::string, std::string> extra;
@@ -70,31 +102,35 @@ TEST_P(DPTreeCrashVariant, EveryImageRecoversWithAcknowledgedOps) {
   ASSERT_FALSE(HasFailure());
   std::printf("images %zu (recovery %zu)\n", r.images, r.recovery_images);
   for (const char* p : {"upsert_merge", "flush", "version_flip", "garbage_collection"})
-    EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in phase " << p;
+    EXPECT_GT(in_phase(r, p), 0u) << "no crash captured in phase " << p;
   EXPECT_GT(r.recovery_images, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Options, DPTreeCrashVariant,
-                         ::testing::Values(Variant{"out_of_place_entry_56_56",
-                                                   {{"merge_mode", "out_of_place"},
-                                                    {"key_bytes", "56"},
-                                                    {"value_bytes", "56"}},
-                                                   pm::Unit::word8},
-                                           Variant{"fingerprint_entry_16_8",
-                                                   {{"probe", "fingerprint"}, {"key_bytes", "16"}},
-                                                   pm::Unit::line64}),
-                         [](const auto& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Options, DPTreeCrashVariant,
+    ::testing::Values(
+        Variant{"out_of_place_entry_56_56",
+                {{"merge_mode", "out_of_place"}, {"key_bytes", "56"}, {"value_bytes", "56"}},
+                pm::Unit::word8},
+        Variant{"fingerprint_entry_16_8",
+                {{"probe", "fingerprint"}, {"key_bytes", "16"}},
+                pm::Unit::line64},
+        Variant{"split_keep_last_entry_24_16",
+                {{"split", "keep_last"}, {"key_bytes", "24"}, {"value_bytes", "16"}},
+                pm::Unit::word8}),
+    [](const auto& i) { return std::string(i.param.name); });
 
-INSTANTIATE_TEST_SUITE_P(Images, DPTreeCrash,
-                         ::testing::Values(Param{1, pm::Unit::line64}, Param{2, pm::Unit::line64},
-                                           Param{3, pm::Unit::line64}, Param{4, pm::Unit::line64},
-                                           Param{5, pm::Unit::word8}, Param{6, pm::Unit::word8},
-                                           Param{7, pm::Unit::word8}, Param{8, pm::Unit::word8}),
-                         [](const auto& i) {
-                           return std::string(i.param.unit == pm::Unit::word8 ? "word8_"
-                                                                              : "line64_") +
-                                  std::to_string(i.param.seed);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Images, DPTreeCrash,
+    ::testing::Values(Param{1, pm::Unit::line64, "rebuild"}, Param{2, pm::Unit::line64, "rebuild"},
+                      Param{3, pm::Unit::line64, "keep_last"},
+                      Param{4, pm::Unit::line64, "keep_last"}, Param{5, pm::Unit::word8, "rebuild"},
+                      Param{6, pm::Unit::word8, "rebuild"}, Param{7, pm::Unit::word8, "keep_last"},
+                      Param{8, pm::Unit::word8, "keep_last"}),
+    [](const auto& i) {
+      return std::string(i.param.unit == pm::Unit::word8 ? "word8_" : "line64_") + i.param.split +
+             "_" + std::to_string(i.param.seed);
+    });
 
 }  // namespace
 }  // namespace dptree::testing

@@ -14,20 +14,36 @@ const std::map<std::string, std::string> kSmall = {{"leaf_capacity", "8"},
 
 class DPTreeModel : public ::testing::TestWithParam<std::uint64_t> {};
 
-TEST_P(DPTreeModel, SmallLeavesManyMerges) {
+// Small leaves over 1500 keys, checked every 1000 operations.
+ModelConfig many_merges(std::uint64_t seed, std::size_t ops, const char* split) {
   ModelConfig c;
   c.index = "dptree";
   c.options = kSmall;
-  c.seed = GetParam();
-  c.ops = 60000;
+  c.options["split"] = split;
+  c.seed = seed;
+  c.ops = ops;
   c.key_space = 1500;
   c.check_every = 1000;
-  auto r = run_model(c);
+  return c;
+}
+
+TEST_P(DPTreeModel, SmallLeavesManyMerges) {
+  auto r = run_model(many_merges(GetParam(), 60000, "rebuild"));
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["merges"], 100) << "merges happened many times";
   EXPECT_GT(r.extra["splits"], 50);
+  EXPECT_EQ(r.extra["kept_splits"], 0) << "the default split=rebuild is Algorithm 2's";
   EXPECT_GT(r.extra["consolidations"], 10);
   EXPECT_GT(r.extra["leaves_freed"], 50);
+}
+
+TEST_P(DPTreeModel, SmallLeavesManyMergesKeepLast) {
+  auto r = run_model(many_merges(GetParam() + 400, 40000, "keep_last"));
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["kept_splits"], 20) << "split=keep_last keeps old leaves";
+  EXPECT_LT(r.extra["kept_splits"], r.extra["splits"]) << "and falls back to Algorithm 2";
+  EXPECT_GT(r.extra["consolidations"], 10);
+  EXPECT_GT(r.extra["leaves_freed"], 20);
 }
 
 TEST_P(DPTreeModel, ShrinkToEmptyAndGrowAgain) {
@@ -63,8 +79,9 @@ TEST_P(DPTreeModel, ReopenedOftenLazyRebuild) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, DPTreeModel, ::testing::Values(1, 2, 3, 4));
 
-// The experiment switches (dptree_options.h) against the same model: probing schemes, the
-// out-of-place merge, wider entries; small sizes, two seeds each.
+// The experiment switches (dptree_options.h) against the same model: splits that keep the
+// old leaf (also with reopens), probing schemes, the out-of-place merge, wider entries; small
+// sizes, two seeds each.
 struct Variant {
   const char* name;
   std::map<std::string, std::string> extra;
@@ -89,7 +106,8 @@ TEST_P(DPTreeModelVariant, SmallLeavesManyMerges) {
 
 INSTANTIATE_TEST_SUITE_P(
     Options, DPTreeModelVariant,
-    ::testing::Combine(::testing::Values(Variant{"probe_linear", {{"probe", "linear"}}},
+    ::testing::Combine(::testing::Values(Variant{"split_keep_last", {{"split", "keep_last"}}},
+                                         Variant{"probe_linear", {{"probe", "linear"}}},
                                          Variant{"probe_fingerprint", {{"probe", "fingerprint"}}},
                                          Variant{"out_of_place", {{"merge_mode", "out_of_place"}}},
                                          Variant{"entry_24_40",

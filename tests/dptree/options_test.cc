@@ -1,6 +1,6 @@
 // DPTree's experiment switches (dptree_options.h): leaf probing schemes (Figure 10), the
-// out-of-place merge (Figure 8d), entry widths chosen at run time through the registry
-// (Figures 8d and 10); each option parsed and refused with a clear error.
+// out-of-place merge (Figure 8d), the split that keeps the old leaf, entry widths chosen at run
+// time through the registry (Figures 8d and 10); each option parsed and refused with a clear error.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -54,6 +54,17 @@ TEST(DPTreeOptions, ExperimentSwitchesParseAndRefuseClearly) {
   EXPECT_NE(msg.find("both, linear or fingerprint"), std::string::npos) << msg;
   msg = error_of([] { DPTreeOptions::from_map({{"merge_mode", "lsm"}}); });
   EXPECT_NE(msg.find("in_place or out_of_place"), std::string::npos) << msg;
+  EXPECT_EQ(d.split, SplitMode::rebuild);
+  EXPECT_EQ(DPTreeOptions::from_map({{"split", "rebuild"}}).split, SplitMode::rebuild);
+  EXPECT_EQ(DPTreeOptions::from_map({{"split", "keep_last"}}).split, SplitMode::keep_last);
+  msg = error_of([] { DPTreeOptions::from_map({{"split", "halves"}}); });
+  EXPECT_NE(msg.find("split='halves'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("use rebuild"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("or keep_last"), std::string::npos) << msg;
+  DPTreeOptions bad_split;
+  bad_split.split = static_cast<SplitMode>(7);
+  msg = error_of([&] { bad_split.validate(); });
+  EXPECT_NE(msg.find("split is not one of rebuild, keep_last"), std::string::npos) << msg;
   for (const char* bad : {"4", "12", "64", "57"}) {
     msg = error_of([&] { DPTreeOptions::from_map({{"key_bytes", bad}}); });
     EXPECT_NE(msg.find("key_bytes=" + std::string(bad)), std::string::npos) << msg;
@@ -203,6 +214,90 @@ TEST(DPTreeMergeMode, OutOfPlaceRewritesTheBaseTreeEveryMerge) {
   }
   EXPECT_GT(node_lines[1], 2 * node_lines[0])
       << "in place " << node_lines[0] << " out of place " << node_lines[1];
+}
+
+// split=keep_last on hand-made leaves: after a split drops half a leaf's keys from version 1,
+// deleted slots no probe crosses become empty again, and an upsert that probes past such a
+// slot (empty in version 1, an entry of version 0) marks it deleted so its key stays
+// reachable; version 0 is never touched.
+TEST(DPTreeSplit, ClearedSlotsKeepEveryKeyReachable) {
+  detail::LeafLayout L;
+  L.init(16, 8, 8);
+  std::vector<std::byte> mem(L.bytes);
+  detail::Leaf lf{mem.data(), &L};
+  std::vector<detail::KVPair> es;
+  for (detail::u64 k = 1; k <= 12; ++k) es.emplace_back(k * 7777, k);
+  detail::leaf_fill(lf, 0, es);
+  lf.copy_meta(0, 1);
+  std::vector<detail::u64> moved;
+  for (std::size_t i = 0; i < 6; ++i) moved.push_back(es[i].first);
+  ASSERT_EQ(detail::leaf_delete(lf, 1, moved), 6u);
+  std::vector<std::byte> v0(mem.begin() + static_cast<long>(L.meta_p[0]),
+                            mem.begin() + static_cast<long>(L.meta_p[0] + L.meta_p_bytes));
+  EXPECT_GT(detail::leaf_clear_unreached_deleted(lf, 1), 0u);
+  for (std::size_t i = 0; i < es.size(); ++i) {
+    EXPECT_EQ(detail::leaf_find(lf, 1, es[i].first) >= 0, i >= 6) << es[i].first;
+    EXPECT_GE(detail::leaf_find(lf, 0, es[i].first), 0) << "version 0 unchanged";
+  }
+  // A new key whose home slot is empty in version 1 but holds an entry of version 0.
+  std::size_t home = L.cap;
+  for (std::size_t s = 0; s < L.cap && home == L.cap; ++s)
+    if (lf.state(1, s) == detail::kEmpty && lf.state(0, s) == detail::kOccupied) home = s;
+  ASSERT_LT(home, L.cap) << "the cleared slots include one of version 0";
+  detail::u64 k = 1;
+  while (detail::home_slot(detail::hash_key(k), L.cap) != home) ++k;
+  std::vector<std::uint16_t> written;
+  std::vector<detail::KVPair> add{{k, 99}};
+  detail::leaf_upsert(lf, 1, add, written);
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_NE(written[0], home) << "a slot of version 0 is not reused";
+  EXPECT_EQ(lf.state(1, home), detail::kDeleted);
+  EXPECT_EQ(detail::leaf_find(lf, 1, k), static_cast<long>(written[0]));
+  for (std::size_t i = 6; i < es.size(); ++i) EXPECT_GE(detail::leaf_find(lf, 1, es[i].first), 0);
+  EXPECT_EQ(std::memcmp(v0.data(), lf.meta(0), L.meta_p_bytes), 0) << "version 0 untouched";
+  for (auto& [key, v] : es) EXPECT_GE(detail::leaf_find(lf, 0, key), 0);
+}
+
+// split=keep_last against Algorithm 2 on the paper's defaults: the same answers, fewer node
+// lines written, and the old leaf of every kept split stays (only the others are freed).
+TEST(DPTreeSplit, KeepLastWritesFewerLinesAndKeepsTheOldLeaf) {
+  std::size_t node_lines[2] = {};
+  for (auto mode : {SplitMode::rebuild, SplitMode::keep_last}) {
+    DPTreeOptions o;
+    o.split = mode;
+    auto pool = pm::Pool::create_in_memory(32 << 20);
+    auto t = DPTree<>::create(*pool, o);
+    std::map<Key, Value> model;
+    std::mt19937_64 rng(8);
+    auto before = pm::counters();
+    for (int i = 0; i < 60000; ++i) {
+      Key k = rng();
+      t->upsert(k, static_cast<Value>(i));
+      model[k] = static_cast<Value>(i);
+    }
+    node_lines[static_cast<int>(mode)] = (pm::counters() - before)[pm::Category::node].lines;
+    auto s = t->stats();
+    EXPECT_GT(s.splits, 30u);
+    EXPECT_EQ(s.consolidations, 0u) << "inserts only";
+    if (mode == SplitMode::rebuild) {
+      EXPECT_EQ(s.kept_splits, 0u);
+      EXPECT_EQ(s.leaves_freed, s.splits) << "Algorithm 2 frees every split leaf";
+    } else {
+      EXPECT_GT(s.kept_splits, s.splits * 3 / 4);
+      EXPECT_EQ(s.leaves_freed, s.splits - s.kept_splits) << "a kept leaf is not garbage";
+    }
+    std::vector<KV> all;
+    t->scan(0, 1u << 20, all);
+    ASSERT_TRUE(all == std::vector<KV>(model.begin(), model.end())) << "scan differs";
+    auto r = t->check();
+    EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+    t.reset();
+    t = DPTree<>::open(*pool, o);
+    for (auto& [k, v] : model) ASSERT_EQ(t->lookup(k), std::optional<Value>(v));
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(t->lookup(rng()), std::nullopt);
+  }
+  EXPECT_LT(node_lines[1] * 10, node_lines[0] * 9)
+      << "rebuild " << node_lines[0] << " keep_last " << node_lines[1];
 }
 
 // key_bytes / value_bytes through the registry: the width is the pool's from then on.

@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
               static_cast<double>(d.total().fences) / static_cast<double>(n));
   auto s = t->stats();
   for (auto& [k, v] : s.extra)
-    if (k == "merges" || k == "leaves" || k == "splits" || k == "consolidations")
+    if (k == "merges" || k == "leaves" || k == "splits" || k == "kept_splits" ||
+        k == "consolidations")
       std::printf("%s %.0f ", k.c_str(), v);
   std::printf("pm %zu B dram %zu B\n", s.pm_bytes, s.dram_bytes);
   std::printf("insert %.3f Mops/s\n", static_cast<double>(n) / ins_s / 1e6);

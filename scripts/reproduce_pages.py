@@ -9,7 +9,11 @@ SELECTIVITIES = [0.001, 0.01, 0.1]  # percent of the records per scan (Fig. 8c)
 ENTRY_BYTES = [16, 32, 64]  # 8-byte key + 8/24/56-byte value (Fig. 8d, Fig. 10)
 PROBES = ["linear", "fingerprint", "both"]  # Fig. 10: lp, fp, lp+fp
 PEERS = ["dptree", "fastfair", "fptree"]
-NAMES = {"dptree": "DPTree", "fastfair": "FAST_FAIR", "fptree": "FPTree", "cdptree": "DPTree (concurrent)"}
+NAMES = {"dptree": "DPTree", "fastfair": "FAST_FAIR", "fptree": "FPTree",
+         "cdptree": "DPTree (concurrent)", "lbtree": "LB+-Tree", "utree": "uTree",
+         "cawbt": "CAWBT", "btree": "B+-tree (DRAM)"}
+# The `peers` experiment: every persistent index of the project, then the volatile upper bound.
+ALL_PEERS = ["dptree", "cdptree", "fastfair", "fptree", "lbtree", "utree", "cawbt", "btree"]
 MIXES = ["insert_only", "read_only", "read_update", "scan_insert", "mixed"]
 
 # Table 1: PM flush stats per op of the 50M insert workload (Sum, Log, Alloc, Node, Fence).
@@ -33,6 +37,8 @@ TITLES = {
     "space": "Space per record",
     "fig12": "Figure 12: the section 4.4 mixes at 1 and 2 threads",
     "fig13": "Figure 13: recovery time against size",
+    "peers": "Beyond the paper: every persistent index side by side",
+    "recovery": "Beyond the paper: recovery time at 2^k keys, 1 and 2 recovery threads",
 }
 
 MODE_NOTE = ("Modes: `pmem` issues the real flush instruction and `sfence` for every persist "
@@ -406,8 +412,101 @@ def body_fig13(d, cfg):
     return text, f"FP/DP recovery time {ratios[0]} .. {ratios[-1]} (paper 1.8-5.5x)" if rows else ""
 
 
+def body_peers(d, cfg):
+    runs = d["runs"]
+    order = d.get("order", MIXES)
+    text = (f"{human(d['records'])} keys preloaded once per index, mode and thread count "
+            "(`dptree bench --load-once`); then the mixes run one after another on that "
+            f"preload for {cfg.seconds} s each, in the order {', '.join(order)} (inserts last, "
+            "so every read mix starts from the preloaded keys; later mixes see the keys the "
+            "earlier ones inserted, the same for every index as each run lasts the same time "
+            "within a few percent of the keys). Scans read 100 records. Throughput in Mops/s, "
+            "and in brackets relative to DPTree (1 thread) or the concurrent DPTree (2 "
+            "threads), measured in the same script, one process per index.\n\n")
+    if d.get("missing"):
+        text += "Not registered in this build: " + ", ".join(d["missing"]) + ".\n\n"
+    heads = []
+    for mode in modes_of(d):
+        for t in (1, 2):
+            rs = [r for r in runs if r["pm_mode"] == mode and r["threads"] == t]
+            if not rs:
+                continue
+            indexes = [i for i in ALL_PEERS if pick(rs, index=i)]
+            ref = "dptree" if t == 1 else "cdptree"
+            rows = []
+            for w in order:
+                v = {i: (one(rs, index=i, workload=w) or {}).get("throughput_mops") for i in indexes}
+                rows.append([w, *[f"{v[i]:.3f} ({rx(ratio(v[i], v.get(ref)))})" if v[i] else "-"
+                                  for i in indexes]])
+            text += f"### {mode} mode, {t} thread{'s' if t > 1 else ''}\n\n"
+            text += table(["mix", *[NAMES.get(i, i) for i in indexes]], rows) + "\n"
+            irows = []
+            for i in indexes:
+                r = one(rs, index=i, workload="insert_only")
+                rec = [x.get("recovery_seconds") for x in pick(rs, index=i, workload="insert_only")]
+                if not r:
+                    continue
+                lat = r.get("latency_ns", {})
+                irows.append([NAMES.get(i, i), f"{r['flushes_per_op']:.2f}",
+                              f"{r['fences_per_op']:.2f}",
+                              fmt_ns(lat.get("p99")), fmt_ns(lat.get("p999")),
+                              f"{rec[0]:.3f}" if rec and rec[0] is not None else "-"])
+            text += "InsertOnly: flushes and fences per insert, insert latency percentiles"
+            text += (", recovery time after the five runs (s)" if t == 1 else "") + ":\n\n"
+            text += table(["index", "flushes/insert", "fences/insert", "p99", "p99.9",
+                           "recovery s"] if t == 1 else
+                          ["index", "flushes/insert", "fences/insert", "p99", "p99.9"],
+                          [row if t == 1 else row[:5] for row in irows]) + "\n"
+            if mode == "pmem" and t == 1:
+                ro = {i: (one(rs, index=i, workload="read_only") or {}).get("throughput_mops")
+                      for i in indexes}
+                best = max((i for i in indexes if i != "btree" and ro.get(i)),
+                           key=lambda i: ro[i], default=None)
+                if best:
+                    heads.append(f"pmem 1-thread ReadOnly fastest persistent: {NAMES.get(best, best)}")
+    text += ("FAST_FAIR, FPTree, LB+-Tree, uTree and CAWBT are our implementations from their "
+             "papers on the same PM layer (docs/indexes.md, docs/peers.md say where each "
+             "departs). CAWBT and LB+-Tree assume a flushed line reaches PM whole.\n")
+    return text, "; ".join(heads)
+
+
+def fmt_ns(ns):
+    if ns is None:
+        return "-"
+    return f"{ns:.0f} ns" if ns < 1e3 else f"{ns / 1e3:.1f} us" if ns < 1e6 else f"{ns / 1e6:.2f} ms"
+
+
+def body_recovery(d, cfg):
+    runs = d["runs"]
+    text = ("Recovery time: N random keys preloaded, 1000 lookups, close the pool, reopen it, "
+            "recover and complete the first lookup (`--recovery`), " + d["mode"] + " mode. "
+            "The concurrent DPTree replays its log partitions with `recovery_threads` threads; "
+            "the others recover on one thread.\n\n")
+    rows = []
+    for n in d["sizes"]:
+        def ms(index, t=1):
+            r = one(runs, index=index, records=n, recovery_threads=t)
+            return r and r.get("recovery_seconds")
+        c1, c2 = ms("cdptree", 1), ms("cdptree", 2)
+        k = n.bit_length() - 1
+        rows.append([f"2^{k} ({human(n)})",
+                     *[f"{v * 1e3:.1f}" if v is not None else "-"
+                       for v in (c1, c2, ms("dptree"), ms("fptree"), ms("fastfair"))],
+                     rx(ratio(c1, c2))])
+    text += table(["keys", "cDPTree 1 thr ms", "cDPTree 2 thr ms", "DPTree ms", "FPTree ms",
+                   "FAST_FAIR ms", "2-thread speed-up"], rows)
+    text += ("\nThe paper (Fig. 13, 2^23 to 2^27 keys, up to 32 threads): recovery time grows "
+             "linearly with size, and parallel log replay speeds DPTree up 8x at 32 threads. "
+             "FAST_FAIR recovers instantly by design. This machine has 2 cores shared with "
+             "other work, so the 2-thread column shows what 2 threads give here, not scaling.\n")
+    last = rows[-1] if rows else None
+    return text, (f"{last[0]}: cDPTree {last[1]} ms (1 thread), {last[2]} ms (2 threads)"
+                  if last else "")
+
+
 BODIES = {"table1": body_table1, "fig8ab": body_fig8ab, "fig8c": body_fig8c, "fig8d": body_fig8d,
-          "fig10": body_fig10, "space": body_space, "fig12": body_fig12, "fig13": body_fig13}
+          "fig10": body_fig10, "space": body_space, "fig12": body_fig12, "fig13": body_fig13,
+          "peers": body_peers, "recovery": body_recovery}
 
 HEADLINES = {}
 

@@ -9,7 +9,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import reproduce_pages as P  # noqa: E402
 
 COLORS = {"dptree": "tab:blue", "cdptree": "tab:blue", "fastfair": "tab:orange",
-          "fptree": "tab:green"}
+          "fptree": "tab:green", "lbtree": "tab:red", "utree": "tab:purple", "cawbt": "tab:brown",
+          "btree": "tab:gray"}
 
 
 def save(fig, path, title):
@@ -207,6 +208,49 @@ def plot_fig13(d, cfg, path):
     return save(fig, path, "Figure 13: recovery time against size")
 
 
+def plot_peers(d, cfg, path):
+    runs = d["runs"]
+    order = d.get("order", P.MIXES)
+    panels = [(m, t) for m in P.modes_of(d) for t in (1, 2)
+              if P.pick(runs, pm_mode=m, threads=t)]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 3.4 * len(panels)), squeeze=False)
+    for k, (mode, t) in enumerate(panels):
+        rs = P.pick(runs, pm_mode=mode, threads=t)
+        ref = "dptree" if t == 1 else "cdptree"
+        indexes = [i for i in P.ALL_PEERS if P.pick(rs, index=i)]
+        series = []
+        for i in indexes:
+            ys = []
+            for w in order:
+                a, b = P.one(rs, index=i, workload=w), P.one(rs, index=ref, workload=w)
+                ys.append(P.ratio(a and a["throughput_mops"], b and b["throughput_mops"]))
+            series.append((P.NAMES.get(i, i), ys, COLORS.get(i)))
+        ax = axes[k][0]
+        bars(ax, order, series, f"throughput / {P.NAMES[ref]}")
+        ax.axhline(1, color="black", linewidth=0.6)
+        ax.set_title(f"{mode} mode, {t} thread{'s' if t > 1 else ''}", fontsize="small")
+    return save(fig, path, "Every index, relative to DPTree")
+
+
+def plot_recovery(d, cfg, path):
+    runs = d["runs"]
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    lines = [(i, 1) for i in ("dptree", "fptree", "fastfair")] + [("cdptree", 1), ("cdptree", 2)]
+    for i, t in lines:
+        rs = sorted(P.pick(runs, index=i, recovery_threads=t), key=lambda r: r["records"])
+        if not rs:
+            continue
+        label = P.NAMES.get(i, i) + (f", {t} recovery threads" if i == "cdptree" else "")
+        ax.plot([r["records"] for r in rs], [r["recovery_seconds"] * 1e3 for r in rs],
+                "--" if t == 2 else "-", marker="o", label=label, color=COLORS.get(i))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("keys")
+    ax.set_ylabel("recovery time (ms)")
+    ax.legend(fontsize="x-small")
+    return save(fig, path, "Recovery time at 2^k keys")
+
+
 PLOTTERS = {"table1": plot_table1, "fig8ab": plot_fig8ab, "fig8c": plot_fig8c,
             "fig8d": plot_fig8d, "fig10": plot_fig10, "space": plot_space, "fig12": plot_fig12,
-            "fig13": plot_fig13}
+            "fig13": plot_fig13, "peers": plot_peers, "recovery": plot_recovery}

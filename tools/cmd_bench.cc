@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/progress.h"
@@ -51,6 +53,7 @@ struct BenchOptions {
   std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
   std::string json, csv;
   bool recovery = false;
+  bool load_once = false;
   std::vector<std::string> index_options;
   bool quiet = false;
 };
@@ -214,9 +217,11 @@ void run_bench(const BenchOptions& o) {
   for (auto& s : specs) {
     s.pool_path = pool;
     if (persistent_runs > 1 && o.keep) {
-      s.pool_path.replace_filename(fmt::format("{}-{}-{}-t{}{}", pool.stem().string(), s.index,
-                                               s.workload.name, s.threads,
-                                               pool.extension().string()));
+      s.pool_path.replace_filename(
+          o.load_once ? fmt::format("{}-{}-t{}{}", pool.stem().string(), s.index, s.threads,
+                                    pool.extension().string())
+                      : fmt::format("{}-{}-{}-t{}{}", pool.stem().string(), s.index,
+                                    s.workload.name, s.threads, pool.extension().string()));
     }
   }
 
@@ -231,20 +236,51 @@ void run_bench(const BenchOptions& o) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   bench::StderrProgress progress(bench::stderr_is_tty());
-  std::vector<bench::RunResult> results;
-  for (const auto& s : specs) {
-    if (bench::stop_requested()) break;
-    progress.begin(fmt::format("[{}/{}] {} {} t={}", results.size() + 1, specs.size(), s.index,
-                               s.workload.name, s.threads));
-    auto r = bench::run(s, o.quiet ? nullptr : &progress);
-    if (bench::stop_requested()) break;  // an interrupted run measured nothing meaningful
-    if (!o.quiet)
-      progress.end(fmt::format("{:.3f} Mops/s, p99 {} (preload {:.2f} s)", r.throughput_mops,
-                               bench::format_ns(static_cast<double>(r.latency_ns.p99)),
-                               r.preload_seconds));
-    if (s.keep_pool && !r.pool.empty()) fmt::print(stderr, "kept pool {}\n", r.pool);
-    results.push_back(std::move(r));
+  // Without --load-once every run loads its own index; with it, the runs of one index and
+  // thread count share one load, in the order the workloads were given.
+  std::vector<std::vector<RunSpec>> loads;
+  if (o.load_once) {
+    std::map<std::pair<std::string, unsigned>, std::size_t> group;
+    for (const auto& s : specs) {
+      auto [it, fresh] = group.try_emplace({s.index, s.threads}, loads.size());
+      if (fresh) loads.emplace_back();
+      loads[it->second].push_back(s);
+    }
+  } else {
+    for (const auto& s : specs) loads.push_back({s});
   }
+  std::vector<bench::RunResult> results;
+  for (const auto& runs : loads) {
+    std::unique_ptr<bench::LoadedIndex> loaded;
+    for (const auto& s : runs) {
+      if (bench::stop_requested()) break;
+      progress.begin(fmt::format("[{}/{}] {} {} t={}", results.size() + 1, specs.size(), s.index,
+                                 s.workload.name, s.threads));
+      bench::Progress* p = o.quiet ? nullptr : &progress;
+      if (!loaded) loaded = bench::load(runs.front(), runs, p);
+      auto r = bench::run_on(*loaded, s, p);
+      if (bench::stop_requested()) break;  // an interrupted run measured nothing meaningful
+      if (!o.quiet)
+        progress.end(fmt::format("{:.3f} Mops/s, p99 {} ({})", r.throughput_mops,
+                                 bench::format_ns(static_cast<double>(r.latency_ns.p99)),
+                                 r.shared_load
+                                     ? fmt::format("on the shared load, {} records", r.records)
+                                     : fmt::format("preload {:.2f} s", r.preload_seconds)));
+      results.push_back(std::move(r));
+    }
+    if (runs.front().keep_pool && loaded && find_index(runs.front().index).persistent)
+      fmt::print(stderr, "kept pool {}\n", runs.front().pool_path.string());
+  }
+  // Report in the usual order (workload, threads, index) whatever order the loads ran in.
+  auto position = [&](const bench::RunResult& r) {
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].index == r.index && specs[i].workload.name == r.workload &&
+          specs[i].threads == r.threads)
+        return i;
+    return specs.size();
+  };
+  std::stable_sort(results.begin(), results.end(),
+                   [&](const auto& a, const auto& b) { return position(a) < position(b); });
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
 
@@ -340,6 +376,11 @@ void setup(CLI::App& app) {
   app.add_flag("--recovery", o->recovery,
                "Persistent indexes: after the run close the pool, reopen it and time the "
                "recovery until the first lookup completes");
+  app.add_flag("--load-once", o->load_once,
+               "Preload each index once per thread count and run the workloads on it one after "
+               "another, in the order given (each run starts from what the earlier ones left; "
+               "inserts are always new keys). Saves the preload of every run but the first: use "
+               "it for large --records");
   app.add_option("--option", o->index_options,
                  "Index option KEY=VALUE passed to every index (repeatable)");
   app.add_flag("--quiet", o->quiet, "No progress or status output on stderr (errors only)");

@@ -83,7 +83,7 @@ KeyGenerator::KeyGenerator(const KeySpaceParams& p, unsigned thread)
 }
 
 std::uint64_t KeyGenerator::new_id() {
-  return p_.records + (inserted_++) * p_.threads + thread_;
+  return first_new_id() + (inserted_++) * p_.threads + thread_;
 }
 
 std::uint64_t KeyGenerator::existing_id(Rng& rng) {

@@ -2,8 +2,10 @@
 //
 // Records are named by ids: the preload inserts ids 0 .. records-1, and insert number i of
 // thread t (of T) adds id records + i*T + t, so threads never insert the same key and each
-// thread's sequence depends only on the seed and t. An id becomes a key through a bijective
-// 64-bit mixer (random 64-bit keys, as in the DPTree paper), or unchanged for `sequential`.
+// thread's sequence depends only on the seed and t. Runs sharing one preload start their
+// inserts past the ids earlier runs used (KeySpaceParams::first_new_id). An id becomes a key
+// through a bijective 64-bit mixer (random 64-bit keys, as in the DPTree paper), or unchanged for
+// `sequential`.
 //
 // A thread draws the keys it reads, updates, removes or scans from the ids it knows to exist:
 // the preloaded ones and its own inserts (its "visible" ids, ordered oldest first):
@@ -54,6 +56,9 @@ struct KeySpaceParams {
   Distribution distribution = Distribution::uniform;
   double theta = 0.99;
   double zeta_records = -1;  // zeta(records, theta) if known (shared by all threads)
+  // The first id this run's inserts may use (0: `records`). Runs that share one preload
+  // (--load-once) start past the ids earlier runs inserted, so inserts stay new keys.
+  std::uint64_t first_new_id = 0;
 };
 
 // The key generator of one thread.
@@ -72,9 +77,10 @@ class KeyGenerator {
   // A fresh id for an insert.
   std::uint64_t new_id();
   std::uint64_t visible() const { return p_.records + inserted_; }
+  std::uint64_t first_new_id() const { return p_.first_new_id ? p_.first_new_id : p_.records; }
   // The id of the i-th oldest visible id.
   std::uint64_t visible_id(std::uint64_t i) const {
-    return i < p_.records ? i : p_.records + (i - p_.records) * p_.threads + thread_;
+    return i < p_.records ? i : first_new_id() + (i - p_.records) * p_.threads + thread_;
   }
 
  private:

@@ -128,14 +128,14 @@ std::string format_table(const std::vector<RunResult>& rs) {
                                   : "-";
     out += fmt::format(
         "{:<10} {:<12} {:>3} {:>8.3f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8.2f} {:>8.2f} {:>8.1f} "
-        "{:>8.1f} {:>8.1f} {:>7.2f} {:>8}\n",
+        "{:>8.1f} {:>8.1f} {:>7} {:>8}\n",
         r.index, r.workload, r.threads, r.throughput_mops, ratio,
         format_ns(static_cast<double>(r.latency_ns.p50)),
         format_ns(static_cast<double>(r.latency_ns.p99)),
         format_ns(static_cast<double>(r.latency_ns.p999)),
         format_ns(static_cast<double>(r.latency_ns.max)), r.flushes_per_op, r.fences_per_op,
         r.pm_bytes_written_per_op, r.dram_bytes_per_record, r.pm_bytes_per_record,
-        r.preload_seconds,
+        r.shared_load ? std::string("shared") : fmt::format("{:.2f}", r.preload_seconds),
         r.recovery_seconds ? fmt::format("{:.3f}", *r.recovery_seconds) : std::string("-"));
   }
   return out;
@@ -171,6 +171,7 @@ std::string to_json(const std::vector<RunResult>& rs) {
     j["seed"] = r.seed;
     j["pinned"] = r.pinned;
     j["preload_seconds"] = r.preload_seconds;
+    j["shared_load"] = r.shared_load;
     j["final_records"] = r.final_records;
     j["dram_bytes_per_record"] = r.dram_bytes_per_record;
     j["pm_bytes_per_record"] = r.pm_bytes_per_record;

@@ -95,27 +95,103 @@ bool stop_requested() {
   return g_stop.load(std::memory_order_relaxed);
 }
 
-std::size_t default_pool_size(const RunSpec& spec) {
-  const double insert_share = (spec.workload.mix.insert) / 100.0;
-  // Time-bound runs: assume at most 4 M inserts per second per thread.
-  const double run_ops = spec.ops ? static_cast<double>(spec.ops)
-                                  : spec.seconds * 4e6 * static_cast<double>(spec.threads);
-  const double records = static_cast<double>(spec.records) + run_ops * insert_share;
+struct LoadedIndex::State {
+  const IndexInfo* info = nullptr;
+  RunSpec spec;  // the spec the index was loaded for
+  // Declaration order matters: the index goes first, then the pool, then the file.
+  PoolFileGuard file;
+  std::unique_ptr<pm::Pool> pool;
+  IndexConfig cfg;
+  std::unique_ptr<Index> index;
+  Value max_value = 0;
+  double preload_seconds = 0;
+  std::uint64_t next_id = 0;   // the first id no insert has used yet
+  std::uint64_t inserted = 0;  // inserts of the runs so far
+  unsigned runs = 0;
+};
+
+LoadedIndex::LoadedIndex(std::unique_ptr<State> s) : s_(std::move(s)) {}
+LoadedIndex::~LoadedIndex() = default;
+
+std::size_t default_pool_size(const std::vector<RunSpec>& runs) {
+  if (runs.empty()) return pm::kMinPoolSize;
+  double records = static_cast<double>(runs.front().records);
+  for (const auto& spec : runs) {
+    // Time-bound runs: assume at most 4 M inserts per second per thread.
+    const double run_ops = spec.ops ? static_cast<double>(spec.ops)
+                                    : spec.seconds * 4e6 * static_cast<double>(spec.threads);
+    records += run_ops * spec.workload.mix.insert / 100.0;
+  }
   // 512 B per record is generous for 16-byte records; the file is sparse, so unused room
   // costs address space, not memory.
   double want = 64.0 * 1024 * 1024 + records * 512;
+  const auto& path = runs.front().pool_path;
   std::error_code ec;
-  auto dir =
-      spec.pool_path.has_parent_path() ? spec.pool_path.parent_path() : std::filesystem::path(".");
+  auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   auto space = std::filesystem::space(dir, ec);
   if (!ec && space.available > 0) want = std::min(want, static_cast<double>(space.available) / 2);
   return std::max<std::size_t>(static_cast<std::size_t>(want), pm::kMinPoolSize);
 }
 
+std::size_t default_pool_size(const RunSpec& spec) {
+  return default_pool_size(std::vector<RunSpec>{spec});
+}
+
+std::unique_ptr<LoadedIndex> load(const RunSpec& spec, const std::vector<RunSpec>& runs,
+                                  Progress* progress) {
+  auto st = std::make_unique<LoadedIndex::State>();
+  st->info = &find_index(spec.index);
+  st->spec = spec;
+  validate(spec, *st->info);
+  const Distribution dist = spec.distribution.value_or(spec.workload.distribution);
+  pm::set_mode(spec.pm_mode);
+  pm::set_delays(spec.flush_delay_ns, spec.fence_delay_ns);
+  auto report = [&](std::string_view phase, double f) {
+    if (progress) progress->update(phase, std::clamp(f, 0.0, 1.0));
+  };
+  if (st->info->persistent) {
+    const std::size_t size = spec.pool_size ? spec.pool_size : default_pool_size(runs);
+    st->pool = pm::Pool::create(spec.pool_path, size);  // refuses an existing file
+    st->file.path = spec.pool_path;
+    st->file.armed = !spec.keep_pool;
+  }
+  st->cfg = IndexConfig{st->pool.get(), static_cast<std::size_t>(spec.records), spec.threads,
+                        spec.options};
+  st->index = st->info->create(st->cfg);
+  st->max_value = st->index->max_value();
+
+  // Preload: ids 0 .. records-1 in id order, single-threaded (deterministic structure).
+  report("preload", 0);
+  auto t0 = Clock::now();
+  for (std::uint64_t id = 0; id < spec.records; ++id) {
+    st->index->upsert(KeyGenerator::key_of(id, dist), preload_value(spec.seed, id, st->max_value));
+    if ((id & 0xffff) == 0) {
+      report("preload", static_cast<double>(id) / static_cast<double>(spec.records));
+      if (stop_requested()) break;
+    }
+  }
+  st->preload_seconds = seconds_since(t0);
+  st->next_id = spec.records;
+  return std::make_unique<LoadedIndex>(std::move(st));
+}
+
 RunResult run(const RunSpec& spec, Progress* progress) {
-  const IndexInfo& info = find_index(spec.index);
+  auto loaded = load(spec, {spec}, progress);
+  return run_on(*loaded, spec, progress);
+}
+
+RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
+  LoadedIndex::State& st = loaded.state();
+  const IndexInfo& info = *st.info;
   validate(spec, info);
   const Distribution dist = spec.distribution.value_or(spec.workload.distribution);
+  const Distribution load_dist = st.spec.distribution.value_or(st.spec.workload.distribution);
+  if (spec.index != st.spec.index || spec.threads != st.spec.threads ||
+      spec.records != st.spec.records || spec.pm_mode != st.spec.pm_mode ||
+      (dist == Distribution::sequential) != (load_dist == Distribution::sequential))
+    throw Error(Errc::invalid_argument,
+                "a run on a shared load must use the load's index, thread count, records, PM "
+                "mode and key mapping (sequential or scattered): run it on a load of its own");
   const ScanLength scan =
       spec.workload.scan_length_uniform_1_to_100 ? ScanLength{1, 100} : spec.scan;
   if (scan.min == 0 || scan.min > scan.max)
@@ -137,40 +213,19 @@ RunResult run(const RunSpec& spec, Progress* progress) {
   r.threads = spec.threads;
   r.pinned = spec.pin;
   r.seed = spec.seed;
-  r.records = spec.records;
+  r.records = spec.records + st.inserted;
+  r.shared_load = st.runs > 0;
+  r.preload_seconds = st.runs == 0 ? st.preload_seconds : 0;
   r.pm_mode = std::string(pm::to_string(spec.pm_mode));
   r.flush_delay_ns = spec.flush_delay_ns;
   r.fence_delay_ns = spec.fence_delay_ns;
-
-  // Declaration order matters: the index goes first, then the pool, then the file.
-  PoolFileGuard file;
-  std::unique_ptr<pm::Pool> pool;
-  if (info.persistent) {
-    const std::size_t size = spec.pool_size ? spec.pool_size : default_pool_size(spec);
-    pool = pm::Pool::create(spec.pool_path, size);  // refuses an existing file
-    file.path = spec.pool_path;
-    file.armed = !spec.keep_pool;
-    r.pool = spec.pool_path.string();
-  }
-  IndexConfig cfg{pool.get(), static_cast<std::size_t>(spec.records), spec.threads, spec.options};
-  std::unique_ptr<Index> index = info.create(cfg);
-  const Value max_value = index->max_value();
-
-  // Preload: ids 0 .. records-1 in id order, single-threaded (deterministic structure).
-  report("preload", 0);
-  auto t0 = Clock::now();
-  for (std::uint64_t id = 0; id < spec.records; ++id) {
-    index->upsert(KeyGenerator::key_of(id, dist), preload_value(spec.seed, id, max_value));
-    if ((id & 0xffff) == 0) {
-      report("preload", static_cast<double>(id) / static_cast<double>(spec.records));
-      if (stop_requested()) break;
-    }
-  }
-  r.preload_seconds = seconds_since(t0);
+  if (st.pool) r.pool = st.spec.pool_path.string();
+  Index* const index = st.index.get();
+  const Value max_value = st.max_value;
 
   StreamParams sp;
   sp.mix = spec.workload.mix;
-  sp.keys = {spec.records, spec.threads, dist, spec.theta, -1};
+  sp.keys = {spec.records, spec.threads, dist, spec.theta, -1, st.next_id};
   if (dist == Distribution::zipfian || dist == Distribution::latest)
     sp.keys.zeta_records = Zipfian::zeta(spec.records, spec.theta);  // once, for all threads
   sp.scan = scan;
@@ -283,6 +338,14 @@ RunResult run(const RunSpec& spec, Progress* progress) {
     r.reads_found += workers[t].found;
   }
   for (auto c : r.ops_by_kind) r.ops += c;
+  // The next run on this load inserts past every id this run's threads used.
+  std::uint64_t most_inserts = 0;
+  for (unsigned t = 0; t < n; ++t)
+    most_inserts =
+        std::max(most_inserts, workers[t].by_kind[static_cast<std::size_t>(OpKind::insert)]);
+  st.next_id += most_inserts * n;
+  st.inserted += r.ops_by_kind[static_cast<std::size_t>(OpKind::insert)];
+  ++st.runs;
   r.throughput_mops = r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds / 1e6 : 0;
   r.latency_ns = {hist.percentile(50),   hist.percentile(90),    hist.percentile(99),
                   hist.percentile(99.9), hist.percentile(99.99), hist.max(),
@@ -297,25 +360,26 @@ RunResult run(const RunSpec& spec, Progress* progress) {
         std::string(pm::to_string(static_cast<pm::Category>(c))),
         static_cast<double>(delta.by_category[c].lines) / ops);
 
-  const IndexStats st = index->stats();
-  r.final_records = st.records;
-  r.dram_bytes = st.dram_bytes;
-  r.pm_bytes = st.pm_bytes;
-  const double recs = st.records ? static_cast<double>(st.records) : 1.0;
-  r.dram_bytes_per_record = static_cast<double>(st.dram_bytes) / recs;
-  r.pm_bytes_per_record = static_cast<double>(st.pm_bytes) / recs;
-  r.index_stats = st.extra;
+  const IndexStats stats = index->stats();
+  r.final_records = stats.records;
+  r.dram_bytes = stats.dram_bytes;
+  r.pm_bytes = stats.pm_bytes;
+  const double recs = stats.records ? static_cast<double>(stats.records) : 1.0;
+  r.dram_bytes_per_record = static_cast<double>(stats.dram_bytes) / recs;
+  r.pm_bytes_per_record = static_cast<double>(stats.pm_bytes) / recs;
+  r.index_stats = stats.extra;
 
   if (spec.recovery && info.persistent && !stop_requested()) {
     // Close everything, then time: open the pool, recover the index, complete one lookup.
-    index.reset();
-    pool.reset();
+    // The reopened index stays loaded for the next run on a shared load.
+    st.index.reset();
+    st.pool.reset();
     report("recovery", 0);
     const auto rt0 = Clock::now();
-    pool = pm::Pool::open(spec.pool_path);
-    cfg.pool = pool.get();
-    index = info.create(cfg);
-    (void)index->lookup(KeyGenerator::key_of(0, dist));
+    st.pool = pm::Pool::open(st.spec.pool_path);
+    st.cfg.pool = st.pool.get();
+    st.index = info.create(st.cfg);
+    (void)st.index->lookup(KeyGenerator::key_of(0, dist));
     r.recovery_seconds = seconds_since(rt0);
   }
   report("done", 1);

@@ -1,5 +1,6 @@
 // One benchmark run: create the index (in a fresh pool if it is persistent), preload it,
-// run the workload on n threads, measure, optionally measure recovery, clean up.
+// run the workload on n threads, measure, optionally measure recovery, clean up. Or, with
+// `load` and `run_on`, several runs on one preloaded index (`dptree bench --load-once`).
 #pragma once
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -56,14 +58,15 @@ struct RunResult {
   unsigned threads = 1;
   bool pinned = false;
   std::uint64_t seed = 0;
-  std::uint64_t records = 0;        // preloaded
+  std::uint64_t records = 0;        // preloaded (+ inserted by earlier runs on a shared load)
+  bool shared_load = false;         // ran on an index an earlier run preloaded (--load-once)
   std::uint64_t final_records = 0;  // the index's count after the run
   std::uint64_t ops = 0;
   std::uint64_t ops_by_kind[kOpKinds] = {};
   std::uint64_t reads_found = 0;  // lookups (and rmw reads) that found their key
   double seconds = 0;
   double throughput_mops = 0;
-  double preload_seconds = 0;
+  double preload_seconds = 0;  // 0 on a shared load after its first run
   Latency latency_ns;
   double flushes_per_op = 0, fences_per_op = 0, pm_bytes_written_per_op = 0;
   // Flushed lines per operation split by counter category (log / alloc / node / other).
@@ -88,8 +91,33 @@ struct Progress {
 // an existing pool file, ...).
 RunResult run(const RunSpec& spec, Progress* progress = nullptr);
 
+// An index created (in its pool, if persistent) and preloaded once, for several runs. Each
+// run starts from what the previous ones left; inserts always add keys no run added before.
+// The pool file is removed when this is destroyed, unless the spec keeps it.
+class LoadedIndex {
+ public:
+  struct State;
+  explicit LoadedIndex(std::unique_ptr<State> s);
+  ~LoadedIndex();
+  LoadedIndex(const LoadedIndex&) = delete;
+  LoadedIndex& operator=(const LoadedIndex&) = delete;
+  State& state() { return *s_; }
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+// Creates and preloads the index of `spec`; the pool is sized for `runs` (all on this load).
+std::unique_ptr<LoadedIndex> load(const RunSpec& spec, const std::vector<RunSpec>& runs,
+                                  Progress* progress = nullptr);
+// One run on a loaded index. The spec must name the same index, thread count, records,
+// distribution and PM mode as the load; throws dptree::Error otherwise.
+RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress = nullptr);
+
 // The default pool size for a spec: room for the preload and every insert of the run.
 std::size_t default_pool_size(const RunSpec& spec);
+// ... and of several runs on one load.
+std::size_t default_pool_size(const std::vector<RunSpec>& runs);
 
 // Set from a signal handler: running workloads stop early (and still clean up).
 void request_stop();

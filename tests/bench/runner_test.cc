@@ -63,6 +63,44 @@ TEST(Runner, SeveralThreadsShareTheOperations) {
   EXPECT_EQ(r.final_records, 8000u) << "threads insert disjoint keys";
 }
 
+// --load-once: runs share one preload; each starts from what the earlier ones left and its
+// inserts are keys no earlier run added (else the counts below would fall short).
+TEST(Runner, RunsOnASharedLoadAddNewKeysEachTime) {
+  for (unsigned threads : {1u, 2u}) {
+    const char* index = threads == 1 ? "btree" : "olc-btree";
+    std::vector<RunSpec> runs;
+    for (const char* w : {"insert_only", "mixed", "insert_only", "read_only"}) {
+      runs.push_back(small(index, w));
+      runs.back().threads = threads;
+    }
+    auto loaded = load(runs.front(), runs);
+    std::uint64_t expect = 2000;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      RunResult r = run_on(*loaded, runs[i]);
+      EXPECT_EQ(r.records, expect) << index << " run " << i;
+      EXPECT_EQ(r.shared_load, i > 0);
+      EXPECT_EQ(r.preload_seconds > 0, i == 0) << "only the first run reports the preload";
+      expect += r.ops_by_kind[static_cast<int>(OpKind::insert)];
+      EXPECT_EQ(r.final_records, expect) << index << " run " << i;
+      if (threads == 1)
+        EXPECT_EQ(r.reads_found, r.ops_by_kind[static_cast<int>(OpKind::read)]) << index;
+    }
+    EXPECT_GT(expect, 2000u + 2 * 6000u);
+  }
+}
+
+TEST(Runner, ASharedLoadRefusesARunItWasNotLoadedFor) {
+  RunSpec s = small("btree", "read_only");
+  auto loaded = load(s, {s});
+  RunSpec other = s;
+  other.index = "stdmap";
+  EXPECT_THROW(run_on(*loaded, other), Error);
+  other = s;
+  other.records = 10;
+  EXPECT_THROW(run_on(*loaded, other), Error);
+  EXPECT_NO_THROW(run_on(*loaded, s));
+}
+
 TEST(Runner, TimedRunStops) {
   RunSpec s = small("btree", "read_only");
   s.ops = 0;

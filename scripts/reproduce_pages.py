@@ -425,6 +425,11 @@ def body_peers(d, cfg):
             "threads), measured in the same script, one process per index.\n\n")
     if d.get("missing"):
         text += "Not registered in this build: " + ", ".join(d["missing"]) + ".\n\n"
+    if d.get("redone"):
+        text += ("Redone later (`--redo`, after a change to the index; the other indexes' runs "
+                 "are from the first run): " + ", ".join(
+                     f"{NAMES.get(x['index'], x['index'])} at {x['when']} (commit `{x['commit']}`)"
+                     for x in d["redone"]) + ".\n\n")
     heads = []
     for mode in modes_of(d):
         for t in (1, 2):

@@ -82,8 +82,9 @@ TEST(Runner, RunsOnASharedLoadAddNewKeysEachTime) {
       EXPECT_EQ(r.preload_seconds > 0, i == 0) << "only the first run reports the preload";
       expect += r.ops_by_kind[static_cast<int>(OpKind::insert)];
       EXPECT_EQ(r.final_records, expect) << index << " run " << i;
-      if (threads == 1)
+      if (threads == 1) {
         EXPECT_EQ(r.reads_found, r.ops_by_kind[static_cast<int>(OpKind::read)]) << index;
+      }
     }
     EXPECT_GT(expect, 2000u + 2 * 6000u);
   }

@@ -175,6 +175,15 @@ TEST(Cli, PersistentIndexPoolAndRecovery) {
   std::filesystem::remove(pool);
 }
 
+// Makes a pool with `dptree bench ARGS --keep`, runs `dptree check` on it, removes it.
+Result check_pool_of(const std::string& bench_args, const std::string& pool) {
+  Result r = run("bench " + bench_args + " --quiet --pm-mode dram --keep --pool " + pool);
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run("check " + pool);
+  std::filesystem::remove(pool);
+  return r;
+}
+
 // `dptree check POOL` recovers and verifies a DPTree pool; bad pools get a clear error and are
 // left byte-identical.
 TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
@@ -192,34 +201,19 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   std::filesystem::remove(pool);
 
   // Any entry width DPTree takes, and the concurrent DPTree.
-  r =
-      run("bench --index dptree --workload insert_only --records 2000 --ops 2000 --quiet "
-          "--pm-mode dram --keep --option key_bytes=16 --option value_bytes=40 --pool " +
-          pool);
-  ASSERT_EQ(r.status, 0) << r.output;
-  r = run("check " + pool);
+  r = check_pool_of(
+      "--index dptree --workload insert_only --records 2000 --ops 2000 "
+      "--option key_bytes=16 --option value_bytes=40",
+      pool);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "DPTree (16-byte keys, 40-byte values), ok")) << r.output;
-  std::filesystem::remove(pool);
-  r =
-      run("bench --index cdptree --workload mixed --records 3000 --ops 3000 --quiet "
-          "--pm-mode dram --keep --pool " +
-          pool);
-  ASSERT_EQ(r.status, 0) << r.output;
-  r = run("check " + pool);
+  r = check_pool_of("--index cdptree --workload mixed --records 3000 --ops 3000", pool);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "concurrent DPTree (cdptree), ok")) << r.output;
-  std::filesystem::remove(pool);
   // A pool of another index is refused, naming what check takes.
-  r =
-      run("bench --index fastfair --workload insert_only --records 100 --ops 100 --quiet "
-          "--pm-mode dram --keep --pool " +
-          pool);
-  ASSERT_EQ(r.status, 0) << r.output;
-  r = run("check " + pool);
+  r = check_pool_of("--index fastfair --workload insert_only --records 100 --ops 100", pool);
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "holds neither a DPTree nor a concurrent DPTree")) << r.output;
-  std::filesystem::remove(pool);
 
   r = run("check " + pool);
   EXPECT_NE(r.status, 0);

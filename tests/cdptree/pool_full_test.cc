@@ -132,7 +132,7 @@ TEST_P(CDPTreePoolFull, AFailedMergeIsRetriedAfterRemovesWithoutAReopen) {
   std::size_t next = 0, removed = 0;
   bool inserts_work = false, settled = false;
   Key probe = 1;  // keys written to see whether values are taken again
-  for (int round = 0; round < 400 && !settled && next < keys.size(); ++round) {
+  while (!settled && next < keys.size()) {
     const std::size_t batch = std::min<std::size_t>(8 * mode.removers, keys.size() - next);
     std::vector<std::vector<Key>> part(mode.removers);
     for (std::size_t i = 0; i < batch; ++i) part[i % mode.removers].push_back(keys[next + i]);

@@ -63,7 +63,7 @@ const char* to_string(CDPTreePhase p) {
 
 // ------------------------------------------------------------------ Impl: setup
 
-CDPTree::Impl::Impl(pm::Pool& p, const CDPTreeOptions& o) : pool(p), alloc(p.allocator()), opt(o) {}
+CDPTree::Impl::Impl(pm::Pool& p, const CDPTreeOptions& o) : TreeParts(p), opt(o) {}
 
 CDPTree::Impl::~Impl() {
   wait_idle();
@@ -125,11 +125,7 @@ std::size_t capacity_for(std::size_t bytes) {
 }  // namespace
 
 void CDPTree::Impl::attach() {
-  L.init(opt.leaf_capacity, 8, 8);
-  codec.init(8, 8, opt.log_page_size);
-  dir = std::make_unique<OwnerDir>(pool, &root->base.dir);
-  pending = std::make_unique<PendingLeaves>(pool, &root->base.pending);
-  pages = std::make_unique<LogPageCache>(pool, *dir, opt.log_page_size);
+  attach_parts(root->base, opt.leaf_capacity, 8, 8, opt.log_page_size);
   shared = std::make_unique<cdp::LogShared>(
       cdp::LogShared{pool, codec, *pages, opt.log_partitions, opt.log_page_size});
   workers = std::make_unique<cdp::MergePool>(pool_threads());
@@ -150,10 +146,7 @@ void CDPTree::Impl::ensure_tables() {
 void CDPTree::Impl::create() {
   if (opt.leaf_capacity == 0) opt.leaf_capacity = capacity_for(opt.leaf_bytes);
   opt.validate();
-  if (*pool.root_word() != 0)
-    throw Error(Errc::already_exists, "pool '" + pool.name() +
-                                          "' already holds an index: open it instead of "
-                                          "creating a new one, or use a new pool");
+  require_empty_pool();
   {
     pm::CategoryScope cat(pm::Category::alloc);
     u64 r = alloc.reserve(sizeof(cdp::CRoot));
@@ -347,11 +340,7 @@ std::unique_ptr<CDPTree> CDPTree::open(pm::Pool& pool, const CDPTreeOptions& opt
 namespace {
 
 void check_value(Value v) {
-  if (v > CDPTree::kMaxValue)
-    throw Error(Errc::invalid_argument,
-                "CDPTree value " + std::to_string(v) +
-                    " is out of range: the top bit is the tombstone bit (§2), use values up to "
-                    "2^63-1");
+  detail::check_value(v, "CDPTree");
 }
 
 }  // namespace

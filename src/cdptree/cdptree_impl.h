@@ -28,6 +28,7 @@
 #include "cdptree/plog.h"
 #include "cdptree/sync.h"
 #include "dptree/cdptree.h"
+#include "dptree/family.h"
 #include "dptree/layout.h"
 #include "dptree/merge.h"
 #include "dptree/owner_dir.h"
@@ -51,20 +52,14 @@ enum MergeState : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
 
 }  // namespace cdp
 
-struct CDPTree::Impl {
+// The persistent pieces shared with the single-threaded DPTree are TreeParts (family.h).
+struct CDPTree::Impl : detail::TreeParts {
   using u64 = detail::u64;
   Impl(pm::Pool& p, const CDPTreeOptions& o);
   ~Impl();
 
-  pm::Pool& pool;
-  pm::Allocator& alloc;
   CDPTreeOptions opt;
-  detail::LeafLayout L;
-  detail::RecordCodec codec;
   cdp::CRoot* root = nullptr;
-  std::unique_ptr<detail::OwnerDir> dir;
-  std::unique_ptr<detail::PendingLeaves> pending;
-  std::unique_ptr<detail::LogPageCache> pages;
   std::unique_ptr<cdp::LogShared> shared;
 
   mutable cdp::SyncManager sm;

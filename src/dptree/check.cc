@@ -42,12 +42,8 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
     if (++leaves > owned.size() + 1) return fail("leaf list has a cycle");
     chain.push_back(l);
     std::string at = "leaf " + std::to_string(leaves - 1) + " (offset " + std::to_string(l) + ")";
-    if (!owned.contains(l)) fail(at + " is not owned by the directory");
-    if (!alloc.is_live(l)) fail(at + " is not a live block");
-    reach.insert(l);
+    check_leaf_block(l, at, owned, reach, r);
     Leaf lf = leaf(l);
-    if (lf.type() != kLeafType) fail(at + " has a wrong type word");
-    if (*pool.at<u64>(lf.owner_slot()) != l) fail(at + ": its owner slot does not point to it");
     u64 mk = lf.max_key(v);
     if (!first && mk <= prev_max) fail(at + ": max keys not increasing");
     std::vector<std::pair<u64, std::size_t>> keys;
@@ -129,13 +125,7 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
       fail("bloom filter misses buffer key " + std::to_string(it.key()));
   }
   if (replay != buf) fail("replaying the log does not give the buffer tree");
-  for (int fl = 0; fl < 2; ++fl)
-    for (u64 pg : pages->pages(fl)) {
-      if (!reach.insert(pg).second) fail("free log page also in use");
-      if (pool.at<u64>(pg)[3] != static_cast<u64>(fl)) fail("free log page in the wrong freelist");
-      if (!owned.contains(pg)) fail("free log page not owned");
-    }
-  std::size_t live = check_block_ownership(pool, owned, reach, r);
+  std::size_t live = check_free_pages_and_blocks(owned, reach, r);
   r.facts.emplace_back("leaves", static_cast<double>(leaves));
   r.facts.emplace_back("base_records", static_cast<double>(total));
   r.facts.emplace_back("buffer_entries", static_cast<double>(buffer.size()));

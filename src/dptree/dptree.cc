@@ -69,25 +69,17 @@ const char* to_string(DPTreePhase p) {
 }
 
 // ------------------------------------------------------------------ create / open
-DPTreeCore::Impl::Impl(pm::Pool& p, const DPTreeOptions& o)
-    : pool(p), alloc(p.allocator()), opt(o) {}
+DPTreeCore::Impl::Impl(pm::Pool& p, const DPTreeOptions& o) : TreeParts(p), opt(o) {}
 
 void DPTreeCore::Impl::attach(std::size_t kb, std::size_t vb) {
-  L.init(opt.leaf_capacity, kb, vb);
-  codec.init(kb, vb, opt.log_page_size);
-  dir = std::make_unique<OwnerDir>(pool, &root->dir);
-  pending = std::make_unique<PendingLeaves>(pool, &root->pending);
-  pages = std::make_unique<LogPageCache>(pool, *dir, opt.log_page_size);
+  attach_parts(*root, opt.leaf_capacity, kb, vb, opt.log_page_size);
   log = std::make_unique<PLog>(pool, codec, *pages);
   base = std::make_unique<BaseTree>(pool, root, L);
 }
 
 void DPTreeCore::Impl::create(std::size_t kb, std::size_t vb) {
   opt.validate();
-  if (*pool.root_word() != 0)
-    throw Error(Errc::already_exists, "pool '" + pool.name() +
-                                          "' already holds an index: open it instead of "
-                                          "creating a new one, or use a new pool");
+  require_empty_pool();
   pm::CategoryScope cat(pm::Category::alloc);
   u64 r = alloc.reserve(sizeof(Root));
   auto* rt = pool.at<Root>(r);
@@ -298,11 +290,7 @@ DPTreeCore::~DPTreeCore() = default;
 
 namespace {
 void check_value(Value v) {
-  if (v > DPTreeCore::kMaxValue)
-    throw Error(Errc::invalid_argument,
-                "DPTree value " + std::to_string(v) +
-                    " is out of range: the top bit is the tombstone bit (§2), use values "
-                    "up to 2^63-1");
+  detail::check_value(v, "DPTree");
 }
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "dptree/base_tree.h"
 #include "dptree/buffer_tree.h"
 #include "dptree/dptree.h"
+#include "dptree/family.h"
 #include "dptree/layout.h"
 #include "dptree/merge.h"
 #include "dptree/owner_dir.h"
@@ -24,18 +25,12 @@ class Allocator;
 
 namespace dptree {
 
-struct DPTreeCore::Impl {
-  pm::Pool& pool;
-  pm::Allocator& alloc;
+// The persistent pieces shared with the concurrent DPTree are TreeParts (family.h).
+struct DPTreeCore::Impl : detail::TreeParts {
   DPTreeOptions opt;
-  detail::LeafLayout L;
-  detail::RecordCodec codec;
   detail::Root* root = nullptr;
 
   // Built once `root` is known (create / open).
-  std::unique_ptr<detail::OwnerDir> dir;
-  std::unique_ptr<detail::PendingLeaves> pending;
-  std::unique_ptr<detail::LogPageCache> pages;
   std::unique_ptr<detail::PLog> log;
   std::unique_ptr<detail::BaseTree> base;
 
@@ -54,7 +49,6 @@ struct DPTreeCore::Impl {
   Impl(pm::Pool& p, const DPTreeOptions& o);
 
   int cv() const { return static_cast<int>(root->gv & 1); }
-  detail::Leaf leaf(detail::u64 off) const { return detail::Leaf{pool.at(off), &L}; }
 
   void create(std::size_t kb, std::size_t vb);
   void open(std::size_t kb, std::size_t vb);

@@ -5,13 +5,15 @@
 #include <string>
 
 #include "dptree/dptree.h"
-#include "dptree/error.h"
+#include "dptree/family.h"
 #include "dptree/layout.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 
 namespace dptree {
 namespace {
+
+using namespace detail;  // NOLINT: FamilyIndex, Root
 
 // A DPTree whose entry widths are chosen at run time (DPTree<K, V> fixes them at compile
 // time; both are the same DPTreeCore).
@@ -21,27 +23,13 @@ class SizedDPTree final : public DPTreeCore {
       : DPTreeCore(pool, opt, opt.key_bytes, opt.value_bytes, create) {}
 };
 
-class DPTreeIndex final : public Index {
+class DPTreeIndex final : public FamilyIndex<DPTreeCore> {
  public:
-  explicit DPTreeIndex(std::unique_ptr<DPTreeCore> t) : t_(std::move(t)) {}
-  std::string name() const override { return "dptree"; }
-  void upsert(Key k, Value v) override { t_->upsert(k, v); }
-  bool insert(Key k, Value v) override { return t_->insert(k, v); }
-  bool update(Key k, Value v) override { return t_->update(k, v); }
-  bool remove(Key k) override { return t_->remove(k); }
-  std::optional<Value> lookup(Key k) const override { return t_->lookup(k); }
-  std::size_t scan(Key s, std::size_t n, std::vector<KV>& out) const override {
-    return t_->scan(s, n, out);
-  }
-  Value max_value() const override { return t_->max_value(); }
-  IndexStats stats() const override {
-    auto s = t_->stats();
-    IndexStats r;
-    r.records = s.records;
-    r.dram_bytes = s.dram_bytes;
-    r.pm_bytes = s.pm_bytes;
-    auto d = [](auto x) { return static_cast<double>(x); };
-    r.extra = {{"buffer_entries", d(s.buffer_entries)},
+  explicit DPTreeIndex(std::unique_ptr<DPTreeCore> t) : FamilyIndex("dptree", std::move(t)) {}
+
+ private:
+  Extra extra(const DPTreeStats& s) const override {
+    Extra e = {{"buffer_entries", d(s.buffer_entries)},
                {"failed_merges", d(s.failed_merges)},
                {"undone_leaves", d(s.undone_leaves)},
                {"base_records", d(s.base_records)},
@@ -56,12 +44,8 @@ class DPTreeIndex final : public Index {
                {"log_pages", d(s.log_pages)},
                {"free_log_pages", d(s.free_log_pages)},
                {"restart_count", d(s.restart_count)}};
-    return r;
+    return e;
   }
-  CheckReport check() const override { return t_->check(); }
-
- private:
-  std::unique_ptr<DPTreeCore> t_;
 };
 
 }  // namespace
@@ -71,16 +55,14 @@ void register_dptree_indexes() {
       "dptree",
       "DPTree (§2): DRAM buffer tree + PM log, in-place merged PM base tree; single-threaded", true,
       false, [](const IndexConfig& c) -> std::unique_ptr<Index> {
-        if (!c.pool)
-          throw Error(Errc::invalid_argument,
-                      "index 'dptree' is persistent: give it a pool (IndexConfig::pool)");
+        pm::Pool& pool = require_pool(c, "dptree");
         auto opt = DPTreeOptions::from_map(c.options);
-        bool exists = *c.pool->root_word() != 0;
-        const auto* root = exists ? c.pool->root<detail::Root>() : nullptr;
-        bool ours = root && root->magic == detail::kRootMagic;
+        bool exists = *pool.root_word() != 0;
+        const auto* root = exists ? pool.root<Root>() : nullptr;
+        bool ours = root && root->magic == kRootMagic;
         if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
         if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;
-        return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(*c.pool, opt, !exists));
+        return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(pool, opt, !exists));
       }});
 }
 

@@ -1,0 +1,69 @@
+// What the two DPTrees share (family.h).
+#include "dptree/family.h"
+
+#include "dptree/error.h"
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::detail {
+
+TreeParts::TreeParts(pm::Pool& p) : pool(p), alloc(p.allocator()) {}
+
+Leaf TreeParts::leaf(u64 off) const {
+  return Leaf{pool.at(off), &L};
+}
+
+void TreeParts::attach_parts(Root& root, std::size_t leaf_capacity, std::size_t key_bytes,
+                             std::size_t value_bytes, std::size_t log_page_size) {
+  L.init(leaf_capacity, key_bytes, value_bytes);
+  codec.init(key_bytes, value_bytes, log_page_size);
+  dir = std::make_unique<OwnerDir>(pool, &root.dir);
+  pending = std::make_unique<PendingLeaves>(pool, &root.pending);
+  pages = std::make_unique<LogPageCache>(pool, *dir, log_page_size);
+}
+
+void TreeParts::require_empty_pool() const {
+  if (*pool.root_word() != 0)
+    throw Error(Errc::already_exists, "pool '" + pool.name() +
+                                          "' already holds an index: open it instead of "
+                                          "creating a new one, or use a new pool");
+}
+
+void TreeParts::check_leaf_block(u64 l, const std::string& at, const std::unordered_set<u64>& owned,
+                                 std::set<u64>& reach, CheckReport& r) const {
+  if (!owned.contains(l)) r.fail(at + " is not owned by the directory");
+  if (!alloc.is_live(l)) r.fail(at + " is not a live block");
+  reach.insert(l);
+  Leaf lf = leaf(l);
+  if (lf.type() != kLeafType) r.fail(at + " has a wrong type word");
+  if (*pool.at<u64>(lf.owner_slot()) != l) r.fail(at + ": its owner slot does not point to it");
+}
+
+std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>& owned,
+                                                   std::set<u64>& reach, CheckReport& r) const {
+  for (int fl = 0; fl < 2; ++fl)
+    for (u64 pg : pages->pages(fl)) {
+      if (!reach.insert(pg).second) r.fail("free log page also in use");
+      if (pool.at<u64>(pg)[3] != static_cast<u64>(fl))
+        r.fail("free log page in the wrong freelist");
+      if (!owned.contains(pg)) r.fail("free log page not owned");
+    }
+  return check_block_ownership(pool, owned, reach, r);
+}
+
+void check_value(Value v, const char* tree) {
+  if (v & kTombstone)
+    throw Error(Errc::invalid_argument,
+                std::string(tree) + " value " + std::to_string(v) +
+                    " is out of range: the top bit is the tombstone bit (§2), use values up to "
+                    "2^63-1");
+}
+
+pm::Pool& require_pool(const IndexConfig& c, const char* index) {
+  if (!c.pool)
+    throw Error(Errc::invalid_argument, std::string("index '") + index +
+                                            "' is persistent: give it a pool (IndexConfig::pool)");
+  return *c.pool;
+}
+
+}  // namespace dptree::detail

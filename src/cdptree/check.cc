@@ -37,18 +37,12 @@ void CDPTree::Impl::check(CheckReport& r) const {
   // Base leaves of version v. An entry deleted in place (§3.4) holds kTombstone until the
   // next merge drops it: counted in base_count, and marked in the snapshot (see below).
   const cdp::BaseSnapshot* snap = gp_b.load();
-  std::size_t leaves = 0, total = 0, tombstones = 0;
-  u64 prev_max = 0;
-  bool first = true;
-  std::vector<u64> chain;
-  for (u64 l = R.head[v]; l; l = Leaf{pool.at(l), &L}.next(v)) {
-    if (++leaves > owned.size() + 1) return fail("leaf list has a cycle");
-    chain.push_back(l);
-    std::string at = "leaf " + std::to_string(leaves - 1) + " (offset " + std::to_string(l) + ")";
-    check_leaf_block(l, at, owned, reach, r);
+  std::size_t total = 0, tombstones = 0;
+  LeafWalk walk(*this, v, owned, reach, r);
+  for (u64 l = R.head[v]; l; l = leaf(l).next(v)) {
+    if (!walk.enter(l)) return;
+    const std::string& at = walk.at;
     Leaf lf = leaf(l);
-    u64 mk = lf.max_key(v);
-    if (!first && mk <= prev_max) fail(at + ": max keys not increasing");
     std::vector<std::pair<u64, std::size_t>> keys;
     std::size_t leaf_tombstones = 0;
     for (std::size_t s = 0; s < L.cap; ++s) {
@@ -56,7 +50,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
       if (lf.state(v, s) != kOccupied) continue;
       u64 k = lf.key(s);
       keys.emplace_back(k, s);
-      if (k > mk || (!first && k <= prev_max)) fail(at + ": key outside its range");
+      if (k > walk.mk || (!walk.first && k <= walk.prev_max)) fail(at + ": key outside its range");
       if (lf.value(s) & kTombstone) {
         ++leaf_tombstones;
         if (lf.value(s) != kTombstone) fail(at + ": a base value with the tombstone bit and more");
@@ -81,14 +75,14 @@ void CDPTree::Impl::check(CheckReport& r) const {
     } else if ((rc & ~cdp::kRcLock) >= R.restart_count) {
       fail(at + ": restart counter ahead of the global one, or locked now");
     }
-    if (leaf_tombstones && leaves <= snap->leaf.size() &&
-        !cdp::may_hold_tombstone(*snap, leaves - 1))
+    if (leaf_tombstones && walk.leaves <= snap->leaf.size() &&
+        !cdp::may_hold_tombstone(*snap, walk.leaves - 1))
       fail(at + ": a tombstone written in place, but the leaf is not marked for the next merge");
     tombstones += leaf_tombstones;
     total += keys.size();
-    prev_max = mk;
-    first = false;
+    walk.leave();
   }
+  const std::vector<u64>& chain = walk.chain;
   if (!chain.empty() && Leaf{pool.at(chain.back()), &L}.max_key(v) != ~u64{0})
     fail("the last leaf's max key is not the largest key");
   if (total != R.base_count[v])
@@ -140,7 +134,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
   if (replay != buf) fail("replaying the log does not give the Front buffer tree");
   for (auto& e : f->tree.check()) fail("Front tree: " + e);
   std::size_t live = check_free_pages_and_blocks(owned, reach, r);
-  r.facts.emplace_back("leaves", static_cast<double>(leaves));
+  r.facts.emplace_back("leaves", static_cast<double>(walk.leaves));
   r.facts.emplace_back("base_records", static_cast<double>(total));
   r.facts.emplace_back("base_tombstones", static_cast<double>(tombstones));
   r.facts.emplace_back("front_entries", static_cast<double>(buf.size()));

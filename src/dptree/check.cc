@@ -34,18 +34,12 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
     }
   }
   // Leaves of version gv.
-  std::size_t leaves = 0, total = 0;
-  u64 prev_max = 0;
-  bool first = true;
-  std::vector<u64> chain;
+  std::size_t total = 0;
+  LeafWalk walk(*this, v, owned, reach, r);
   for (u64 l = root->head[v]; l; l = leaf(l).next(v)) {
-    if (++leaves > owned.size() + 1) return fail("leaf list has a cycle");
-    chain.push_back(l);
-    std::string at = "leaf " + std::to_string(leaves - 1) + " (offset " + std::to_string(l) + ")";
-    check_leaf_block(l, at, owned, reach, r);
+    if (!walk.enter(l)) return;
+    const std::string& at = walk.at;
     Leaf lf = leaf(l);
-    u64 mk = lf.max_key(v);
-    if (!first && mk <= prev_max) fail(at + ": max keys not increasing");
     std::vector<std::pair<u64, std::size_t>> keys;
     for (std::size_t s = 0; s < L.cap; ++s) {
       // Only the current set: a new leaf's other set is not written back (merge.cc) and
@@ -54,7 +48,7 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
       if (lf.state(v, s) != kOccupied) continue;
       u64 k = lf.key(s);
       keys.emplace_back(k, s);
-      if (k > mk || (!first && k <= prev_max))
+      if (k > walk.mk || (!walk.first && k <= walk.prev_max))
         fail(at + ": key " + std::to_string(k) + " outside its range");
       if (lf.value(s) & kTombstone) fail(at + ": a tombstone in the base tree");
       // The probe from the key's hash must reach it before an empty slot.
@@ -85,9 +79,9 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
       fail(at + ": restart counter ahead of the global one");
     }
     total += keys.size();
-    prev_max = mk;
-    first = false;
+    walk.leave();
   }
+  const std::vector<u64>& chain = walk.chain;
   if (!chain.empty() && leaf(chain.back()).max_key(v) != ~u64{0})
     fail("the last leaf's max key is not the largest key");
   if (total != root->base_count[v])
@@ -126,7 +120,7 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
   }
   if (replay != buf) fail("replaying the log does not give the buffer tree");
   std::size_t live = check_free_pages_and_blocks(owned, reach, r);
-  r.facts.emplace_back("leaves", static_cast<double>(leaves));
+  r.facts.emplace_back("leaves", static_cast<double>(walk.leaves));
   r.facts.emplace_back("base_records", static_cast<double>(total));
   r.facts.emplace_back("buffer_entries", static_cast<double>(buffer.size()));
   r.facts.emplace_back("log_records", static_cast<double>(records));

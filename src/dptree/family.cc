@@ -29,14 +29,22 @@ void TreeParts::require_empty_pool() const {
                                           "creating a new one, or use a new pool");
 }
 
-void TreeParts::check_leaf_block(u64 l, const std::string& at, const std::unordered_set<u64>& owned,
-                                 std::set<u64>& reach, CheckReport& r) const {
-  if (!owned.contains(l)) r.fail(at + " is not owned by the directory");
-  if (!alloc.is_live(l)) r.fail(at + " is not a live block");
-  reach.insert(l);
-  Leaf lf = leaf(l);
-  if (lf.type() != kLeafType) r.fail(at + " has a wrong type word");
-  if (*pool.at<u64>(lf.owner_slot()) != l) r.fail(at + ": its owner slot does not point to it");
+bool LeafWalk::enter(u64 l) {
+  if (++leaves > owned_.size() + 1) {
+    r_.fail("leaf list has a cycle");
+    return false;
+  }
+  chain.push_back(l);
+  at = "leaf " + std::to_string(leaves - 1) + " (offset " + std::to_string(l) + ")";
+  if (!owned_.contains(l)) r_.fail(at + " is not owned by the directory");
+  if (!t_.alloc.is_live(l)) r_.fail(at + " is not a live block");
+  reach_.insert(l);
+  Leaf lf = t_.leaf(l);
+  if (lf.type() != kLeafType) r_.fail(at + " has a wrong type word");
+  if (*t_.pool.at<u64>(lf.owner_slot()) != l) r_.fail(at + ": its owner slot does not point to it");
+  mk = lf.max_key(v_);
+  if (!first && mk <= prev_max) r_.fail(at + ": max keys not increasing");
+  return true;
 }
 
 std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>& owned,

@@ -34,14 +34,39 @@ struct TreeParts {
                     std::size_t value_bytes, std::size_t log_page_size);
   // create(): throws already_exists when the pool holds an index already.
   void require_empty_pool() const;
-  // check(): leaf `l` (named `at` in messages) is owned, a live block and a leaf whose owner
-  // slot points to it; adds it to `reach`.
-  void check_leaf_block(u64 l, const std::string& at, const std::unordered_set<u64>& owned,
-                        std::set<u64>& reach, CheckReport& r) const;
   // check(): the cached free log pages are in no log (added to `reach`), in the list of their
   // flavor and owned; then check_block_ownership. Returns the live block count.
   std::size_t check_free_pages_and_blocks(const std::unordered_set<u64>& owned,
                                           std::set<u64>& reach, CheckReport& r) const;
+};
+
+// check()'s walk of the leaf list of version v, with the checks both trees make of every leaf
+// (§2.2): no cycle, owned by the directory, a live block, a leaf whose owner slot points to
+// it, max keys increasing. The tree checks the leaf's entries between enter and leave.
+struct LeafWalk {
+  LeafWalk(const TreeParts& t, int v, const std::unordered_set<u64>& owned, std::set<u64>& reach,
+           CheckReport& r)
+      : t_(t), v_(v), owned_(owned), reach_(reach), r_(r) {}
+  // Leaf `l` is next: false (reported) when the list has a cycle, which ends the walk.
+  bool enter(u64 l);
+  void leave() {
+    prev_max = mk;
+    first = false;
+  }
+
+  std::size_t leaves = 0;  // entered so far
+  std::vector<u64> chain;  // the leaves' offsets in list order
+  std::string at;          // names the current leaf in messages
+  u64 mk = 0;              // the current leaf's max key
+  u64 prev_max = 0;        // the previous leaf's (when not `first`)
+  bool first = true;
+
+ private:
+  const TreeParts& t_;
+  int v_;
+  const std::unordered_set<u64>& owned_;
+  std::set<u64>& reach_;
+  CheckReport& r_;
 };
 
 // Throws invalid_argument for a value with the tombstone bit (§2); `tree` names the tree.

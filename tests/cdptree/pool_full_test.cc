@@ -16,9 +16,14 @@
 #include "dptree/cdptree.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "fixtures/tree_expect.h"
 
 namespace dptree {
 namespace {
+
+using testing::expect_contents;
+using testing::expect_pool_full;
+using testing::is_pool_full;
 
 struct Mode {
   bool background;
@@ -39,27 +44,10 @@ CDPTreeOptions small(bool background) {
   return o;
 }
 
-bool is_pool_full(const Error& e) {
-  return e.code() == Errc::pool_full;
-}
-
 std::string problems(const CheckReport& r) {
   std::string s;
   for (auto& p : r.problems) s += p + "; ";
   return s;
-}
-
-void expect_contents(const CDPTree& t, const std::map<Key, Value>& model) {
-  for (auto& [k, v] : model) ASSERT_EQ(t.lookup(k), std::optional<Value>(v)) << k;
-  std::vector<KV> all;
-  t.scan(0, model.size() + 10, all);
-  ASSERT_EQ(all.size(), model.size());
-  auto it = model.begin();
-  for (auto& [k, v] : all) {
-    ASSERT_EQ(k, it->first);
-    ASSERT_EQ(v, it->second);
-    ++it;
-  }
 }
 
 class CDPTreePoolFull : public ::testing::TestWithParam<Mode> {};
@@ -235,13 +223,7 @@ TEST(CDPTreePoolFull, AnExplicitMergeOfAParkedMergeReportsPoolFull) {
   }
   ASSERT_GE(t->stats().failed_merges, 1u);
   const auto before = t->stats();
-  try {
-    t->merge();
-    ADD_FAILURE() << "a merge fitted in a full pool";
-  } catch (const Error& e) {
-    EXPECT_TRUE(is_pool_full(e)) << e.what();
-    EXPECT_NE(std::string(e.what()).find("was undone"), std::string::npos) << e.what();
-  }
+  expect_pool_full([&] { t->merge(); }, "was undone", "a merge fitted in a full pool");
   EXPECT_EQ(t->stats().failed_merges, before.failed_merges + 1);
   EXPECT_EQ(t->stats().merge_retries, before.merge_retries + 1);
   EXPECT_EQ(t->stats().merges, before.merges);

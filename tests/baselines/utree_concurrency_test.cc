@@ -5,8 +5,6 @@
 // read. Runs under ThreadSanitizer too (label concurrency).
 #include <gtest/gtest.h>
 
-#include <cstdio>
-
 #include "baselines/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
@@ -14,37 +12,20 @@ namespace dptree::testing {
 namespace {
 
 StressConfig utree(std::uint64_t seed) {
-  StressConfig c;
-  c.index = "utree";
+  auto c = peer_stress("utree", seed, 3000);
   c.options = {{"leaf_slots", "16"}};
-  c.pool_bytes = 16u << 20;
-  c.threads = 4;
-  c.ops_per_thread = 12000;
-  c.key_space = 3000;
-  c.seed = seed;
   return c;
 }
 
 TEST(UTreeConcurrency, SharedKeysWithSplitsAndScans) {
-  auto c = utree(1);
   StatsWatch leaves{"array_leaves"};
-  c.during = [&](Index& idx) { leaves(idx); };
-  auto r = run_stress(c);
-  EXPECT_EQ(r.failures, 0u);
-  EXPECT_GT(r.scans, 1000u);
-  // Diagnostic only: how many splits the watch saw happen depends on scheduling.
-  std::printf("array leaves seen while running: %.0f -> %.0f\n", leaves.first.load(),
-              leaves.last.load());
+  expect_stress_with_scans(utree(1), {&leaves});
 }
 
 // Many removes and inserts over a sparse key space: leaves run empty, so an insert's
 // predecessor is often several leaves to the left and being removed at the same time.
 TEST(UTreeConcurrency, RemoveHeavyAcrossLeafBoundaries) {
-  auto c = utree(2);
-  make_remove_heavy(c);
-  auto r = run_stress(c);
-  EXPECT_EQ(r.failures, 0u);
-  EXPECT_GT(r.writes, 10000u);
+  expect_remove_heavy(utree(2));
 }
 
 }  // namespace

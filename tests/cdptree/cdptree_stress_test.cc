@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "baselines/stats_watch.h"
 #include "dptree/cdptree.h"
 #include "dptree/pm/pool.h"
 #include "fixtures/stress_fixture.h"
@@ -35,15 +36,11 @@ TEST_P(CDPTreeStress, ReadsAreFreshAndTheFinalStateIsAWriteOrder) {
   // The merges of the live instance (the fixture's final stats are the reopened one's).
   // With merges back to back, removes rarely find nomerge: the in-place path is asserted
   // in the test below, where merges are rare.
-  std::atomic<int> merges{0};
-  c.during = [&](Index& idx) {
-    for (auto& [k, v] : idx.stats().extra)
-      if (k == "merges") merges.store(static_cast<int>(v));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  };
+  StatsWatch merges{"merges"};
+  c.during = watch_during({&merges}, std::chrono::milliseconds(2));
   auto r = run_stress(c);
   EXPECT_EQ(r.failures, 0u);
-  EXPECT_GE(merges.load(), 2) << "merges must run during the stress";
+  EXPECT_GE(merges.last.load(), 2) << "merges must run during the stress";
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, CDPTreeStress, ::testing::Values(2u, 4u, 8u));
@@ -79,18 +76,12 @@ TEST(CDPTreeStress, RemovesInPlaceBetweenMerges) {
   c.threads = 2;
   c.ops_per_thread = 8000;
   c.key_space = 2000;
-  std::atomic<int> merges{0}, deletes{0};
-  c.during = [&](Index& idx) {
-    for (auto& [k, v] : idx.stats().extra) {
-      if (k == "merges") merges.store(static_cast<int>(v));
-      if (k == "inplace_deletes") deletes.store(static_cast<int>(v));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  };
+  StatsWatch merges{"merges"}, deletes{"inplace_deletes"};
+  c.during = watch_during({&merges, &deletes}, std::chrono::milliseconds(2));
   auto r = run_stress(c);
   EXPECT_EQ(r.failures, 0u);
-  EXPECT_GE(merges.load(), 1);
-  EXPECT_GT(deletes.load(), 0) << "removes must take the in-place path between merges";
+  EXPECT_GE(merges.last.load(), 1);
+  EXPECT_GT(deletes.last.load(), 0) << "removes must take the in-place path between merges";
 }
 
 // After a restart every leaf's partially persistent metadata is stale; many readers touch

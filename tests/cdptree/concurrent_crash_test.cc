@@ -10,33 +10,42 @@
 // races by design: ASan build only, not TSan.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
-#include <thread>
 
+#include "baselines/stats_watch.h"
 #include "dptree/cdptree.h"
 #include "fixtures/concurrent_crash_fixture.h"
 
 namespace dptree::testing {
 namespace {
 
-TEST(CDPTreeConcurrentCrash, WritersAndParallelMerges) {
+// Three writers; small leaves and 4 log partitions; background merges on `merge_threads`
+// workers, triggered once the Front holds `min_merge_records` records.
+ConcurrentCrashConfig config(const std::string& min_merge_records,
+                             const std::string& merge_threads) {
   ConcurrentCrashConfig c;
   c.index = "cdptree";
-  c.options = {{"leaf_capacity", "8"}, {"log_partitions", "4"},     {"log_page_size", "1024"},
-               {"merge_ratio", "0.3"}, {"min_merge_records", "24"}, {"psize", "1"},
-               {"merge_threads", "3"}, {"recovery_threads", "2"}};
+  c.options = {{"leaf_capacity", "8"},
+               {"log_partitions", "4"},
+               {"log_page_size", "1024"},
+               {"merge_ratio", "0.3"},
+               {"min_merge_records", min_merge_records},
+               {"psize", "1"},
+               {"merge_threads", merge_threads},
+               {"recovery_threads", "2"}};
   c.pool_bytes = 2u << 20;
   c.threads = 3;
+  c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
+  return c;
+}
+
+TEST(CDPTreeConcurrentCrash, WritersAndParallelMerges) {
+  auto c = config("24", "3");
   c.ops_per_thread = 1500;
   c.recovery_crash_one_in = 40;
-  c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
   auto r = run_concurrent_crash(c);
   ASSERT_FALSE(HasFailure());
-  std::string counts;
-  for (auto& [p, n] : r.per_phase) counts += " " + p + "=" + std::to_string(n);
-  std::printf("images %zu (recovery %zu, mid-run %zu):%s\n", r.images, r.recovery_images,
-              r.mid_run_images, counts.c_str());
+  print_images(r);
   // Which phases get captured varies from run to run (captures are serialised, events raised
   // during one are skipped): only that images were taken while several threads were busy
   // is asserted; every image taken must recover correctly (the fixture's checks).
@@ -48,30 +57,16 @@ TEST(CDPTreeConcurrentCrash, WritersAndParallelMerges) {
 // between merges are deletes in place, crashed inside their store or while other threads
 // append, merge or flip; every image must keep the acknowledged deletes and drop none.
 TEST(CDPTreeConcurrentCrash, RemovesInPlaceBetweenMerges) {
-  ConcurrentCrashConfig c;
-  c.index = "cdptree";
-  c.options = {{"leaf_capacity", "8"}, {"log_partitions", "4"},      {"log_page_size", "1024"},
-               {"merge_ratio", "0.3"}, {"min_merge_records", "240"}, {"psize", "1"},
-               {"merge_threads", "2"}, {"recovery_threads", "2"}};
-  c.pool_bytes = 2u << 20;
-  c.threads = 3;
+  auto c = config("240", "2");
   c.ops_per_thread = 300;
   c.key_space = 300;
-  c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
-  std::atomic<int> deletes{0};  // §3.4 deletes in place of the live instance
-  c.during = [&](Index& idx) {
-    for (auto& [k, v] : idx.stats().extra)
-      if (k == "inplace_deletes") deletes.store(static_cast<int>(v));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  };
+  StatsWatch deletes{"inplace_deletes"};  // §3.4 deletes in place of the live instance
+  c.during = watch_during({&deletes}, std::chrono::milliseconds(5));
   auto r = run_concurrent_crash(c);
   ASSERT_FALSE(HasFailure());
-  std::string counts;
-  for (auto& [p, n] : r.per_phase) counts += " " + p + "=" + std::to_string(n);
-  std::printf("images %zu (recovery %zu, mid-run %zu):%s\n", r.images, r.recovery_images,
-              r.mid_run_images, counts.c_str());
+  print_images(r);
   EXPECT_GT(r.images, 0u);
-  EXPECT_GT(deletes.load(), 0) << "removes must take the in-place path between merges";
+  EXPECT_GT(deletes.last.load(), 0) << "removes must take the in-place path between merges";
 }
 
 }  // namespace

@@ -21,46 +21,30 @@ std::map<std::string, std::string> small() {
           {"background_merge", "0"}, {"merge_threads", "1"},      {"recovery_threads", "1"}};
 }
 
-struct CrashParam {
-  std::uint64_t seed;
-  pm::Unit unit;
-};
-
-class CDPTreeCrash : public ::testing::TestWithParam<CrashParam> {};
+class CDPTreeCrash : public ::testing::TestWithParam<SeedUnit> {};
 
 TEST_P(CDPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
-  CrashConfig c;
-  c.index = "cdptree";
+  auto c = crash_config("cdptree", GetParam(),
+                        [] { return std::string(to_string(cdptree_current_phase())); });
   c.options = small();
-  c.pool_bytes = 1u << 20;
-  c.seed = GetParam().seed;
-  c.unit = GetParam().unit;
   c.ops = 500;
   c.continue_one_in = 2500;
   c.key_space = 200;
-  c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
   auto r = run_crash(c);
   ASSERT_FALSE(HasFailure());
-  std::string counts;
-  for (auto& [p, n] : r.per_phase) counts += " " + p + "=" + std::to_string(n);
-  std::printf("images %zu (recovery %zu, continued %zu):%s\n", r.images, r.recovery_images,
-              r.continued_images, counts.c_str());
-  for (const char* p :
-       {"log_append", "log_page", "merge_start", "merge_range", "flush", "version_flip",
-        "garbage_collection", "log_release", "inplace_update", "inplace_delete", "recovery"})
-    EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in phase " << p;
+  print_images(r);
+  expect_crashed_in(
+      {"log_append", "log_page", "merge_start", "merge_range", "flush", "version_flip",
+       "garbage_collection", "log_release", "inplace_update", "inplace_delete", "recovery"},
+      r.per_phase);
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.continued_images, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Images, CDPTreeCrash,
-                         ::testing::Values(CrashParam{1, pm::Unit::line64},
-                                           CrashParam{2, pm::Unit::word8}),
-                         [](const auto& i) {
-                           return std::string(i.param.unit == pm::Unit::word8 ? "word8_"
-                                                                              : "line64_") +
-                                  std::to_string(i.param.seed);
-                         });
+                         ::testing::Values(SeedUnit{1, pm::Unit::line64},
+                                           SeedUnit{2, pm::Unit::word8}),
+                         seed_unit_name);
 
 }  // namespace
 }  // namespace dptree::testing

@@ -64,13 +64,10 @@ TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
   c.options["split"] = GetParam().split;
   auto r = run_crash(c);
   ASSERT_FALSE(HasFailure());
-  std::string counts;
-  for (auto& [p, n] : r.per_phase) counts += " " + p + "=" + std::to_string(n);
-  std::printf("images %zu (recovery %zu, continued %zu):%s\n", r.images, r.recovery_images,
-              r.continued_images, counts.c_str());
-  for (const char* p : {"log_append", "merge_start", "upsert_merge", "delete_merge",
-                        "consolidation", "flush", "version_flip", "garbage_collection", "recovery"})
-    EXPECT_GT(in_phase(r, p), 0u) << "no crash captured in phase " << p;
+  print_images(r);
+  expect_crashed_in({"log_append", "merge_start", "upsert_merge", "delete_merge", "consolidation",
+                     "flush", "version_flip", "garbage_collection", "recovery"},
+                    [&](const std::string& p) { return in_phase(r, p); });
   // split=keep_last keeps old leaves: crashes while their new version nv is being built and
   // written back, and at the flip that publishes it.
   for (const char* p : {"upsert_merge", "flush", "version_flip", "garbage_collection"})
@@ -101,8 +98,8 @@ TEST_P(DPTreeCrashVariant, EveryImageRecoversWithAcknowledgedOps) {
   auto r = run_crash(c);
   ASSERT_FALSE(HasFailure());
   std::printf("images %zu (recovery %zu)\n", r.images, r.recovery_images);
-  for (const char* p : {"upsert_merge", "flush", "version_flip", "garbage_collection"})
-    EXPECT_GT(in_phase(r, p), 0u) << "no crash captured in phase " << p;
+  expect_crashed_in({"upsert_merge", "flush", "version_flip", "garbage_collection"},
+                    [&](const std::string& p) { return in_phase(r, p); });
   EXPECT_GT(r.recovery_images, 0u);
 }
 

@@ -4,8 +4,7 @@
 // closed, reopened and compared. Also run under ThreadSanitizer (label `concurrency`).
 #include <gtest/gtest.h>
 
-#include <atomic>
-
+#include "baselines/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {
@@ -25,17 +24,12 @@ TEST(TipsStress, BackgroundReplayWithReadersAndWriters) {
   c.key_space = 2000;
   // stats() forces replay rounds from one more thread; it also shows what the live index did
   // (the fixture's own figures come from the reopened index).
-  std::atomic<double> replayed{0}, rounds{0};
-  c.during = [&](Index& idx) {
-    for (auto& [k, v] : idx.stats().extra) {
-      if (k == "replayed_records") replayed.store(v);
-      if (k == "replay_rounds") rounds.store(v);
-    }
-  };
+  StatsWatch replayed{"replayed_records"}, rounds{"replay_rounds"};
+  c.during = watch_during({&replayed, &rounds});
   auto r = run_stress(c);
   EXPECT_EQ(r.failures, 0u);
-  EXPECT_GT(rounds.load(), 10.0);
-  EXPECT_GT(replayed.load(), 1000.0);
+  EXPECT_GT(rounds.last.load(), 10.0);
+  EXPECT_GT(replayed.last.load(), 1000.0);
 }
 
 TEST(TipsStress, InlineReplayWithReadersAndWriters) {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <random>
 
 #include "dptree/error.h"
@@ -104,26 +105,35 @@ TEST(CDPTree, ModelBackgroundParallelMerges) {
   EXPECT_GT(r.extra["merges"], 2);
 }
 
-TEST(CDPTree, ModelWithoutInPlaceUpdates) {
+// One §3.4 path switched off: the model holds, the path is never taken, the other one is.
+struct InPlaceOff {
+  const char* name;
+  const char* option;  // switched off
+  const char* off;     // its counter
+  const char* on;      // the other path's counter
+  int remove_weight;
+};
+
+class CDPTreeInPlaceOff : public ::testing::TestWithParam<InPlaceOff> {};
+
+TEST_P(CDPTreeInPlaceOff, Model) {
   ModelConfig c;
   c.index = "cdptree";
-  c.options = small({{"inplace_update", "0"}});
+  c.options = small({{GetParam().option, "0"}});
   c.ops = 8000;
+  c.remove_weight = GetParam().remove_weight;
   auto r = run_model(c);
-  EXPECT_EQ(r.extra["inplace_updates"], 0);
-  EXPECT_GT(r.extra["inplace_deletes"], 0);
+  EXPECT_EQ(r.extra[GetParam().off], 0);
+  EXPECT_GT(r.extra[GetParam().on], 0);
 }
 
-TEST(CDPTree, ModelWithoutInPlaceDeletes) {
-  ModelConfig c;
-  c.index = "cdptree";
-  c.options = small({{"inplace_delete", "0"}});
-  c.ops = 8000;
-  c.remove_weight = 40;
-  auto r = run_model(c);
-  EXPECT_EQ(r.extra["inplace_deletes"], 0);
-  EXPECT_GT(r.extra["inplace_updates"], 0);
-}
+INSTANTIATE_TEST_SUITE_P(Paths, CDPTreeInPlaceOff,
+                         ::testing::Values(InPlaceOff{"WithoutInPlaceUpdates", "inplace_update",
+                                                      "inplace_updates", "inplace_deletes",
+                                                      ModelConfig{}.remove_weight},
+                                           InPlaceOff{"WithoutInPlaceDeletes", "inplace_delete",
+                                                      "inplace_deletes", "inplace_updates", 40}),
+                         [](const auto& i) { return std::string(i.param.name); });
 
 // Removes in place of most keys, then merges: leaves emptied of live keys are consolidated
 // or dropped, the rest split when reinserted; the model is checked throughout.
@@ -192,14 +202,20 @@ TEST(CDPTree, RecoveryWithOneAndTwoThreadsIsIdentical) {
   fs::remove_all(dir);
 }
 
+// A new tree of keys 0..499 (value = key), merged: all in the base tree.
+std::unique_ptr<CDPTree> base_only(pm::Pool& pool, const CDPTreeOptions& o) {
+  auto t = CDPTree::create(pool, o);
+  for (Key k = 0; k < 500; ++k) t->upsert(k, k);
+  t->merge();
+  return t;
+}
+
 // §3.4: a key only in the base tree is updated in place, and the update is durable.
 TEST(CDPTree, WordSizedUpdateInPlaceIsDurable) {
   auto pool = pm::Pool::create_in_memory(8u << 20);
   CDPTreeOptions o = CDPTreeOptions::from_map(small());
   {
-    auto t = CDPTree::create(*pool, o);
-    for (Key k = 0; k < 500; ++k) t->upsert(k, k);
-    t->merge();
+    auto t = base_only(*pool, o);
     auto before = t->stats();
     ASSERT_EQ(before.front_entries, 0u);
     EXPECT_TRUE(t->update(7, 70));
@@ -231,9 +247,7 @@ TEST(CDPTree, WordSizedDeleteInPlaceIsDurableAndMergedAway) {
   auto pool = pm::Pool::create_in_memory(8u << 20);
   CDPTreeOptions o = CDPTreeOptions::from_map(small());
   {
-    auto t = CDPTree::create(*pool, o);
-    for (Key k = 0; k < 500; ++k) t->upsert(k, k);
-    t->merge();
+    auto t = base_only(*pool, o);
     auto before = t->stats();
     ASSERT_EQ(before.front_entries, 0u);
     ASSERT_EQ(before.base_records, 500u);

@@ -97,15 +97,9 @@ class Peer : public ::testing::TestWithParam<Variant> {};
 TEST_P(Peer, MatchesStdMapWithManySplits) {
   auto v = GetParam();
   for (std::uint64_t seed : {1, 2, 3}) {
-    ModelConfig c;
-    c.index = v.index;
+    auto c = model_config(v.index, seed, 8000, 1500, 1000, 2500);
     c.options = options_of(v);
     c.pool_bytes = 4u << 20;
-    c.seed = seed;
-    c.ops = 8000;
-    c.key_space = 1500;
-    c.check_every = 1000;
-    c.reopen_every = 2500;
     auto r = run_model(c);
     ASSERT_FALSE(HasFailure()) << v.index << " seed " << seed;
     // Hundreds of keys in nodes of a few entries: the structure split many times.

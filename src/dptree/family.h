@@ -4,6 +4,7 @@
 // common Index interface over either tree.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>

@@ -3,6 +3,7 @@
 // time through the registry (Figures 8d and 10); each option parsed and refused with a clear error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -132,6 +133,58 @@ TEST(DPTreeProbe, SchemesDifferWhereTheyShould) {
   EXPECT_EQ(detail::leaf_find(lf, 0, 5000, ProbeMode::fingerprint), static_cast<long>(to));
   EXPECT_EQ(detail::leaf_find(lf, 0, 5000, ProbeMode::both), -1);
   EXPECT_EQ(detail::leaf_find(lf, 0, 5000, ProbeMode::linear), -1);
+}
+
+// The block-wise probe of `both` (sixteen slots per step) answers as the slot-by-slot probe
+// of §2.2 does: on leaves near empty, near full and full (no empty slot: the probe wraps),
+// with deleted slots, keys of equal fingerprint, and capacities that are and are not
+// multiples of the block.
+TEST(DPTreeProbe, BlockProbeAnswersAsTheSlotProbe) {
+  auto slot_probe = [](detail::Leaf lf, detail::u64 k) -> long {
+    detail::u64 h = detail::hash_key(k);
+    std::size_t s = detail::home_slot(h, lf.L->cap);
+    for (std::size_t n = 0; n < lf.L->cap; ++n, s = (s + 1) % lf.L->cap) {
+      if (lf.state(0, s) == detail::kEmpty) return -1;
+      if (lf.state(0, s) == detail::kOccupied && lf.fp(0)[s] == detail::fingerprint_of(h) &&
+          lf.key(s) == k)
+        return static_cast<long>(s);
+    }
+    return -1;
+  };
+  std::mt19937_64 rng(11);
+  std::size_t hits = 0, misses = 0, wrapped = 0;
+  for (std::size_t cap : {16u, 48u, 256u, 40u}) {
+    detail::LeafLayout L;
+    L.init(cap, 8, 8);
+    std::vector<std::byte> mem(L.bytes);
+    detail::Leaf lf{mem.data(), &L};
+    for (double fill : {0.1, 0.5, 0.9, 1.0}) {
+      for (int round = 0; round < 20; ++round) {
+        std::fill(mem.begin(), mem.end(), std::byte{0});
+        auto n = static_cast<std::size_t>(fill * static_cast<double>(cap));
+        // Keys in a small range: many share a fingerprint with some probed key.
+        std::map<detail::u64, detail::u64> keys;
+        while (keys.size() < n) keys.emplace(rng() % (8 * cap), keys.size());
+        std::vector<detail::KVPair> es(keys.begin(), keys.end());
+        detail::leaf_fill(lf, 0, es);
+        for (std::size_t s = 0; s < cap; ++s)  // some entries deleted: probes pass them
+          if (lf.state(0, s) == detail::kOccupied && rng() % 4 == 0)
+            lf.set_state(0, s, detail::kDeleted);
+        bool full = true;
+        for (std::size_t s = 0; s < cap; ++s) full &= lf.state(0, s) != detail::kEmpty;
+        wrapped += full;
+        for (detail::u64 k = 0; k < 8 * cap; ++k) {
+          long want = slot_probe(lf, k);
+          ASSERT_EQ(detail::leaf_find(lf, 0, k, ProbeMode::both), want)
+              << "cap " << cap << " fill " << fill << " key " << k;
+          (want >= 0 ? hits : misses) += 1;
+        }
+      }
+    }
+  }
+  EXPECT_GT(hits, 1000u);
+  EXPECT_GT(misses, 1000u);
+  EXPECT_GT(wrapped, 10u) << "leaves without an empty slot were probed";
 }
 
 // Whole trees: every scheme answers every lookup the same, hits and misses, also right after

@@ -19,7 +19,7 @@ void CDPTree::Impl::recover() {
   ensure_tables();
   if (R.gv & kInMerge)
     reclaim_interrupted_merge(pool, &R, *dir, *pending);  // lines 2-4
-  else if (pending->exists())
+  else if ((R.gv & kInGc) || pending->exists())
     freed += collect_garbage(pool, &R, *dir, *pending, L, 1 - cv(), cv());  // line 5
   const bool two = R.gv & cdp::kTwoLogs;
   const std::size_t max_pages = pool.size() / opt.log_page_size + 1;

@@ -16,11 +16,16 @@ inline constexpr u64 kLeafType = 0x4450544c65616631ull;   // "DPTLeaf1"
 inline constexpr u64 kPageType = 0x4450545061676531ull;   // "DPTPage1"
 inline constexpr u64 kTombstone = u64{1} << 63;           // the value bit of §2's tombstone
 inline constexpr u64 kInMerge = 2;                        // gv bit set during a merge (Alg. 1)
-inline constexpr u64 kDiscardFlavor = 2;                  // a log page to give back (§2.1)
+// gv bit set by the version flip and cleared when garbage collection ends: recovery finishes
+// a collection it finds set (Algorithm 4 line 5). The paper reads this from pendingLeaves'
+// existence; a merge that creates no leaf then needs no PM block at all, so one that only
+// removes still runs in a pool too full for a pendingLeaves block (bit 2 is cdptree's).
+inline constexpr u64 kInGc = 8;
+inline constexpr u64 kDiscardFlavor = 2;  // a log page to give back (§2.1)
 
 struct Root {
   u64 magic;
-  u64 gv;             // bit 0: the global version, bit 1: in_merge (§2.2, Algorithm 1)
+  u64 gv;  // bit 0: the global version, bit 1: in_merge (§2.2, Algorithm 1), bit 3: in GC
   u64 restart_count;  // §2.2 partial persistence
   u64 head[2];        // first leaf of each version (the next pointer of the head sentinel)
   u64 base_count[2];  // live keys of the base tree of each version (merge trigger, stats)

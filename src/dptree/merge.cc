@@ -347,7 +347,7 @@ void begin_merge(pm::Pool& pool, Root* root, PendingLeaves& pending) {
   pm::CategoryScope cat(pm::Category::node);
   root->gv |= kInMerge;  // line 2: recovery reclaims what an interrupted merge created
   pm::persist(&root->gv, 8);
-  pending.start();
+  pending.start();  // its first block comes with the first new leaf
 }
 
 void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
@@ -404,7 +404,7 @@ void commit_merge(Root* root, int nv, u64 head, u64 count) {
   PhaseScope ph(DPTreePhase::version_flip);
   pm::CategoryScope cat(pm::Category::node);
   pm::fence();
-  root->gv = static_cast<u64>(nv);
+  root->gv = static_cast<u64>(nv) | kInGc;
   pm::persist(&root->gv, 8);
 }
 
@@ -433,6 +433,9 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
     }
   }
   pending.destroy();
+  root->gv &= ~kInGc;  // after the destroy: a crash before this line runs it all again
+  pm::CategoryScope cat(pm::Category::node);
+  pm::persist(&root->gv, 8);
   return freed;
 }
 

@@ -73,7 +73,6 @@ void PendingLeaves::start() {
   std::lock_guard g(mu_);
   blocks_.clear();
   pos_ = 0;
-  new_block_if_full();
 }
 
 void PendingLeaves::new_block_if_full() {

@@ -56,14 +56,16 @@ class OwnerDir {
 
 // pendingLeaves (§2.4): the owner slots of leaves a merge created, persisted before the
 // leaves are activated, so recovery can reclaim them after a crash inside the merge. It
-// exists from the start of a merge to the end of its garbage collection: recovery reads its
-// presence as "garbage collection unfinished" (Algorithm 4 line 5).
+// exists from a merge's first new leaf to the end of its garbage collection; "garbage
+// collection unfinished" (Algorithm 4 line 5) is the gv bit kInGc (layout.h), which also
+// covers a merge that created no leaf.
 class PendingLeaves {
  public:
   PendingLeaves(pm::Pool& pool, u64* head);
-  // Creates the first block (merge start). May throw pool_full.
+  // Starts an empty list (merge start); the first add creates its first block.
   void start();
-  // Records `slot` persistently (flush + fence). Thread-safe.
+  // Records `slot` persistently (flush + fence); may create a block and throw pool_full.
+  // Thread-safe.
   void add(u64 slot);
   // The recorded slots (read from PM: also after a crash).
   std::vector<u64> slots() const;

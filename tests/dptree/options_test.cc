@@ -55,7 +55,7 @@ TEST(DPTreeOptions, ExperimentSwitchesParseAndRefuseClearly) {
   EXPECT_NE(msg.find("both, linear or fingerprint"), std::string::npos) << msg;
   msg = error_of([] { DPTreeOptions::from_map({{"merge_mode", "lsm"}}); });
   EXPECT_NE(msg.find("in_place or out_of_place"), std::string::npos) << msg;
-  EXPECT_EQ(d.split, SplitMode::rebuild);
+  EXPECT_EQ(d.split, SplitMode::keep_last);
   EXPECT_EQ(DPTreeOptions::from_map({{"split", "rebuild"}}).split, SplitMode::rebuild);
   EXPECT_EQ(DPTreeOptions::from_map({{"split", "keep_last"}}).split, SplitMode::keep_last);
   msg = error_of([] { DPTreeOptions::from_map({{"split", "halves"}}); });

@@ -1,19 +1,21 @@
 #!/bin/sh
 # split=keep_last against split=rebuild (Algorithm 2) with `dptree bench`, alternating runs of
 # the two in one script (the machine is shared: compare ratios, not absolute figures).
-#   usage: tests/dptree/split_bench.sh [dptree binary] [records] [seconds] [reps]
+#   usage: tests/dptree/split_bench.sh [dptree binary] [records] [seconds] [reps] [bench flags...]
+#   e.g. ... 1000000 2 2 --flush-delay-ns 100   (an emulated cost per flushed line)
 set -eu
 BIN=${1:-build/release/tools/dptree}
 RECORDS=${2:-2000000}
 SECONDS_PER_RUN=${3:-3}
 REPS=${4:-2}
+shift $(($# < 4 ? $# : 4))
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 for rep in $(seq "$REPS"); do
   for split in rebuild keep_last; do
     "$BIN" bench --index dptree --workload insert_only,read_only,read_absent,scan_insert \
       --records "$RECORDS" --seconds "$SECONDS_PER_RUN" --option split=$split \
-      --json "$OUT/$split.$rep.json" >/dev/null
+      --json "$OUT/$split.$rep.json" "$@" >/dev/null
   done
 done
 /usr/bin/python3 - "$OUT" <<'PY'

@@ -124,8 +124,9 @@ struct CDPTree::Impl : detail::TreeParts {
   void merge_now(bool wait);
   void wait_idle() const;
   // A full pool (parallel_merge.cc): refuse_values throws pool_full while a failed merge is
-  // parked; note_remove counts a remove and retries the merge after the back-off.
-  void refuse_values() const;
+  // parked (after retrying it when a leaf's worth of removes came since it failed);
+  // note_remove counts a remove and retries the merge after the back-off.
+  void refuse_values();
   void note_remove();
   bool retry_merge(bool force);
 

@@ -114,13 +114,18 @@ void CDPTree::Impl::merge_task(bool retry) {
 
 // ------------------------------------------------------------------ a full pool
 
-void CDPTree::Impl::refuse_values() const {
+void CDPTree::Impl::refuse_values() {
   if (!refusing.load(std::memory_order_relaxed)) return;
+  // The back-off doubles, so the removes a user makes can stop short of its next step: a
+  // write then restarts the merge, if a leaf's worth of removes (the back-off's floor) came
+  // since it last failed. An inline merge that fits lets this write go ahead; a background
+  // one lets the writes after it.
+  if (removes_since_fail.load() >= L.cap && retry_merge(true) && !refusing.load()) return;
   throw Error(Errc::pool_full,
               "pool '" + pool.name() +
                   "' is full: the last cdptree merge did not fit, so new values are refused "
-                  "(nothing was written); remove keys (the merge is retried after enough "
-                  "removes, or call merge()) or use a bigger pool");
+                  "(nothing was written); remove keys (a write after enough removes retries "
+                  "the merge, or call merge()) or use a bigger pool");
 }
 
 void CDPTree::Impl::note_remove() {

@@ -17,6 +17,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
   if (R.magic != cdp::kCRootMagic) return fail("root magic is wrong");
   if (merge_broken) fail("a merge failed (pool full) and left its Middle buffer");
   if (R.gv & kInMerge) fail("in_merge is set outside a merge");
+  if (R.gv & kInGc) fail("the GC bit is set outside a merge");
   if (R.gv & cdp::kTwoLogs) fail("two logs are marked live outside a merge");
   if (pending->exists()) fail("pendingLeaves exists outside a merge");
   const int v = cv(), nv = 1 - v;

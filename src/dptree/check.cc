@@ -19,6 +19,7 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
   auto fail = [&](const std::string& s) { r.fail(s); };
   if (root->magic != kRootMagic) return fail("root magic is wrong");
   if (root->gv & kInMerge) fail("in_merge is set outside a merge");
+  if (root->gv & kInGc) fail("the GC bit is set outside a merge");
   if (root->pending) fail("pendingLeaves exists outside a merge");
   const int v = cv(), nv = 1 - v;
   if (root->log_head[nv]) fail("the log of the previous version was not released");

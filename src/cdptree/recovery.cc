@@ -17,10 +17,7 @@ void CDPTree::Impl::recover() {
   Root& R = root->base;
   dir->load();
   ensure_tables();
-  if (R.gv & kInMerge)
-    reclaim_interrupted_merge(pool, &R, *dir, *pending);  // lines 2-4
-  else if ((R.gv & kInGc) || pending->exists())
-    freed += collect_garbage(pool, &R, *dir, *pending, L, 1 - cv(), cv());  // line 5
+  freed += finish_interrupted_merge(pool, &R, *dir, *pending, L);  // lines 2-5
   const bool two = R.gv & cdp::kTwoLogs;
   const std::size_t max_pages = pool.size() / opt.log_page_size + 1;
   if (!two) {

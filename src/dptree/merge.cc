@@ -448,6 +448,18 @@ void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, Pendin
   pm::persist(&root->gv, 8);
 }
 
+std::size_t finish_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir,
+                                     PendingLeaves& pending, const LeafLayout& L) {
+  const int cv = static_cast<int>(root->gv & 1);
+  if (root->gv & kInMerge) {
+    reclaim_interrupted_merge(pool, root, dir, pending);  // lines 2-4
+    return 0;
+  }
+  if ((root->gv & kInGc) || pending.exists())
+    return collect_garbage(pool, root, dir, pending, L, 1 - cv, cv);  // line 5
+  return 0;
+}
+
 void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const> ranges) {
   {
     pm::CategoryScope cat(pm::Category::node);

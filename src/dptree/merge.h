@@ -2,16 +2,20 @@
 // consecutive base leaves (the partitions of §3.3, Algorithm 9) as well as over the whole
 // tree:
 //
-//   begin_merge      set and persist in_merge (Algorithm 1 line 2), start pendingLeaves
+//   begin_merge      set and persist in_merge (Algorithm 1 line 2), start pendingLeaves (its
+//                    first block comes with the first new leaf)
 //   merge_range      phases 1-3 (upsert merge with splits at FR, delete merge, consolidation
 //                    below CT) on one range, given the sorted buffer entries of its key range
 //   flush_range      phase 4: write back what the range changed, no fence
 //   commit_merge     head and base count of version nv, the fence, the version flip (phase 6)
+//                    that also sets kInGc
 //   collect_garbage  phase 7: L_cv - L_nv walked backwards, leaves created but not kept,
-//                    then pendingLeaves destroyed (idempotent: recovery re-runs it)
+//                    then pendingLeaves destroyed and kInGc cleared (idempotent: recovery
+//                    re-runs it)
 //   abort_merge      a merge that failed (pool_full) is undone online: created leaves freed,
 //                    in_merge cleared; version cv was never touched
 //   reclaim_interrupted_merge  Algorithm 4 lines 2-4 (also the core of abort_merge)
+//   finish_interrupted_merge   Algorithm 4 lines 2-5, for both trees' recovery
 //
 // merge_range and flush_range keep all their state in the RangeMerge they are given and use
 // only thread-safe services (allocator, OwnerDir, PendingLeaves), so different ranges may run
@@ -102,8 +106,8 @@ struct RangeMerge {
   MergeCounters counters;
 };
 
-// Algorithm 1 line 2: persist in_merge, then create pendingLeaves. May throw pool_full (then
-// call abort_merge).
+// Algorithm 1 line 2: persist in_merge, then start pendingLeaves (empty: the first new leaf
+// creates its first block, and may throw pool_full there).
 void begin_merge(pm::Pool& pool, Root* root, PendingLeaves& pending);
 // Phases 1-3 on one range. `es` holds the buffer's entries (tombstones included) with keys
 // in the range: above the previous range's last max key, at most this range's last max key.
@@ -111,7 +115,7 @@ void begin_merge(pm::Pool& pool, Root* root, PendingLeaves& pending);
 void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es);
 // Phase 4 on a range merged by merge_range (after the caller relinked the tails).
 void flush_range(const MergeContext& cx, RangeMerge& r);
-// Phase 4's last words and phase 6: head[nv], base_count[nv], fence, gv = nv persisted.
+// Phase 4's last words and phase 6: head[nv], base_count[nv], fence, gv = nv | kInGc persisted.
 void commit_merge(Root* root, int nv, u64 head, u64 count);
 // Phase 7. Returns the number of leaves freed.
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
@@ -122,5 +126,10 @@ void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const
 // Algorithm 4 lines 2-4: frees the leaves pendingLeaves records, destroys it, clears
 // in_merge.
 void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending);
+// Algorithm 4 lines 2-5: reclaims a merge the crash interrupted before its flip, or finishes
+// the garbage collection of one interrupted after it (kInGc; or pendingLeaves left by a pool
+// written before that bit). Returns the number of leaves freed.
+std::size_t finish_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir,
+                                     PendingLeaves& pending, const LeafLayout& L);
 
 }  // namespace dptree::detail

@@ -12,10 +12,7 @@ using namespace detail;  // NOLINT: the layout vocabulary
 void DPTreeCore::Impl::recover() {
   PhaseScope ph(DPTreePhase::recovery);
   dir->load();
-  if (root->gv & kInMerge)
-    reclaim_interrupted_merge(pool, root, *dir, *pending);  // lines 2-4
-  else if ((root->gv & kInGc) || pending->exists())
-    freed += collect_garbage(pool, root, *dir, *pending, L, 1 - cv(), cv());  // line 5
+  freed += finish_interrupted_merge(pool, root, *dir, *pending, L);  // lines 2-5
   // The log of the previous version was released only partly when the crash came.
   if (root->log_head[1 - cv()]) PLog::release_chain(pool, &root->log_head[1 - cv()], 1 - cv());
   dir->load();

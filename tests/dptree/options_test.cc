@@ -86,13 +86,26 @@ TEST(DPTreeOptions, ExperimentSwitchesParseAndRefuseClearly) {
   EXPECT_NO_THROW((DPTree<8, 8>::create(*pool, w)));
 }
 
+// A zeroed leaf in DRAM, 8-byte keys and values, for the leaf functions (base_leaf.h).
+struct HandLeaf {
+  explicit HandLeaf(std::size_t cap) : L(layout(cap)), mem(L.bytes), lf{mem.data(), &L} {}
+  static detail::LeafLayout layout(std::size_t cap) {
+    detail::LeafLayout l;
+    l.init(cap, 8, 8);
+    return l;
+  }
+  HandLeaf(const HandLeaf&) = delete;
+  HandLeaf& operator=(const HandLeaf&) = delete;
+  detail::LeafLayout L;
+  std::vector<std::byte> mem;
+  detail::Leaf lf;
+};
+
 // The three probing schemes on hand-made leaves: the fingerprint schemes trust fingerprints,
 // linear probing alone does not; the fingerprint-only scheme ignores the hash position.
 TEST(DPTreeProbe, SchemesDifferWhereTheyShould) {
-  detail::LeafLayout L;
-  L.init(16, 8, 8);
-  std::vector<std::byte> mem(L.bytes);
-  detail::Leaf lf{mem.data(), &L};
+  HandLeaf h(16);
+  auto& [L, mem, lf] = h;
   std::vector<detail::KVPair> es;
   for (detail::u64 k = 1; k <= 8; ++k) es.emplace_back(k * 1000, k);
   detail::leaf_fill(lf, 0, es);
@@ -154,10 +167,8 @@ TEST(DPTreeProbe, BlockProbeAnswersAsTheSlotProbe) {
   std::mt19937_64 rng(11);
   std::size_t hits = 0, misses = 0, wrapped = 0;
   for (std::size_t cap : {16u, 48u, 256u, 40u}) {
-    detail::LeafLayout L;
-    L.init(cap, 8, 8);
-    std::vector<std::byte> mem(L.bytes);
-    detail::Leaf lf{mem.data(), &L};
+    HandLeaf h(cap);
+    auto& [L, mem, lf] = h;
     for (double fill : {0.1, 0.5, 0.9, 1.0}) {
       for (int round = 0; round < 20; ++round) {
         std::fill(mem.begin(), mem.end(), std::byte{0});
@@ -274,10 +285,8 @@ TEST(DPTreeMergeMode, OutOfPlaceRewritesTheBaseTreeEveryMerge) {
 // slot (empty in version 1, an entry of version 0) marks it deleted so its key stays
 // reachable; version 0 is never touched.
 TEST(DPTreeSplit, ClearedSlotsKeepEveryKeyReachable) {
-  detail::LeafLayout L;
-  L.init(16, 8, 8);
-  std::vector<std::byte> mem(L.bytes);
-  detail::Leaf lf{mem.data(), &L};
+  HandLeaf h(16);
+  auto& [L, mem, lf] = h;
   std::vector<detail::KVPair> es;
   for (detail::u64 k = 1; k <= 12; ++k) es.emplace_back(k * 7777, k);
   detail::leaf_fill(lf, 0, es);

@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libabsl-dev
   python3 python3-matplotlib
 )
 

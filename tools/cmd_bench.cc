@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/progress.h"
+#include "bench/reference_indexes.h"
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "commands.h"
@@ -123,6 +124,7 @@ void on_signal(int) {
 }
 
 void run_bench(const BenchOptions& o) {
+  bench::register_reference_indexes();
   if (o.list) {
     print_list();
     return;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "bench/histogram.h"
+#include "bench/reference_indexes.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 
@@ -139,6 +140,7 @@ std::size_t default_pool_size(const RunSpec& spec) {
 
 std::unique_ptr<LoadedIndex> load(const RunSpec& spec, const std::vector<RunSpec>& runs,
                                   Progress* progress) {
+  register_reference_indexes();
   auto st = std::make_unique<LoadedIndex::State>();
   st->info = &find_index(spec.index);
   st->spec = spec;

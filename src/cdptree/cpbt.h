@@ -14,42 +14,11 @@
 
 #include "btree/olc_btree.h"
 #include "cdptree/plog.h"
+#include "dptree/bloom.h"
 
 namespace dptree::cdp {
 
-// Bloom filter with atomic words: adds from any writer, lookups from any reader.
-class ConcurrentBloom {
- public:
-  ConcurrentBloom(std::size_t expected, double error_rate) {
-    if (expected < 64) expected = 64;
-    double m = -static_cast<double>(expected) * std::log(error_rate) / 0.4804530139182014;
-    words_ = static_cast<std::size_t>(m / 64) + 1;
-    bits_ = std::make_unique<std::atomic<u64>[]>(words_);
-    k_ =
-        std::max(1, static_cast<int>(m / static_cast<double>(expected) * 0.6931471805599453 + 0.5));
-  }
-  void add(u64 key) {
-    u64 h1 = detail::hash_key(key), h2 = detail::hash_key(h1) | 1;
-    for (int i = 0; i < k_; ++i) {
-      u64 b = (h1 + static_cast<u64>(i) * h2) % (words_ * 64);
-      bits_[b / 64].fetch_or(u64{1} << (b % 64), std::memory_order_release);
-    }
-  }
-  bool may_contain(u64 key) const {
-    u64 h1 = detail::hash_key(key), h2 = detail::hash_key(h1) | 1;
-    for (int i = 0; i < k_; ++i) {
-      u64 b = (h1 + static_cast<u64>(i) * h2) % (words_ * 64);
-      if (!(bits_[b / 64].load(std::memory_order_acquire) >> (b % 64) & 1)) return false;
-    }
-    return true;
-  }
-  std::size_t dram_bytes() const { return words_ * 8; }
-
- private:
-  std::size_t words_;
-  std::unique_ptr<std::atomic<u64>[]> bits_;
-  int k_ = 1;
-};
+using detail::ConcurrentBloom;
 
 struct Cpbt {
   Cpbt(const LogShared& sh, u64* table, int ver, std::size_t expected, double bloom_error)

@@ -85,16 +85,22 @@ long find_in_blocks(Leaf lf, int v, u64 k, std::uint8_t f, std::size_t home) {
 }  // namespace
 #endif
 
-long leaf_find(Leaf lf, int v, u64 k, ProbeMode mode) {
+void leaf_prefetch(Leaf lf, int v, u64 h) {
+  const std::size_t home = home_slot(h, lf.L->cap);
+  __builtin_prefetch(lf.bitmap(v) + home / 32);
+  __builtin_prefetch(lf.fp(v) + home);
+  __builtin_prefetch(lf.entry(home));
+}
+
+long leaf_find(Leaf lf, int v, u64 k, u64 h, ProbeMode mode) {
   const std::size_t cap = lf.L->cap;
   if (mode == ProbeMode::fingerprint) {
-    auto f = fingerprint_of(hash_key(k));
+    auto f = fingerprint_of(h);
     const std::uint8_t* fp = lf.fp(v);
     for (std::size_t s = 0; s < cap; ++s)
       if (fp[s] == f && lf.state(v, s) == kOccupied && lf.key(s) == k) return static_cast<long>(s);
     return -1;
   }
-  u64 h = hash_key(k);
   auto f = fingerprint_of(h);
   const bool use_fp = mode == ProbeMode::both;
   std::size_t s = home_slot(h, cap);

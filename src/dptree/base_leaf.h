@@ -42,8 +42,14 @@ void rebuild_leaf_meta(Leaf lf, int v);
 // version v lags `restart_count`, rebuilds and persists the counter. True if it rebuilt.
 bool ensure_leaf_meta(Leaf lf, int v, u64 restart_count);
 
-// Slot of key k in version v, or -1.
-long leaf_find(Leaf lf, int v, u64 k, ProbeMode mode = ProbeMode::both);
+// Slot of key k in version v, or -1; `h` is hash_key(k).
+long leaf_find(Leaf lf, int v, u64 k, u64 h, ProbeMode mode = ProbeMode::both);
+inline long leaf_find(Leaf lf, int v, u64 k, ProbeMode mode = ProbeMode::both) {
+  return leaf_find(lf, v, k, hash_key(k), mode);
+}
+// Prefetches what leaf_find(lf, v, k, h) reads first: the home block's bitmap word and
+// fingerprints and the home slot's entry. A lookup then waits for one miss, not three.
+void leaf_prefetch(Leaf lf, int v, u64 h);
 // Position in version v's order array of the first key >= k.
 std::size_t leaf_lower_bound(Leaf lf, int v, u64 k);
 // Appends version v's entries to out, in key order.

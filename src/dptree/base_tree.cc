@@ -21,10 +21,12 @@ u64* BaseTree::next_word(u64 prev, int v) const {
 void BaseTree::rebuild_inner() {
   max_.clear();
   leaf_.clear();
+  fresh_.clear();
   int v = cv();
   for (u64 l = root_->head[v]; l; l = leaf(l).next(v)) {
     max_.push_back(leaf(l).max_key(v));
     leaf_.push_back(l);
+    fresh_.push_back(leaf(l).rc(v) == root_->restart_count);
   }
 }
 
@@ -32,23 +34,29 @@ std::size_t BaseTree::leaf_index(u64 k) const {
   return static_cast<std::size_t>(std::lower_bound(max_.begin(), max_.end(), k) - max_.begin());
 }
 
-void BaseTree::ensure_meta(u64 off) const {
-  if (ensure_leaf_meta(leaf(off), cv(), root_->restart_count)) ++lazy_rebuilds_;
+void BaseTree::ensure_meta(std::size_t i) const {
+  if (fresh_[i]) return;
+  if (ensure_leaf_meta(leaf(leaf_[i]), cv(), root_->restart_count)) ++lazy_rebuilds_;
+  fresh_[i] = 1;
 }
 
-std::optional<u64> BaseTree::lookup(u64 k, ProbeMode mode) const {
+void BaseTree::prefetch(std::size_t i, u64 h) const {
+  if (i < leaf_.size()) leaf_prefetch(leaf(leaf_[i]), cv(), h);
+}
+
+std::optional<u64> BaseTree::lookup(u64 k, u64 h, ProbeMode mode) const {
   std::size_t i = leaf_index(k);
   if (i == leaf_.size()) return std::nullopt;
-  ensure_meta(leaf_[i]);
+  ensure_meta(i);
   Leaf lf = leaf(leaf_[i]);
-  long s = leaf_find(lf, cv(), k, mode);
+  long s = leaf_find(lf, cv(), k, h, mode);
   if (s < 0) return std::nullopt;
   return lf.value(static_cast<std::size_t>(s));
 }
 
 BaseTree::Cursor::Cursor(const BaseTree& t, u64 start) : t_(t), li_(t.leaf_index(start)) {
   if (li_ < t_.leaf_.size()) {
-    t_.ensure_meta(t_.leaf_[li_]);
+    t_.ensure_meta(li_);
     pos_ = leaf_lower_bound(t_.leaf(t_.leaf_[li_]), t_.cv(), start);
   }
   settle();
@@ -56,7 +64,7 @@ BaseTree::Cursor::Cursor(const BaseTree& t, u64 start) : t_(t), li_(t.leaf_index
 
 void BaseTree::Cursor::settle() {
   while (li_ < t_.leaf_.size()) {
-    t_.ensure_meta(t_.leaf_[li_]);
+    t_.ensure_meta(li_);
     if (pos_ < t_.leaf(t_.leaf_[li_]).count(t_.cv())) return;
     ++li_;
     pos_ = 0;

@@ -29,16 +29,23 @@ class BaseTree {
   u64 restart_count() const { return root_->restart_count; }
   u64 base_count() const { return root_->base_count[cv()]; }
 
-  // Phase 5: the inner index from the max keys of version cv's leaves.
+  // Phase 5: the inner index from the max keys of version cv's leaves, and which of them have
+  // metadata current for this restart (read from the same line as the max key).
   void rebuild_inner();
   const std::vector<u64>& leaves() const { return leaf_; }
   const std::vector<u64>& max_keys() const { return max_; }
   // Index (in leaves()) of the leaf whose range holds k; leaves().size() if none.
   std::size_t leaf_index(u64 k) const;
-  // ensure_leaf_meta on the current version, counted in lazy_rebuilds().
-  void ensure_meta(u64 off) const;
+  // ensure_leaf_meta on the current version of leaves()[i], counted in lazy_rebuilds(). The
+  // DRAM flag of the inner index answers without touching the leaf once it is current.
+  void ensure_meta(std::size_t i) const;
 
-  std::optional<u64> lookup(u64 k, ProbeMode mode) const;
+  // Starts loading the lines a lookup of a key with hash h reads in leaves()[i] (the bitmap
+  // word, the fingerprints and the key slots of its home block), so the misses overlap.
+  void prefetch(std::size_t i, u64 h) const;
+  std::optional<u64> lookup(u64 k, ProbeMode mode) const { return lookup(k, hash_key(k), mode); }
+  // `h` is hash_key(k).
+  std::optional<u64> lookup(u64 k, u64 h, ProbeMode mode) const;
   // Cursor over version cv in key order, from the first key >= start.
   class Cursor {
    public:
@@ -55,13 +62,16 @@ class BaseTree {
   };
 
   std::size_t lazy_rebuilds() const { return lazy_rebuilds_; }
-  std::size_t dram_bytes() const { return 8 * (max_.capacity() + leaf_.capacity()); }
+  std::size_t dram_bytes() const {
+    return 8 * (max_.capacity() + leaf_.capacity()) + fresh_.capacity();
+  }
 
  private:
   pm::Pool& pool_;
   Root* root_;
   const LeafLayout& L_;
   std::vector<u64> max_, leaf_;
+  mutable std::vector<std::uint8_t> fresh_;  // leaf_[i]'s metadata is current (§2.2)
   mutable std::size_t lazy_rebuilds_ = 0;
 };
 

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -228,45 +227,6 @@ class BufferTree {
   Node* root_ = nullptr;
   std::size_t size_ = 0;
   std::size_t nodes_ = 0;
-};
-
-// Bloom filter over the buffer tree's keys (§2): lookups of keys it rules out skip the
-// buffer tree. Sized for the number of keys the buffer may hold before the next merge.
-class Bloom {
- public:
-  void reset(std::size_t expected, double error_rate) {
-    if (expected < 64) expected = 64;
-    // m = -n ln p / (ln 2)^2, k = m/n ln 2
-    double m = -static_cast<double>(expected) * std::log(error_rate) / (0.4804530139182014);
-    std::size_t words = static_cast<std::size_t>(m / 64) + 1;
-    bits_.assign(words, 0);
-    k_ =
-        std::max(1, static_cast<int>(m / static_cast<double>(expected) * 0.6931471805599453 + 0.5));
-  }
-  void add(std::uint64_t key) {
-    std::uint64_t h1 = mix(key), h2 = mix(h1) | 1;
-    std::size_t nbits = bits_.size() * 64;
-    for (int i = 0; i < k_; ++i) {
-      std::size_t b = (h1 + static_cast<std::uint64_t>(i) * h2) % nbits;
-      bits_[b / 64] |= 1ull << (b % 64);
-    }
-  }
-  bool may_contain(std::uint64_t key) const {
-    if (bits_.empty()) return false;
-    std::uint64_t h1 = mix(key), h2 = mix(h1) | 1;
-    std::size_t nbits = bits_.size() * 64;
-    for (int i = 0; i < k_; ++i) {
-      std::size_t b = (h1 + static_cast<std::uint64_t>(i) * h2) % nbits;
-      if (!(bits_[b / 64] >> (b % 64) & 1)) return false;
-    }
-    return true;
-  }
-  std::size_t dram_bytes() const { return bits_.size() * 8; }
-  static std::uint64_t mix(std::uint64_t x) { return hash_key(x); }
-
- private:
-  std::vector<std::uint64_t> bits_;
-  int k_ = 1;
 };
 
 }  // namespace dptree::detail

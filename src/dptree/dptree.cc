@@ -160,13 +160,18 @@ void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
   }
 }
 
+// The filter's block and the leaf's first lines are requested before either is needed, so
+// their misses overlap with each other and with the inner index search.
 std::optional<u64> DPTreeCore::Impl::lookup(u64 k) const {
-  if (bloom.may_contain(k))
+  const u64 h = hash_key(k);
+  bloom.prefetch(h);
+  base->prefetch(base->leaf_index(k), h);
+  if (bloom.may_contain_hashed(h))
     if (const u64* p = buffer.find(k)) {
       if (*p & kTombstone) return std::nullopt;
       return *p;
     }
-  return base->lookup(k, opt.probe);
+  return base->lookup(k, h, opt.probe);
 }
 
 std::size_t DPTreeCore::Impl::scan(u64 start, std::size_t count, std::vector<KV>& out) const {

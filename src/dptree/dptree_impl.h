@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dptree/base_tree.h"
+#include "dptree/bloom.h"
 #include "dptree/buffer_tree.h"
 #include "dptree/dptree.h"
 #include "dptree/family.h"

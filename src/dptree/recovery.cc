@@ -23,10 +23,12 @@ void DPTreeCore::Impl::recover() {
     bloom.add(k);
   });
   pages->sweep({log->pages().begin(), log->pages().end()});
-  base->rebuild_inner();
   root->restart_count += 1;  // line 7
-  pm::CategoryScope cat(pm::Category::node);
-  pm::persist(&root->restart_count, 8);
+  {
+    pm::CategoryScope cat(pm::Category::node);
+    pm::persist(&root->restart_count, 8);
+  }
+  base->rebuild_inner();  // after line 7: it notes which leaves' metadata is current
 }
 
 }  // namespace dptree

@@ -1,18 +1,49 @@
 // The buffer tree of DPTree (§2.1): a small in-DRAM B+-tree of upserts. It is volatile; its
 // durability comes from the PM log (plog.h), replayed into a new buffer tree on recovery.
 // Values carry DPTree's tombstone bit untouched: the tree only stores and orders them.
+//
+// The tree is emptied by every merge and refilled to the same size, so its nodes come from an
+// arena that clear() rewinds instead of freeing: no allocation, free or fresh page fault per
+// node after the first merge cycle. Searches inside a node are branch-free.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "dptree/layout.h"
 
 namespace dptree::detail {
+
+// Fixed-size, 64-byte aligned node slots handed out from chunks; rewind() makes every slot
+// free again and keeps the chunks.
+class NodeArena {
+ public:
+  explicit NodeArena(std::size_t slot_bytes) : slot_((slot_bytes + 63) / 64 * 64) {}
+  void* take() {
+    if (used_ == chunks_.size() * kSlotsPerChunk)
+      chunks_.emplace_back(new (std::align_val_t{64}) std::byte[slot_ * kSlotsPerChunk]);
+    std::byte* p = chunks_[used_ / kSlotsPerChunk].get() + slot_ * (used_ % kSlotsPerChunk);
+    ++used_;
+    return p;
+  }
+  void rewind() { used_ = 0; }
+  std::size_t held_bytes() const { return chunks_.size() * kSlotsPerChunk * slot_; }
+
+ private:
+  static constexpr std::size_t kSlotsPerChunk = 256;
+  struct AlignedDelete {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  std::size_t slot_;
+  std::size_t used_ = 0;
+  std::vector<std::unique_ptr<std::byte[], AlignedDelete>> chunks_;
+};
 
 class BufferTree {
   static constexpr int kFan = 32;  // entries per node
@@ -33,30 +64,26 @@ class BufferTree {
     Node* child[kFan];
     Inner() : Node(false) {}
   };
+  static_assert(std::is_trivially_destructible_v<Leaf> && std::is_trivially_destructible_v<Inner>,
+                "the arena never runs destructors");
 
  public:
   BufferTree() = default;
-  ~BufferTree() { clear(); }
   BufferTree(const BufferTree&) = delete;
   BufferTree& operator=(const BufferTree&) = delete;
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  std::size_t dram_bytes() const { return nodes_ * sizeof(Leaf); }
+  std::size_t dram_bytes() const { return arena_.held_bytes(); }
 
   // Inserts or overwrites; returns true if the key was new.
   bool upsert(std::uint64_t k, std::uint64_t v) {
-    if (!root_) {
-      auto* l = new Leaf;
-      ++nodes_;
-      root_ = l;
-    }
+    if (!root_) root_ = new_leaf();
     std::uint64_t sep = 0;
     Node* split = nullptr;
     bool added = insert_rec(root_, k, v, sep, split);
     if (split) {
-      auto* r = new Inner;
-      ++nodes_;
+      auto* r = new_inner();
       r->child[0] = root_;
       r->child[1] = split;
       r->keys[0] = sep;
@@ -73,7 +100,6 @@ class BufferTree {
     int i = lower(l, k);
     return i < l->n && l->keys[i] == k ? &l->vals[i] : nullptr;
   }
-
   // Ordered iteration from the first key >= k.
   class Iter {
    public:
@@ -113,19 +139,32 @@ class BufferTree {
   Iter begin() const { return lower_bound(0); }
 
   void clear() {
-    if (root_) destroy(root_);
+    arena_.rewind();
     root_ = nullptr;
     size_ = 0;
-    nodes_ = 0;
   }
 
  private:
+  Leaf* new_leaf() { return new (arena_.take()) Leaf; }
+  Inner* new_inner() { return new (arena_.take()) Inner; }
+  // How many of keys[0..n) are below k (or, with `or_equal`, not above k): a binary search
+  // whose steps are conditional moves, not branches the random keys would mispredict.
+  template <bool or_equal>
+  static int count_below(const std::uint64_t* keys, int n, std::uint64_t k) {
+    const std::uint64_t* base = keys;
+    while (n > 1) {
+      const int half = n / 2;
+      base = (or_equal ? base[half - 1] <= k : base[half - 1] < k) ? base + half : base;
+      n -= half;
+    }
+    return static_cast<int>(base - keys) + (n == 1 && (or_equal ? *base <= k : *base < k));
+  }
   static int lower(const Node* nd, std::uint64_t k) {
-    return static_cast<int>(std::lower_bound(nd->keys, nd->keys + nd->n, k) - nd->keys);
+    return count_below<false>(nd->keys, nd->n, k);
   }
   static int child_index(const Inner* in, std::uint64_t k) {
     // child i holds keys in [keys[i-1], keys[i]).
-    return static_cast<int>(std::upper_bound(in->keys, in->keys + in->n - 1, k) - in->keys);
+    return count_below<true>(in->keys, in->n - 1, k);
   }
   const Leaf* leaf_for(std::uint64_t k) const {
     const Node* nd = root_;
@@ -146,8 +185,7 @@ class BufferTree {
         return false;
       }
       if (l->n == kFan) {
-        auto* r = new Leaf;
-        ++nodes_;
+        auto* r = new_leaf();
         int half = kFan / 2;
         r->n = kFan - half;
         std::copy(l->keys + half, l->keys + kFan, r->keys);
@@ -185,8 +223,7 @@ class BufferTree {
       }
       if (ci == in->n - 1) keys[nk++] = csep;
       // nc = kFan + 1 children, nk = kFan separators.
-      auto* r = new Inner;
-      ++nodes_;
+      auto* r = new_inner();
       int left = nc / 2;
       in->n = left;
       for (int i = 0; i < left; ++i) in->child[i] = ch[i];
@@ -214,19 +251,9 @@ class BufferTree {
     l->vals[i] = v;
     ++l->n;
   }
-  void destroy(Node* nd) {
-    if (nd->leaf) {
-      delete static_cast<Leaf*>(nd);
-      return;
-    }
-    auto* in = static_cast<Inner*>(nd);
-    for (int i = 0; i < in->n; ++i) destroy(in->child[i]);
-    delete in;
-  }
-
+  NodeArena arena_{std::max(sizeof(Leaf), sizeof(Inner))};
   Node* root_ = nullptr;
   std::size_t size_ = 0;
-  std::size_t nodes_ = 0;
 };
 
 }  // namespace dptree::detail

@@ -156,8 +156,11 @@ void leaf_fill(Leaf lf, int nv, std::span<const KVPair> es) {
 void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::uint16_t>& written) {
   const std::size_t cap = lf.L->cap;
   const int cvv = 1 - nv;
-  std::vector<std::pair<u64, std::uint16_t>> added;
-  added.reserve(es.size());
+  // Scratch kept per thread: a merge calls this once per leaf, merge workers in parallel.
+  thread_local std::vector<std::pair<u64, std::uint16_t>> added;
+  thread_local std::vector<std::uint16_t> ord;
+  added.clear();
+  ord.clear();
   for (const auto& [k, v] : es) {
     long old = leaf_find(lf, nv, k);
     u64 h = hash_key(k);
@@ -176,8 +179,6 @@ void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::u
     added.emplace_back(k, static_cast<std::uint16_t>(s));
   }
   // Merge the surviving old order with the added slots (both sorted by key).
-  std::vector<std::uint16_t> ord;
-  ord.reserve(lf.count(nv) + added.size());
   std::size_t j = 0;
   for (std::size_t i = 0; i < lf.count(nv); ++i) {
     std::uint16_t s = lf.order(nv)[i];
@@ -216,11 +217,12 @@ std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks) {
 
 std::size_t leaf_clear_unreached_deleted(Leaf lf, int v) {
   const std::size_t cap = lf.L->cap;
-  std::vector<bool> on_path(cap, false);
+  thread_local std::vector<std::uint8_t> on_path;
+  on_path.assign(cap, 0);
   for (std::size_t s = 0; s < cap; ++s) {
     if (lf.state(v, s) != kOccupied) continue;
     for (std::size_t p = home_slot(hash_key(lf.key(s)), cap); p != s; p = p + 1 == cap ? 0 : p + 1)
-      on_path[p] = true;
+      on_path[p] = 1;
   }
   std::size_t n = 0;
   for (std::size_t s = 0; s < cap; ++s)

@@ -212,7 +212,8 @@ void DPTreeCore::Impl::merge() {
   if (buffer.empty()) return;
   KeptSplitScope kept;
   const int cvv = cv(), nv = 1 - cvv;
-  std::vector<KVPair> ents;
+  std::vector<KVPair>& ents = merge_entries;  // reused: no fresh pages for 16 bytes an entry
+  ents.clear();
   ents.reserve(buffer.size());
   for (auto it = buffer.begin(); it.valid(); it.next()) ents.emplace_back(it.key(), it.value());
   MergeContext cx{pool, *dir, *pending, L};
@@ -227,6 +228,7 @@ void DPTreeCore::Impl::merge() {
   RangeMerge r;
   r.first_cv = root->head[cvv];
   r.nleaves = base->leaves().size();
+  r.dirty.reserve(r.nleaves + r.nleaves / 8 + 16);  // every leaf, and the new ones
   try {
     begin_merge(pool, root, *pending);
     merge_range(cx, r, ents);

@@ -37,6 +37,7 @@ struct DPTreeCore::Impl : detail::TreeParts {
 
   detail::BufferTree buffer;
   detail::Bloom bloom;
+  std::vector<detail::KVPair> merge_entries;  // the buffer in key order, kept across merges
 
   // Counters for stats().
   std::size_t merges = 0, failed_merges = 0, undone_leaves = 0, freed = 0;

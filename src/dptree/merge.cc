@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
-#include <unordered_set>
 
 #include "dptree/phase.h"
 #include "dptree/pm/allocator.h"
@@ -377,7 +376,8 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
       // The other (zeroed) set is not written back: nothing reads it before a merge copies
       // the current set over it, and that merge flushes all of it (meta_never_written).
       pm::flush(lf.meta(nv), cx.L.meta_p_bytes);
-      std::vector<std::uint16_t> occ;
+      thread_local std::vector<std::uint16_t> occ;
+      occ.clear();
       for (std::size_t x = 0; x < cx.L.cap; ++x)
         if (lf.state(nv, x) == kOccupied) occ.push_back(static_cast<std::uint16_t>(x));
       flush_leaf_slots(lf, occ);
@@ -411,8 +411,10 @@ void commit_merge(Root* root, int nv, u64 head, u64 count) {
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
                             const LeafLayout& L, int old, int cur) {
   auto leaf = [&](u64 off) { return Leaf{pool.at(off), &L}; };
-  std::unordered_set<u64> keep;
-  for (u64 l = root->head[cur]; l; l = leaf(l).next(cur)) keep.insert(l);
+  std::vector<u64> keep;  // sorted: one allocation, not one per leaf
+  for (u64 l = root->head[cur]; l; l = leaf(l).next(cur)) keep.push_back(l);
+  std::sort(keep.begin(), keep.end());
+  auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
   std::vector<u64> lold;
   for (u64 l = root->head[old]; l; l = leaf(l).next(old)) {
     u64 slot = leaf(l).owner_slot();
@@ -421,13 +423,13 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
   }
   std::size_t freed = 0;
   for (auto it = lold.rbegin(); it != lold.rend(); ++it)
-    if (!keep.contains(*it)) {
+    if (!kept(*it)) {
       dir.free_owned(leaf(*it).owner_slot());
       ++freed;
     }
   for (u64 slot : pending.slots()) {
     u64 l = *pool.at<u64>(slot);
-    if (l && !keep.contains(l)) {
+    if (l && !kept(l)) {
       dir.free_owned(slot);
       ++freed;
     }

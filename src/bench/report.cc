@@ -171,6 +171,7 @@ std::string to_json(const std::vector<RunResult>& rs) {
     j["seed"] = r.seed;
     j["pinned"] = r.pinned;
     j["preload_seconds"] = r.preload_seconds;
+    j["drain_seconds"] = r.drain_seconds;
     j["shared_load"] = r.shared_load;
     j["final_records"] = r.final_records;
     j["dram_bytes_per_record"] = r.dram_bytes_per_record;

@@ -64,9 +64,11 @@ struct RunResult {
   std::uint64_t ops = 0;
   std::uint64_t ops_by_kind[kOpKinds] = {};
   std::uint64_t reads_found = 0;  // lookups (and rmw reads) that found their key
-  double seconds = 0;
+  double seconds = 0;             // the timed phase, drain included
   double throughput_mops = 0;
-  double preload_seconds = 0;  // 0 on a shared load after its first run
+  double preload_seconds = 0;  // 0 on a shared load after its first run (drain included)
+  // Part of `seconds`: the index's drain() after the last operation of a run that writes.
+  double drain_seconds = 0;
   Latency latency_ns;
   double flushes_per_op = 0, fences_per_op = 0, pm_bytes_written_per_op = 0;
   // Flushed lines per operation split by counter category (log / alloc / node / other).

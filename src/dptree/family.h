@@ -95,6 +95,10 @@ class FamilyIndex : public Index {
   std::size_t scan(Key s, std::size_t n, std::vector<KV>& out) const override {
     return t_->scan(s, n, out);
   }
+  void drain() override {
+    if constexpr (requires(const Tree& t) { t.wait_for_merge(); }) t_->wait_for_merge();
+    t_->merge();
+  }
   Value max_value() const override { return Tree::kMaxValue; }
   IndexStats stats() const override {
     auto s = t_->stats();

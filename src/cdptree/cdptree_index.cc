@@ -1,4 +1,5 @@
 // The concurrent DPTree behind the common Index interface, registered as "cdptree".
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -36,11 +37,20 @@ class CDPTreeIndex final : public detail::FamilyIndex<CDPTree> {
 void register_cdptree_index() {
   register_index(
       IndexInfo{"cdptree",
-                "concurrent DPTree (§3): OLC buffer tree + partitioned PM log, background parallel "
-                "merge into the PM base tree, parallel recovery",
+                "concurrent DPTree (§3): OLC buffer tree + partitioned PM log, parallel merge "
+                "into the PM base tree (in the background from 2 threads on), parallel recovery; "
+                "merge and recovery workers = --threads unless set",
                 true, true, [](const IndexConfig& c) -> std::unique_ptr<Index> {
                   pm::Pool& pool = detail::require_pool(c, "cdptree");
                   auto opt = CDPTreeOptions::from_map(c.options);
+                  // Every thread the tree uses counts in the caller's thread count: as many
+                  // merge and recovery workers as threads, and with one thread the writer
+                  // merges itself (no background thread beside it), as DPTree does.
+                  const unsigned threads = std::max(1u, c.threads);
+                  if (!c.options.count("merge_threads")) opt.merge_threads = threads;
+                  if (!c.options.count("recovery_threads")) opt.recovery_threads = threads;
+                  if (!c.options.count("background_merge") && threads == 1)
+                    opt.background_merge = false;
                   if (*pool.root_word())
                     return std::make_unique<CDPTreeIndex>(CDPTree::open(pool, opt));
                   return std::make_unique<CDPTreeIndex>(CDPTree::create(pool, opt));

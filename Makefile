@@ -1,6 +1,6 @@
 # The front door. `make bench` runs the main job, `make test` runs every test; both install
 # what they need first (scripts/setup.sh) and build what they use.
-.PHONY: all setup build release test test-asan test-tsan format check-format bench install clean
+.PHONY: all setup build release test test-asan test-tsan format check-format bench yardstick install clean
 
 SOURCES := $(shell git ls-files '*.h' '*.cc' 2>/dev/null || find include src tests tools examples -name '*.h' -o -name '*.cc')
 JOBS ?= $(shell nproc)
@@ -41,6 +41,11 @@ bench: build
 		--seconds 1 --recovery --json build/bench.json
 	@if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then \
 		/usr/bin/python3 scripts/plot.py build/bench.json --out build/plots; fi
+
+# DPTree, the concurrent DPTree, FAST_FAIR and LB+-Tree as ratios to absl::btree_map at 10M keys,
+# 1 and 2 threads, beside the project's targets: docs/results/yardstick.md (a few minutes).
+yardstick: build
+	/usr/bin/python3 scripts/reproduce --keys $(or $(KEYS),10M) --only yardstick
 
 install: build
 	cmake --install build/release --prefix $(or $(PREFIX),/usr/local)

@@ -11,7 +11,7 @@ PROBES = ["linear", "fingerprint", "both"]  # Fig. 10: lp, fp, lp+fp
 PEERS = ["dptree", "fastfair", "fptree"]
 NAMES = {"dptree": "DPTree", "fastfair": "FAST_FAIR", "fptree": "FPTree",
          "cdptree": "DPTree (concurrent)", "lbtree": "LB+-Tree", "utree": "uTree",
-         "cawbt": "CAWBT", "btree": "B+-tree (DRAM)"}
+         "cawbt": "CAWBT", "btree": "B+-tree (DRAM)", "absl-btree": "absl::btree_map"}
 # The `peers` experiment: every persistent index of the project, then the volatile upper bound.
 ALL_PEERS = ["dptree", "cdptree", "fastfair", "fptree", "lbtree", "utree", "cawbt", "btree"]
 MIXES = ["insert_only", "read_only", "read_update", "scan_insert", "mixed"]
@@ -39,7 +39,16 @@ TITLES = {
     "fig13": "Figure 13: recovery time against size",
     "peers": "Beyond the paper: every persistent index side by side",
     "recovery": "Beyond the paper: recovery time at 2^k keys, 1 and 2 recovery threads",
+    "yardstick": "The yardstick: our indexes as ratios to absl::btree_map",
 }
+
+YARDSTICK = ["absl-btree", "dptree", "cdptree", "fastfair", "lbtree"]
+# (index, threads) -> (insert, lookup) ratio to absl-btree at 1 thread that the project aims
+# for: about 1.2x what the DPTree authors' code, the original FAST_FAIR and the original
+# LB+-Tree reached against absl::btree_map on this machine.
+YARDSTICK_TARGETS = {("dptree", 1): (1.2, 1.7), ("cdptree", 1): (1.2, 1.2),
+                     ("cdptree", 2): (2.0, 3.1), ("fastfair", 1): (0.65, 0.85),
+                     ("lbtree", 1): (1.0, 1.3)}
 
 MODE_NOTE = ("Modes: `pmem` issues the real flush instruction and `sfence` for every persist "
              "(on this machine's DRAM: there is no Optane here), `dram` issues neither; "
@@ -509,9 +518,53 @@ def body_recovery(d, cfg):
                   if last else "")
 
 
+def load_note(r):
+    lo = r.get("load")
+    if not lo:
+        return "-"
+    flag = " **above cores**" if max(lo) > r.get("cores", 2) else ""
+    return f"{lo[0]:.1f}/{lo[1]:.1f}{flag}"
+
+
+def body_yardstick(d, cfg):
+    runs = d["runs"]
+    absl = {w: (one(runs, index="absl-btree", threads=1, workload=w) or {}).get("throughput_mops")
+            for w in ("insert_only", "read_only")}
+    text = (f"{human(d['records'])} random keys preloaded once per index and thread count "
+            "(`dptree bench --load-once`), pmem mode; lookups (read_only) first, then inserts "
+            f"of new keys (insert_only), {cfg.seconds} s each; an index that buffers writes "
+            "drains them inside the insert run. Ratios are to absl-btree (absl::btree_map, "
+            "single-threaded) at 1 thread in the same script. Load: the 1-minute load average "
+            "before/after the process that made the row.\n\n")
+    rows, met, missed = [], 0, 0
+    for t in (1, 2):
+        for i in YARDSTICK:
+            ins = one(runs, index=i, threads=t, workload="insert_only")
+            rd = one(runs, index=i, threads=t, workload="read_only")
+            if not ins or not rd:
+                continue
+            ri = ratio(ins["throughput_mops"], absl["insert_only"])
+            rr = ratio(rd["throughput_mops"], absl["read_only"])
+            want = YARDSTICK_TARGETS.get((i, t))
+            verdict = "-"
+            if want and ri is not None and rr is not None:
+                ok = ri >= want[0] and rr >= want[1]
+                met, missed = met + ok, missed + (not ok)
+                verdict = f"{want[0]}x / {want[1]}x: " + ("met" if ok else "missed")
+            lat = ins.get("latency_ns", {})
+            rows.append([NAMES.get(i, i), t, f"{ins['throughput_mops']:.3f}", rx(ri),
+                         f"{rd['throughput_mops']:.3f}", rx(rr), verdict,
+                         fmt_ns(lat.get("p999")), f"{ins['flushes_per_op']:.2f}",
+                         f"{ins.get('pm_bytes_per_record', 0):.1f}", load_note(rd)])
+    text += table(["index", "threads", "insert Mops/s", "insert ratio", "lookup Mops/s",
+                   "lookup ratio", "target (insert / lookup)", "insert p99.9",
+                   "flushes/insert", "PM B/record", "load"], rows) + "\n"
+    return text, f"targets met: {met} of {met + missed}"
+
+
 BODIES = {"table1": body_table1, "fig8ab": body_fig8ab, "fig8c": body_fig8c, "fig8d": body_fig8d,
           "fig10": body_fig10, "space": body_space, "fig12": body_fig12, "fig13": body_fig13,
-          "peers": body_peers, "recovery": body_recovery}
+          "peers": body_peers, "recovery": body_recovery, "yardstick": body_yardstick}
 
 HEADLINES = {}
 

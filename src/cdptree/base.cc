@@ -35,6 +35,12 @@ BaseSnapshot* make_snapshot(const BaseCtx& cx, u64 head, int v, u64 count) {
     s->leaf.push_back(l);
   }
   s->tombstoned = std::make_unique<std::atomic<bool>[]>(s->leaf.size());
+  s->fresh = std::make_unique<std::atomic<std::uint8_t>[]>(s->leaf.size());
+  for (std::size_t i = 0; i < s->leaf.size(); ++i) {
+    std::atomic_ref<u64> rc(cx.leaf(s->leaf[i]).rc(v));
+    s->fresh[i].store(rc.load(std::memory_order_acquire) == cx.restart_count,
+                      std::memory_order_relaxed);
+  }
   s->any_leaf_tombstoned = cx.restarted;
   return s;
 }
@@ -62,12 +68,22 @@ void ensure_meta(const BaseCtx& cx, Leaf lf, int v) {
 
 namespace {
 
+// ensure_meta behind the snapshot's DRAM flag (a reader that sees the flag set also sees the
+// rebuild that preceded it: release / acquire).
+void ensure_fresh(const BaseCtx& cx, const BaseSnapshot& s, std::size_t i, Leaf lf) {
+  if (s.fresh[i].load(std::memory_order_acquire)) return;
+  ensure_meta(cx, lf, s.v);
+  s.fresh[i].store(1, std::memory_order_release);
+}
+
 long find_slot(const BaseCtx& cx, const BaseSnapshot& s, u64 k, Leaf& lf, std::size_t& i) {
+  const u64 h = detail::hash_key(k);
   i = s.index_of(k);
   if (i == s.leaf.size()) return -1;
   lf = cx.leaf(s.leaf[i]);
-  ensure_meta(cx, lf, s.v);
-  return detail::leaf_find(lf, s.v, k);
+  detail::leaf_prefetch(lf, s.v, h);  // the leaf's lines load while the flag is checked
+  ensure_fresh(cx, s, i, lf);
+  return detail::leaf_find(lf, s.v, k, h);
 }
 
 }  // namespace
@@ -85,7 +101,7 @@ bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size
   std::size_t li = s.index_of(start);
   if (li == s.leaf.size()) return true;
   Leaf lf = cx.leaf(s.leaf[li]);
-  ensure_meta(cx, lf, s.v);
+  ensure_fresh(cx, s, li, lf);
   std::size_t pos = detail::leaf_lower_bound(lf, s.v, start), got = 0;
   for (;;) {
     std::size_t cnt = lf.count(s.v);
@@ -97,7 +113,7 @@ bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size
     }
     if (++li == s.leaf.size()) return true;
     lf = cx.leaf(s.leaf[li]);
-    ensure_meta(cx, lf, s.v);
+    ensure_fresh(cx, s, li, lf);
     pos = 0;
   }
 }

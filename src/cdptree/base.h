@@ -47,6 +47,10 @@ struct BaseSnapshot {
   std::atomic<u64> tombstones{0};
   std::unique_ptr<std::atomic<bool>[]> tombstoned;
   bool any_leaf_tombstoned = false;
+  // leaf[i]'s partially persistent metadata is current (§2.2): read from the line of its max
+  // key when the snapshot is made, set by the first reader that rebuilds it, so a lookup
+  // reads the restart counter of a leaf once per run, not once per lookup.
+  std::unique_ptr<std::atomic<std::uint8_t>[]> fresh;
   std::size_t index_of(u64 k) const;
   u64 live() const { return count - std::min<u64>(count, tombstones.load()); }
 };

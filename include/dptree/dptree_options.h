@@ -1,5 +1,5 @@
-// DPTree options with the paper's §4.2 defaults (leaf 256 entries, R = 0.1, FR = 0.7,
-// CT = 0.34, log page 64 KiB) and the §4.4 bloom filter error rate (0.03), plus the switches
+// DPTree options with the paper's §4.2 defaults (R = 0.1, FR = 0.7, CT = 0.34, log page
+// 64 KiB; the leaf holds 352 entries, not 256: see leaf_capacity) and the §4.4 bloom filter error rate (0.03), plus the switches
 // the paper's experiments compare: leaf probing (Figure 10), in-place vs out-of-place merge
 // (Figure 8d), entry size (Figures 8d and 10).
 #pragma once
@@ -31,7 +31,10 @@ enum class SplitMode : std::uint8_t {
 };
 
 struct DPTreeOptions {
-  std::size_t leaf_capacity = 256;        // key-value slots per base-tree leaf (§2.2)
+  // Key-value slots per base-tree leaf (§2.2). The paper's 256 make a 6080-byte leaf of
+  // 16-byte entries that the allocator's power-of-two classes round up to 8 KiB; 352 fill
+  // that block (8128 bytes): 27% less PM per record, fewer leaves to search and merge.
+  std::size_t leaf_capacity = 352;
   double merge_ratio = 0.1;               // R: merge when buffer > R * base (§2)
   double fill_rate = 0.7;                 // FR: occupancy of leaves created by a split (§2.3)
   double consolidate_threshold = 0.34;    // CT: leaves below it are consolidated (§2.3)

@@ -46,7 +46,7 @@ inline constexpr std::size_t kPendingSlots = kPendingBlockBytes / 8 - 1;
 // Leaf layout (§2.2, Figure 3), computed from the leaf capacity and entry size:
 //   header line: [0] owner slot offset, [1] type
 //   per version v, a line-aligned crash-consistent part: 2-bit bitmap, next, max_key, rc
-//     (the bitmap first: for 256 slots it fills one line, the line a merge nearly always
+//     (the bitmap first: up to 256 slots it fills one line, the line a merge nearly always
 //     changes, while next / max_key / rc in the next line rarely change)
 //   per version v, a line-aligned partially persistent part: count, order[], fingerprints[]
 //   the key-value pool (entries of key_bytes + value_bytes)

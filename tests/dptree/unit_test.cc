@@ -63,7 +63,7 @@ TEST(DPTree, ValueRangeAndOptionsAreChecked) {
   EXPECT_EQ(t->lookup(1), std::optional<Value>(t->max_value()));
   EXPECT_FALSE(t->lookup(2).has_value());
   DPTreeOptions o;
-  EXPECT_EQ(o.leaf_capacity, 256u);
+  EXPECT_EQ(o.leaf_capacity, 352u);
   EXPECT_DOUBLE_EQ(o.merge_ratio, 0.1);
   EXPECT_DOUBLE_EQ(o.fill_rate, 0.7);
   EXPECT_DOUBLE_EQ(o.consolidate_threshold, 0.34);

@@ -3,6 +3,7 @@
 //   DPTREE_PIBENCH_INDEX    index name (default btree; see `dptree bench --list`)
 //   DPTREE_PIBENCH_OPTIONS  index options, KEY=VALUE[,KEY=VALUE...]
 //   DPTREE_PIBENCH_PM_MODE  pmem (default), eadr, dram or sim
+//   DPTREE_PIBENCH_WRITES   checked (default: insert/update as tree_api says) or blind
 // Persistent indexes live in PiBench's --pool_path (opened if it exists, so --skip_load
 // works; else created with --pool_size, default 1 GiB), or in a temporary pool file that
 // never outlives the process (temp_pool.h).
@@ -49,6 +50,17 @@ std::uint64_t to_u64(const char* p, std::size_t n) {
   return v;
 }
 
+// checked: insert fails on a present key and update on an absent one, as tree_api's results
+// say. blind: both write whatever is there and return true, the writes `dptree bench` and
+// the DPTree paper measure; DPTree, CDPTree and TIPS then skip a probe of their PM part.
+bool blind_writes() {
+  const std::string w = env("DPTREE_PIBENCH_WRITES", "checked");
+  if (w != "checked" && w != "blind")
+    throw dptree::Error(dptree::Errc::invalid_argument,
+                        "DPTREE_PIBENCH_WRITES='" + w + "': use checked or blind");
+  return w == "blind";
+}
+
 dptree::IndexConfig config_from_env(const tree_options_t& opt) {
   dptree::IndexConfig cfg;
   cfg.threads = static_cast<unsigned>(opt.num_threads);
@@ -65,7 +77,8 @@ dptree::IndexConfig config_from_env(const tree_options_t& opt) {
 
 class DptreeTree final : public tree_api {
  public:
-  DptreeTree(const tree_options_t& opt, const dptree::IndexInfo& info) : opt_(opt) {
+  DptreeTree(const tree_options_t& opt, const dptree::IndexInfo& info)
+      : opt_(opt), blind_(blind_writes()) {
     dptree::IndexConfig cfg = config_from_env(opt);
     if (info.persistent) {
       const std::size_t size = opt.pool_size ? opt.pool_size : std::size_t{1} << 30;
@@ -98,10 +111,18 @@ class DptreeTree final : public tree_api {
     });
   }
   bool insert(const char* key, size_t key_sz, const char* value, size_t value_sz) override {
-    return guarded([&] { return index_->insert(to_u64(key, key_sz), val(value, value_sz)); });
+    return guarded([&] {
+      const Key k = to_u64(key, key_sz);
+      const Value v = val(value, value_sz);
+      return blind_ ? (index_->upsert(k, v), true) : index_->insert(k, v);
+    });
   }
   bool update(const char* key, size_t key_sz, const char* value, size_t value_sz) override {
-    return guarded([&] { return index_->update(to_u64(key, key_sz), val(value, value_sz)); });
+    return guarded([&] {
+      const Key k = to_u64(key, key_sz);
+      const Value v = val(value, value_sz);
+      return blind_ ? (index_->upsert(k, v), true) : index_->update(k, v);
+    });
   }
   bool remove(const char* key, size_t key_sz) override {
     return guarded([&] { return index_->remove(to_u64(key, key_sz)); });
@@ -149,6 +170,7 @@ class DptreeTree final : public tree_api {
   }
 
   tree_options_t opt_;
+  bool blind_;
   std::optional<TempPoolFile> temp_;  // first member: destroyed after the pool
   std::unique_ptr<dptree::pm::Pool> pool_;
   std::unique_ptr<dptree::Index> index_;

@@ -134,6 +134,7 @@ class PiBenchWrapper : public ::testing::Test {
   void TearDown() override {
     unsetenv("DPTREE_PIBENCH_INDEX");
     unsetenv("DPTREE_PIBENCH_OPTIONS");
+    unsetenv("DPTREE_PIBENCH_WRITES");
     if (lib_) dlclose(lib_);
   }
   std::unique_ptr<tree_api> create(const std::string& index, unsigned threads,
@@ -226,6 +227,24 @@ TEST_F(PiBenchWrapper, EveryIndexThroughPiBenchsInterface) {
       EXPECT_FALSE(fs::exists(temp_pool_of(getpid()))) << what << ": temporary pool removed";
     }
   }
+}
+
+// DPTREE_PIBENCH_WRITES=blind: insert and update write whatever is there and succeed.
+TEST_F(PiBenchWrapper, BlindWritesOverwriteAndCreate) {
+  setenv("DPTREE_PIBENCH_WRITES", "blind", 1);
+  for (const auto& info : dptree::registered_indexes()) {
+    auto t = create(info.name, 1);
+    ASSERT_NE(t, nullptr) << info.name;
+    EXPECT_TRUE(put(*t, 10, 1, true)) << info.name;
+    EXPECT_TRUE(put(*t, 10, 2, true)) << info.name << ": insert of a present key overwrites";
+    EXPECT_EQ(get(*t, 10), 2u) << info.name;
+    EXPECT_TRUE(put(*t, 20, 3, false)) << info.name << ": update of an absent key creates it";
+    EXPECT_EQ(get(*t, 20), 3u) << info.name;
+    EXPECT_FALSE(del(*t, 30)) << info.name << ": remove stays checked";
+  }
+  setenv("DPTREE_PIBENCH_WRITES", "sometimes", 1);
+  EXPECT_EQ(create("dptree", 1), nullptr) << "an unknown DPTREE_PIBENCH_WRITES";
+  EXPECT_FALSE(fs::exists(temp_pool_of(getpid())));
 }
 
 TEST_F(PiBenchWrapper, RefusesWhatItCannotServe) {

@@ -4,6 +4,7 @@
 //   DPTREE_PIBENCH_OPTIONS  index options, KEY=VALUE[,KEY=VALUE...]
 //   DPTREE_PIBENCH_PM_MODE  pmem (default), eadr, dram or sim
 //   DPTREE_PIBENCH_WRITES   checked (default: insert/update as tree_api says) or blind
+//   DPTREE_PIBENCH_RECORDS  PiBench's -n, a sizing hint as `dptree bench --records` gives it
 // Persistent indexes live in PiBench's --pool_path (opened if it exists, so --skip_load
 // works; else created with --pool_size, default 1 GiB), or in a temporary pool file that
 // never outlives the process (temp_pool.h).
@@ -61,9 +62,21 @@ bool blind_writes() {
   return w == "blind";
 }
 
+// PiBench does not tell a tree how many records it will load; some indexes size DRAM
+// structures from it (tips-btree's cache: a quarter of the records, as in `dptree bench`).
+std::size_t expected_records() {
+  const std::string n = env("DPTREE_PIBENCH_RECORDS", "0");
+  if (n.size() <= 19 && n.find_first_not_of("0123456789") == std::string::npos)
+    return static_cast<std::size_t>(std::stoull(n));
+  throw dptree::Error(dptree::Errc::invalid_argument,
+                      "DPTREE_PIBENCH_RECORDS='" + n +
+                          "': give the record count PiBench loads (its -n), e.g. 1000000");
+}
+
 dptree::IndexConfig config_from_env(const tree_options_t& opt) {
   dptree::IndexConfig cfg;
   cfg.threads = static_cast<unsigned>(opt.num_threads);
+  cfg.expected_records = expected_records();
   std::stringstream options(env("DPTREE_PIBENCH_OPTIONS", ""));
   for (std::string kv; std::getline(options, kv, ',');) {
     const auto eq = kv.find('=');

@@ -135,6 +135,7 @@ class PiBenchWrapper : public ::testing::Test {
     unsetenv("DPTREE_PIBENCH_INDEX");
     unsetenv("DPTREE_PIBENCH_OPTIONS");
     unsetenv("DPTREE_PIBENCH_WRITES");
+    unsetenv("DPTREE_PIBENCH_RECORDS");
     if (lib_) dlclose(lib_);
   }
   std::unique_ptr<tree_api> create(const std::string& index, unsigned threads,
@@ -254,6 +255,12 @@ TEST_F(PiBenchWrapper, RefusesWhatItCannotServe) {
   tree_options_t opt;
   opt.key_size = 16;
   EXPECT_EQ(create_(opt), nullptr) << "keys longer than 8 bytes";
+  for (const char* bad : {"-5", "1e6", "12x", "99999999999999999999"}) {
+    setenv("DPTREE_PIBENCH_RECORDS", bad, 1);
+    EXPECT_EQ(create("tips-btree", 1), nullptr) << "DPTREE_PIBENCH_RECORDS=" << bad;
+  }
+  setenv("DPTREE_PIBENCH_RECORDS", "1000000", 1);
+  EXPECT_NE(create("tips-btree", 1), nullptr);
 }
 
 TEST_F(PiBenchWrapper, FailedCreateLeavesNoPool) {

@@ -13,16 +13,10 @@
 namespace dptree_pibench {
 namespace {
 
-struct Registry {
-  std::mutex mu;
-  std::set<std::filesystem::path> live;
-};
-
-// Never destroyed: a tree deleted late in the exit sequence still finds it.
-Registry& registry() {
-  static Registry* r = new Registry;
-  return *r;
-}
+// Both trivially destructible, so a tree deleted late in the exit sequence still finds them:
+// the mutex, and the list of live files (made by the first temporary pool, freed by the sweep).
+std::mutex g_mu;
+std::set<std::filesystem::path>* g_live = nullptr;
 
 void remove_file(const std::filesystem::path& p) {
   std::error_code ec;
@@ -33,31 +27,31 @@ void remove_file(const std::filesystem::path& p) {
 // valid until the process ends; only the name goes.
 struct ExitSweep {
   ~ExitSweep() {
-    Registry& r = registry();
-    std::lock_guard g(r.mu);
-    for (const auto& p : r.live) remove_file(p);
-    r.live.clear();
+    std::lock_guard g(g_mu);
+    if (!g_live) return;
+    for (const auto& p : *g_live) remove_file(p);
+    delete g_live;
+    g_live = nullptr;
   }
 } exit_sweep;
 
 }  // namespace
 
 TempPoolFile::TempPoolFile() {
-  Registry& r = registry();
-  std::lock_guard g(r.mu);
+  std::lock_guard g(g_mu);
+  if (!g_live) g_live = new std::set<std::filesystem::path>;
   const std::string stem = "dptree-pibench-" + std::to_string(getpid());
   path_ = dptree::pm::default_pool_dir() / (stem + ".pool");
-  for (unsigned n = 2; r.live.contains(path_); ++n)
+  for (unsigned n = 2; g_live->contains(path_); ++n)
     path_ = dptree::pm::default_pool_dir() / (stem + "-" + std::to_string(n) + ".pool");
   remove_file(path_);
-  r.live.insert(path_);
+  g_live->insert(path_);
 }
 
 TempPoolFile::~TempPoolFile() {
-  Registry& r = registry();
-  std::lock_guard g(r.mu);
+  std::lock_guard g(g_mu);
   remove_file(path_);
-  r.live.erase(path_);
+  if (g_live) g_live->erase(path_);
 }
 
 }  // namespace dptree_pibench

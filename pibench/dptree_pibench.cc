@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -49,6 +50,16 @@ std::uint64_t to_u64(const char* p, std::size_t n) {
   std::uint64_t v = 0;
   std::memcpy(&v, p, n < 8 ? n : 8);
   return v;
+}
+
+// Runs a parse of variable `var`'s value; its error names the variable.
+template <class F>
+auto from_var(const char* var, F&& parse) {
+  try {
+    return parse(env(var, ""));
+  } catch (const dptree::Error& e) {
+    throw dptree::Error(e.code(), std::string(var) + ": " + e.what());
+  }
 }
 
 // checked: insert fails on a present key and update on an absent one, as tree_api's results
@@ -201,12 +212,16 @@ extern "C" tree_api* create_tree(const tree_options_t& opt) {
                           "-v/--value_size); got " +
                               std::to_string(opt.key_size) + " and " +
                               std::to_string(opt.value_size));
-    const dptree::IndexInfo& info = dptree::find_index(env("DPTREE_PIBENCH_INDEX", "btree"));
+    const dptree::IndexInfo& info = from_var("DPTREE_PIBENCH_INDEX", [](const std::string& v) {
+      return std::cref(dptree::find_index(v.empty() ? "btree" : v));
+    });
     if (opt.num_threads > 1 && !info.concurrent)
       throw dptree::Error(dptree::Errc::invalid_argument,
                           "index '" + info.name + "' is not safe for concurrent use: run PiBench " +
                               "with -t 1 or set DPTREE_PIBENCH_INDEX to a concurrent index");
-    dptree::pm::set_mode(dptree::pm::parse_mode(env("DPTREE_PIBENCH_PM_MODE", "pmem")));
+    dptree::pm::set_mode(from_var("DPTREE_PIBENCH_PM_MODE", [](const std::string& v) {
+      return dptree::pm::parse_mode(v.empty() ? "pmem" : v);
+    }));
     return new DptreeTree(opt, info);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dptree pibench wrapper: cannot create the tree: %s\n", e.what());

@@ -136,6 +136,7 @@ class PiBenchWrapper : public ::testing::Test {
     unsetenv("DPTREE_PIBENCH_OPTIONS");
     unsetenv("DPTREE_PIBENCH_WRITES");
     unsetenv("DPTREE_PIBENCH_RECORDS");
+    unsetenv("DPTREE_PIBENCH_PM_MODE");
     if (lib_) dlclose(lib_);
   }
   std::unique_ptr<tree_api> create(const std::string& index, unsigned threads,
@@ -261,6 +262,13 @@ TEST_F(PiBenchWrapper, RefusesWhatItCannotServe) {
   }
   setenv("DPTREE_PIBENCH_RECORDS", "1000000", 1);
   EXPECT_NE(create("tips-btree", 1), nullptr);
+  unsetenv("DPTREE_PIBENCH_RECORDS");
+  setenv("DPTREE_PIBENCH_PM_MODE", "nvme", 1);
+  EXPECT_EQ(create("btree", 1), nullptr) << "an unknown DPTREE_PIBENCH_PM_MODE";
+  unsetenv("DPTREE_PIBENCH_PM_MODE");
+  setenv("DPTREE_PIBENCH_OPTIONS", "leaf_capacity", 1);
+  EXPECT_EQ(create("dptree", 1), nullptr) << "an option without a value";
+  EXPECT_FALSE(fs::exists(temp_pool_of(getpid())));
 }
 
 TEST_F(PiBenchWrapper, FailedCreateLeavesNoPool) {

@@ -64,7 +64,8 @@ auto from_var(const char* var, F&& parse) {
 
 // checked: insert fails on a present key and update on an absent one, as tree_api's results
 // say. blind: both write whatever is there and return true, the writes `dptree bench` and
-// the DPTree paper measure; DPTree, CDPTree and TIPS then skip a probe of their PM part.
+// the DPTree paper measure; DPTree then skips its lookup first, TIPS its probe of the
+// B+-tree on a cache miss (docs/pibench.md, Write semantics).
 bool blind_writes() {
   const std::string w = env("DPTREE_PIBENCH_WRITES", "checked");
   if (w != "checked" && w != "blind")

@@ -1,7 +1,9 @@
-// PiBench's tree interface (https://github.com/sfu-dis/pibench, include/tree_api.hpp),
-// restated here so the wrapper builds without a PiBench checkout. The layout must stay
-// exactly PiBench's: it loads the library with dlopen, calls create_tree and then calls
-// these virtual functions through the vtable.
+// The interface PiBench (https://github.com/sfu-dis/pibench) loads a tree library through,
+// restated so the wrapper builds without a PiBench checkout. PiBench calls create_tree from
+// the library it dlopens and then calls these virtual functions through the vtable, so the
+// options struct and the order of the virtual functions must stay exactly PiBench's: five
+// virtual functions after the destructor, and no others (the later PiBench variant with
+// bulk_load and tls_setup is a different interface, not provided).
 #ifndef __TREE_API_HPP__
 #define __TREE_API_HPP__
 
@@ -22,21 +24,16 @@ extern "C" tree_api* create_tree(const tree_options_t& opt);
 class tree_api {
  public:
   virtual ~tree_api() {}
-  // Optional; PiBench falls back to inserts when it returns false.
-  virtual bool bulk_load(const char* data, size_t num_records, size_t key_sz, size_t value_sz) {
-    (void)data, (void)num_records, (void)key_sz, (void)value_sz;
-    return false;
-  }
-  // True and the value in value_out when the key is present.
+  // True, with the value copied to value_out, when the key is present.
   virtual bool find(const char* key, size_t sz, char* value_out) = 0;
-  // False when the key already exists.
+  // True when the key was absent and is now stored.
   virtual bool insert(const char* key, size_t key_sz, const char* value, size_t value_sz) = 0;
-  // False when the key does not exist.
+  // True when the key was present and now holds the new value.
   virtual bool update(const char* key, size_t key_sz, const char* value, size_t value_sz) = 0;
-  // False when the key did not exist.
+  // True when the key was present and is now gone.
   virtual bool remove(const char* key, size_t key_sz) = 0;
-  // Up to scan_sz records from key on, ascending: values_out points to <key><value> pairs
-  // packed back to back, owned by the wrapper (valid until the calling thread's next scan).
+  // How many records (up to scan_sz) from key on were found, in ascending key order;
+  // values_out points to them, owned by the library.
   virtual int scan(const char* key, size_t key_sz, int scan_sz, char*& values_out) = 0;
 };
 

@@ -1,17 +1,127 @@
-// Loads the PiBench wrapper the way PiBench does (dlopen + create_tree) and drives it.
+// Drives libdptree_pibench.so the way PiBench does: dlopen, dlsym("create_tree"), then the
+// virtual functions of the tree it returns. The interface is declared here on its own, as
+// PiBench's include/tree_api.hpp lays it out, and not taken from the wrapper's header: a
+// wrapper whose vtable or options struct differ from PiBench's fails here.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
-#include "tree_api.hpp"
+#include "dptree/registry.h"
+
+// PiBench's options, field by field with its defaults.
+struct tree_options_t {
+  size_t key_size = 8;
+  size_t value_size = 8;
+  std::string pool_path = "";
+  size_t pool_size = 0;
+  size_t num_threads = 1;
+};
+// The size PiBench's binary sees (LP64, libstdc++); the wrapper asserts the same number.
+static_assert(sizeof(tree_options_t) == 64);
+
+// PiBench's tree interface: the destructor, then exactly these five, in this order.
+class tree_api {
+ public:
+  virtual ~tree_api() {}
+  virtual bool find(const char* key, size_t sz, char* value_out) = 0;
+  virtual bool insert(const char* key, size_t key_sz, const char* value, size_t value_sz) = 0;
+  virtual bool update(const char* key, size_t key_sz, const char* value, size_t value_sz) = 0;
+  virtual bool remove(const char* key, size_t key_sz) = 0;
+  virtual int scan(const char* key, size_t key_sz, int scan_sz, char*& values_out) = 0;
+};
 
 namespace {
 
+namespace fs = std::filesystem;
 using CreateTree = tree_api* (*)(const tree_options_t&);
+using Model = std::map<std::uint64_t, std::uint64_t>;
+
+constexpr std::size_t kPoolBytes = 32 << 20;
+constexpr std::uint64_t kKeys = 600;  // enough for merges and splits in every index
+
+// Where the wrapper puts a temporary pool (pm::default_pool_dir's rule).
+fs::path pool_dir() {
+  if (fs::is_directory("/dev/shm") && access("/dev/shm", W_OK) == 0) return "/dev/shm";
+  const char* t = std::getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+fs::path temp_pool_of(pid_t pid) {
+  return pool_dir() / ("dptree-pibench-" + std::to_string(pid) + ".pool");
+}
+
+std::uint64_t key_of(std::uint64_t i) {  // scattered, distinct, never 0
+  return (i + 1) * 0x9E3779B97F4A7C15ULL >> 2;
+}
+
+bool put(tree_api& t, std::uint64_t k, std::uint64_t v, bool insert) {
+  char key[8], val[8];
+  std::memcpy(key, &k, 8);
+  std::memcpy(val, &v, 8);
+  return insert ? t.insert(key, 8, val, 8) : t.update(key, 8, val, 8);
+}
+std::optional<std::uint64_t> get(tree_api& t, std::uint64_t k) {
+  char key[8], val[8] = {};
+  std::memcpy(key, &k, 8);
+  if (!t.find(key, 8, val)) return std::nullopt;
+  std::uint64_t v;
+  std::memcpy(&v, val, 8);
+  return v;
+}
+bool del(tree_api& t, std::uint64_t k) {
+  char key[8];
+  std::memcpy(key, &k, 8);
+  return t.remove(key, 8);
+}
+std::vector<std::pair<std::uint64_t, std::uint64_t>> scan(tree_api& t, std::uint64_t from, int n) {
+  char key[8];
+  std::memcpy(key, &from, 8);
+  char* out = nullptr;
+  const int got = t.scan(key, 8, n, out);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> r(static_cast<std::size_t>(got));
+  for (int i = 0; i < got; ++i) {
+    std::memcpy(&r[static_cast<std::size_t>(i)].first, out + 16 * i, 8);
+    std::memcpy(&r[static_cast<std::size_t>(i)].second, out + 16 * i + 8, 8);
+  }
+  return r;
+}
+std::vector<std::pair<std::uint64_t, std::uint64_t>> expected_scan(const Model& m,
+                                                                   std::uint64_t from, int n) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> r;
+  for (auto it = m.lower_bound(from); it != m.end() && static_cast<int>(r.size()) < n; ++it)
+    r.emplace_back(*it);
+  return r;
+}
+
+// Runs fn(i) for i in [0, n) on `threads` threads at once, thread t taking i % threads == t;
+// returns how many calls returned true.
+std::uint64_t on_threads(unsigned threads, std::uint64_t n,
+                         const std::function<bool(std::uint64_t)>& fn) {
+  std::vector<std::uint64_t> ok(threads, 0);
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < threads; ++t)
+    ts.emplace_back([&, t] {
+      for (std::uint64_t i = t; i < n; i += threads) ok[t] += fn(i);
+    });
+  for (auto& th : ts) th.join();
+  std::uint64_t sum = 0;
+  for (auto c : ok) sum += c;
+  return sum;
+}
 
 class PiBenchWrapper : public ::testing::Test {
  protected:
@@ -23,73 +133,205 @@ class PiBenchWrapper : public ::testing::Test {
   }
   void TearDown() override {
     unsetenv("DPTREE_PIBENCH_INDEX");
+    unsetenv("DPTREE_PIBENCH_OPTIONS");
+    unsetenv("DPTREE_PIBENCH_WRITES");
+    unsetenv("DPTREE_PIBENCH_RECORDS");
+    unsetenv("DPTREE_PIBENCH_PM_MODE");
     if (lib_) dlclose(lib_);
+  }
+  std::unique_ptr<tree_api> create(const std::string& index, unsigned threads,
+                                   const std::string& pool_path = "") {
+    setenv("DPTREE_PIBENCH_INDEX", index.c_str(), 1);
+    tree_options_t opt;
+    opt.pool_size = kPoolBytes;
+    opt.num_threads = threads;
+    opt.pool_path = pool_path;
+    return std::unique_ptr<tree_api>(create_(opt));
+  }
+  // Forks a child that runs `body` and exits through exit() (so exit handlers run) with its
+  // result; returns the child's pid and its exit status.
+  std::pair<pid_t, int> in_child(const std::function<int()>& body, const fs::path& err = {}) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (!err.empty() && !std::freopen(err.c_str(), "w", stderr)) std::_Exit(90);
+      std::exit(body());
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return {pid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
   }
   void* lib_ = nullptr;
   CreateTree create_ = nullptr;
 };
 
-bool put(tree_api& t, std::uint64_t k, std::uint64_t v, bool insert) {
-  char key[8], val[8];
-  std::memcpy(key, &k, 8);
-  std::memcpy(val, &v, 8);
-  return insert ? t.insert(key, 8, val, 8) : t.update(key, 8, val, 8);
+// Every operation of tree_api, from `threads` threads at once, checked against a model.
+void exercise(tree_api& t, unsigned threads, const std::string& what) {
+  Model m;
+  for (std::uint64_t i = 0; i < kKeys; ++i) m[key_of(i)] = i + 1;
+  EXPECT_EQ(on_threads(threads, kKeys, [&](auto i) { return put(t, key_of(i), i + 1, true); }),
+            kKeys)
+      << what << ": insert of new keys";
+  EXPECT_EQ(on_threads(threads, kKeys, [&](auto i) { return put(t, key_of(i), 7, true); }), 0u)
+      << what << ": insert of present keys must fail and change nothing";
+  EXPECT_EQ(on_threads(threads, kKeys, [&](auto i) { return get(t, key_of(i)) == i + 1; }), kKeys)
+      << what << ": find after insert";
+  EXPECT_EQ(on_threads(threads, kKeys, [&](auto i) { return get(t, key_of(i) + 1).has_value(); }),
+            0u)
+      << what << ": find of absent keys";
+
+  // Update every other key; updates of absent keys fail and insert nothing.
+  for (std::uint64_t i = 0; i < kKeys; i += 2) m[key_of(i)] = 1000000 + i;
+  EXPECT_EQ(on_threads(threads, kKeys / 2,
+                       [&](auto j) { return put(t, key_of(2 * j), 1000000 + 2 * j, false); }),
+            kKeys / 2)
+      << what << ": update of present keys";
+  EXPECT_EQ(on_threads(threads, kKeys, [&](auto i) { return put(t, key_of(i) + 1, 5, false); }), 0u)
+      << what << ": update of absent keys";
+
+  // Scans: order, count and values as the model says, from every thread; then every record
+  // is still there (a scan reads, it deletes nothing).
+  EXPECT_EQ(on_threads(threads, 50,
+                       [&](auto i) {
+                         const std::uint64_t from = key_of(i * 11) - 1;
+                         const int n = static_cast<int>(1 + i % 20);
+                         return scan(t, from, n) == expected_scan(m, from, n);
+                       }),
+            50u)
+      << what << ": scans";
+  EXPECT_EQ(scan(t, 0, static_cast<int>(kKeys) + 10),
+            expected_scan(m, 0, static_cast<int>(kKeys) + 10))
+      << what << ": a scan of everything";
+  EXPECT_EQ(scan(t, ~std::uint64_t{0}, 5).size(), 0u) << what << ": a scan past the last key";
+  EXPECT_EQ(on_threads(threads, kKeys, [&](auto i) { return get(t, key_of(i)) == m[key_of(i)]; }),
+            kKeys)
+      << what << ": every record after the scans";
+
+  // Remove every third key, then once more (fails), and the rest stays.
+  for (std::uint64_t i = 0; i < kKeys; i += 3) m.erase(key_of(i));
+  EXPECT_EQ(on_threads(threads, kKeys / 3, [&](auto j) { return del(t, key_of(3 * j)); }),
+            kKeys / 3)
+      << what << ": remove of present keys";
+  EXPECT_EQ(on_threads(threads, kKeys / 3, [&](auto j) { return del(t, key_of(3 * j)); }), 0u)
+      << what << ": remove of removed keys";
+  EXPECT_EQ(scan(t, 0, static_cast<int>(kKeys)), expected_scan(m, 0, static_cast<int>(kKeys)))
+      << what << ": everything after the removes";
 }
 
-std::uint64_t get(tree_api& t, std::uint64_t k, bool* found) {
-  char key[8], val[8] = {};
-  std::memcpy(key, &k, 8);
-  *found = t.find(key, 8, val);
-  std::uint64_t v;
-  std::memcpy(&v, val, 8);
-  return v;
-}
-
-TEST_F(PiBenchWrapper, OperationsThroughTheTreeApi) {
-  for (const char* index : {"btree", "stdmap"}) {
-    setenv("DPTREE_PIBENCH_INDEX", index, 1);
-    tree_options_t opt;
-    std::unique_ptr<tree_api> t(create_(opt));
-    ASSERT_NE(t, nullptr) << index;
-    for (std::uint64_t k = 10; k <= 100; k += 10) EXPECT_TRUE(put(*t, k, k * 2, true));
-    EXPECT_FALSE(put(*t, 10, 1, true)) << "insert of an existing key";
-    EXPECT_TRUE(put(*t, 20, 7, false));
-    EXPECT_FALSE(put(*t, 25, 7, false)) << "update of a missing key";
-    bool found = false;
-    EXPECT_EQ(get(*t, 20, &found), 7u);
-    EXPECT_TRUE(found);
-    get(*t, 25, &found);
-    EXPECT_FALSE(found);
-    char key[8];
-    std::uint64_t k = 30;
-    std::memcpy(key, &k, 8);
-    EXPECT_TRUE(t->remove(key, 8));
-    EXPECT_FALSE(t->remove(key, 8));
-    // Scan from 25: 40, 50, 60 as packed <key><value> pairs.
-    k = 25;
-    std::memcpy(key, &k, 8);
-    char* out = nullptr;
-    ASSERT_EQ(t->scan(key, 8, 3, out), 3);
-    for (int i = 0; i < 3; ++i) {
-      std::uint64_t rk, rv;
-      std::memcpy(&rk, out + 16 * i, 8);
-      std::memcpy(&rv, out + 16 * i + 8, 8);
-      EXPECT_EQ(rk, 40u + 10u * static_cast<unsigned>(i));
-      EXPECT_EQ(rv, rk * 2);
+TEST_F(PiBenchWrapper, EveryIndexThroughPiBenchsInterface) {
+  for (const auto& info : dptree::registered_indexes()) {
+    for (unsigned threads : {1u, 2u}) {
+      if (threads > 1 && !info.concurrent) continue;
+      const std::string what = info.name + " at " + std::to_string(threads) + " thread(s)";
+      auto t = create(info.name, threads);
+      ASSERT_NE(t, nullptr) << what;
+      exercise(*t, threads, what);
+      t.reset();
+      EXPECT_FALSE(fs::exists(temp_pool_of(getpid()))) << what << ": temporary pool removed";
     }
   }
 }
 
+// DPTREE_PIBENCH_WRITES=blind: insert and update write whatever is there and succeed.
+TEST_F(PiBenchWrapper, BlindWritesOverwriteAndCreate) {
+  setenv("DPTREE_PIBENCH_WRITES", "blind", 1);
+  for (const auto& info : dptree::registered_indexes()) {
+    auto t = create(info.name, 1);
+    ASSERT_NE(t, nullptr) << info.name;
+    EXPECT_TRUE(put(*t, 10, 1, true)) << info.name;
+    EXPECT_TRUE(put(*t, 10, 2, true)) << info.name << ": insert of a present key overwrites";
+    EXPECT_EQ(get(*t, 10), 2u) << info.name;
+    EXPECT_TRUE(put(*t, 20, 3, false)) << info.name << ": update of an absent key creates it";
+    EXPECT_EQ(get(*t, 20), 3u) << info.name;
+    EXPECT_FALSE(del(*t, 30)) << info.name << ": remove stays checked";
+  }
+  setenv("DPTREE_PIBENCH_WRITES", "sometimes", 1);
+  EXPECT_EQ(create("dptree", 1), nullptr) << "an unknown DPTREE_PIBENCH_WRITES";
+  EXPECT_FALSE(fs::exists(temp_pool_of(getpid())));
+}
+
 TEST_F(PiBenchWrapper, RefusesWhatItCannotServe) {
+  EXPECT_EQ(create("no_such_index", 1), nullptr);
+  EXPECT_EQ(create("dptree", 2), nullptr) << "dptree is not concurrent";
+  setenv("DPTREE_PIBENCH_INDEX", "btree", 1);
   tree_options_t opt;
-  setenv("DPTREE_PIBENCH_INDEX", "no_such_index", 1);
-  EXPECT_EQ(create_(opt), nullptr);
-  setenv("DPTREE_PIBENCH_INDEX", "stdmap", 1);
-  opt.num_threads = 4;
-  EXPECT_EQ(create_(opt), nullptr) << "stdmap is not concurrent";
-  opt.num_threads = 1;
   opt.key_size = 16;
   EXPECT_EQ(create_(opt), nullptr) << "keys longer than 8 bytes";
+  for (const char* bad : {"-5", "1e6", "12x", "99999999999999999999"}) {
+    setenv("DPTREE_PIBENCH_RECORDS", bad, 1);
+    EXPECT_EQ(create("tips-btree", 1), nullptr) << "DPTREE_PIBENCH_RECORDS=" << bad;
+  }
+  setenv("DPTREE_PIBENCH_RECORDS", "1000000", 1);
+  EXPECT_NE(create("tips-btree", 1), nullptr);
+  unsetenv("DPTREE_PIBENCH_RECORDS");
+  setenv("DPTREE_PIBENCH_PM_MODE", "nvme", 1);
+  EXPECT_EQ(create("btree", 1), nullptr) << "an unknown DPTREE_PIBENCH_PM_MODE";
+  unsetenv("DPTREE_PIBENCH_PM_MODE");
+  setenv("DPTREE_PIBENCH_OPTIONS", "leaf_capacity", 1);
+  EXPECT_EQ(create("dptree", 1), nullptr) << "an option without a value";
+  EXPECT_FALSE(fs::exists(temp_pool_of(getpid())));
+}
+
+TEST_F(PiBenchWrapper, FailedCreateLeavesNoPool) {
+  // The option is refused by the index, after the wrapper made the temporary pool.
+  setenv("DPTREE_PIBENCH_OPTIONS", "leaf_capacity=100000", 1);
+  for (const char* index : {"dptree", "cdptree"}) {
+    EXPECT_EQ(create(index, 1), nullptr) << index;
+    EXPECT_FALSE(fs::exists(temp_pool_of(getpid()))) << index;
+  }
+}
+
+// PiBench exits without deleting the tree after a failed check: the temporary pool goes at
+// exit; a pool the user named stays.
+TEST_F(PiBenchWrapper, TemporaryPoolGoesAtExitNamedPoolStays) {
+  static tree_api* kept = nullptr;  // reachable, so the leak checker does not object
+  auto [pid, status] = in_child([&] {
+    kept = create("dptree", 1).release();
+    if (!kept || !put(*kept, 1, 2, true)) return 3;
+    return fs::exists(temp_pool_of(getpid())) ? 0 : 4;
+  });
+  ASSERT_EQ(status, 0) << "the child could not make its tree (3) or saw no pool file (4)";
+  EXPECT_FALSE(fs::exists(temp_pool_of(pid)));
+
+  const fs::path named = pool_dir() / ("dptree-pibench-test-" + std::to_string(getpid()));
+  fs::remove(named);
+  status = in_child([&] {
+             kept = create("dptree", 1, named.string()).release();
+             return kept && put(*kept, 1, 2, true) ? 0 : 3;
+           }).second;
+  ASSERT_EQ(status, 0);
+  EXPECT_TRUE(fs::exists(named)) << "a pool the user named is the user's";
+  auto reopened = create("dptree", 1, named.string());
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(get(*reopened, 1), 2u) << "the named pool reopens with its record";
+  reopened.reset();
+  fs::remove(named);
+}
+
+// A full pool refuses every later write: one line for the first, a count at exit.
+TEST_F(PiBenchWrapper, FullPoolPrintsOnceAndCountsAtExit) {
+  const fs::path err = fs::temp_directory_path() / ("pibench-err-" + std::to_string(getpid()));
+  const int status = in_child(
+                         [&] {
+                           setenv("DPTREE_PIBENCH_INDEX", "fastfair", 1);
+                           tree_options_t opt;
+                           opt.pool_size = 256 << 10;
+                           std::unique_ptr<tree_api> t(create_(opt));
+                           if (!t) return 3;
+                           std::uint64_t refused = 0;
+                           for (std::uint64_t i = 0; i < 100000 && refused < 500; ++i)
+                             refused += !put(*t, key_of(i), 1, true);
+                           return refused == 500 ? 0 : 4;
+                         },
+                         err)
+                         .second;
+  ASSERT_EQ(status, 0) << "the child could not make its tree (3) or never filled it (4)";
+  std::ifstream in(err);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  fs::remove(err);
+  ASSERT_EQ(lines.size(), 2u) << "the first failure and the count at exit";
+  EXPECT_NE(lines[0].find("full"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("500 operations failed (500 pool full)"), std::string::npos) << lines[1];
 }
 
 }  // namespace

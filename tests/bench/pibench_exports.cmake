@@ -1,0 +1,15 @@
+# The PiBench library exports create_tree and nothing else: the statically linked dptree code
+# stays private, so it cannot clash with what PiBench or another tree library brings.
+execute_process(COMMAND ${NM} -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${LIB}")
+endif()
+string(REGEX MATCHALL "[^\n]+" lines "${out}")
+set(names "")
+foreach(line IN LISTS lines)
+  string(REGEX REPLACE "^[0-9a-fA-F]* *[A-Za-z] " "" name "${line}")
+  list(APPEND names "${name}")
+endforeach()
+if(NOT names STREQUAL "create_tree")
+  message(FATAL_ERROR "libdptree_pibench exports [${names}]; only create_tree may leave it")
+endif()

@@ -162,6 +162,8 @@ std::string to_json(const std::vector<RunResult>& rs) {
     j["pm_bytes"] = r.pm_bytes;
     j["recovery_seconds"] =
         r.recovery_seconds ? nlohmann::ordered_json(*r.recovery_seconds) : nullptr;
+    j["pool_open_seconds"] =
+        r.pool_open_seconds ? nlohmann::ordered_json(*r.pool_open_seconds) : nullptr;
     j["pm_mode"] = r.pm_mode;
     // Beyond the list: what is needed to reproduce and interpret the run.
     j["persistent"] = r.persistent;

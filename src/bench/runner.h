@@ -75,7 +75,9 @@ struct RunResult {
   std::vector<std::pair<std::string, double>> flushes_per_op_by_category;
   std::size_t dram_bytes = 0, pm_bytes = 0;
   double dram_bytes_per_record = 0, pm_bytes_per_record = 0;
-  std::optional<double> recovery_seconds;
+  // --recovery: the index's recovery on an opened pool until one lookup completes, and,
+  // apart, the pool's open before it.
+  std::optional<double> recovery_seconds, pool_open_seconds;
   std::string pm_mode;
   std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
   std::string pool;  // the pool file used ("" for volatile indexes)

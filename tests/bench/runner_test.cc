@@ -209,6 +209,7 @@ TEST(Runner, PersistentIndexGetsAPoolAndCountsFlushes) {
   EXPECT_DOUBLE_EQ(r.pm_bytes_written_per_op, 64.0);
   EXPECT_EQ(r.pm_bytes, PmLogIndex::kBytes);
   EXPECT_TRUE(r.recovery_seconds.has_value());
+  EXPECT_TRUE(r.pool_open_seconds.has_value()) << "the pool's open is timed apart";
   EXPECT_EQ(r.pool, s.pool_path.string());
   EXPECT_FALSE(std::filesystem::exists(s.pool_path)) << "the pool is removed after the run";
 }

@@ -112,7 +112,11 @@ class CDPTree {
   CDPTree(const CDPTree&) = delete;
   CDPTree& operator=(const CDPTree&) = delete;
 
+  // A blind write: logged into the Front, never a search of the base tree first.
   void upsert(Key k, Value v);
+  // An upsert of a key the caller believes present: §3.4's in-place update when the key is in
+  // the base tree only (one 8-byte store, no log record), else as upsert.
+  void overwrite(Key k, Value v);
   bool insert(Key k, Value v);  // only if absent
   bool update(Key k, Value v);  // only if present
   bool remove(Key k);           // whether it was present

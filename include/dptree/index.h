@@ -3,6 +3,9 @@
 //
 // Semantics (exact, so a model std::map can check them):
 //   upsert(k, v)  write v under k, whether k exists or not (blind; the cheapest write)
+//   overwrite(k, v)  upsert of a key the caller believes present: the same result, but an
+//                 index that can update a present key in place (the concurrent DPTree,
+//                 §3.4) may look for it first, which an upsert of a new key should not pay
 //   insert(k, v)  only if k is absent: returns false and changes nothing if it is present
 //   update(k, v)  only if k is present: returns false and changes nothing if it is absent
 //   remove(k)     returns whether k was present; afterwards k is absent
@@ -12,8 +15,8 @@
 // (DPTree keeps one bit for its tombstone): max_value() says what is usable, and a value above
 // it is refused with dptree::Error(invalid_argument).
 //
-// The benchmark issues upsert for its insert and update operations (keys known to be absent or
-// present), as the DPTree paper and PiBench runs do.
+// The benchmark issues upsert for its inserts and overwrite for its updates (blind writes of keys
+// known to be absent or present), as the DPTree paper's runs do.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +58,7 @@ class Index {
   virtual std::string name() const = 0;
 
   virtual void upsert(Key k, Value v) = 0;
+  virtual void overwrite(Key k, Value v) { upsert(k, v); }
   virtual bool insert(Key k, Value v) = 0;
   virtual bool update(Key k, Value v) = 0;
   virtual bool remove(Key k) = 0;

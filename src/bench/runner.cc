@@ -268,9 +268,11 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
           case OpKind::read:
             if (index->lookup(op.key)) ++w.found;
             break;
-          case OpKind::insert:  // index.h: the benchmark writes with upsert
-          case OpKind::update:
+          case OpKind::insert:  // index.h: blind writes, of new and of present keys
             index->upsert(op.key, op.value);
+            break;
+          case OpKind::update:
+            index->overwrite(op.key, op.value);
             break;
           case OpKind::remove:
             index->remove(op.key);

@@ -390,6 +390,13 @@ void CDPTree::upsert(Key k, Value v) {
   check_value(v);
   Impl& m = *impl_;
   m.refuse_values();
+  m.write(k, [&](const cdp::Cpbt*, const u64*) -> std::optional<u64> { return v; });
+}
+
+void CDPTree::overwrite(Key k, Value v) {
+  check_value(v);
+  Impl& m = *impl_;
+  m.refuse_values();
   m.write(k, [&](const cdp::Cpbt*, const u64* cur) -> std::optional<u64> {
     if (!cur && m.try_inplace(k, v)) return std::nullopt;
     return v;

@@ -88,6 +88,12 @@ class FamilyIndex : public Index {
       : name_(std::move(name)), t_(std::move(t)) {}
   std::string name() const override { return name_; }
   void upsert(Key k, Value v) override { t_->upsert(k, v); }
+  void overwrite(Key k, Value v) override {
+    if constexpr (requires(Tree & t) { t.overwrite(k, v); })
+      t_->overwrite(k, v);
+    else
+      t_->upsert(k, v);
+  }
   bool insert(Key k, Value v) override { return t_->insert(k, v); }
   bool update(Key k, Value v) override { return t_->update(k, v); }
   bool remove(Key k) override { return t_->remove(k); }

@@ -219,17 +219,24 @@ TEST(CDPTree, WordSizedUpdateInPlaceIsDurable) {
     auto before = t->stats();
     ASSERT_EQ(before.front_entries, 0u);
     EXPECT_TRUE(t->update(7, 70));
-    t->upsert(8, 80);
+    t->overwrite(8, 80);
     auto after = t->stats();
     EXPECT_EQ(after.inplace_updates, before.inplace_updates + 2);
     EXPECT_EQ(after.front_entries, 0u);  // no log record, no buffer entry
     EXPECT_EQ(t->lookup(7), std::optional<Value>(70));
     EXPECT_FALSE(t->update(100000, 1));  // absent: nothing written
     EXPECT_EQ(t->stats().front_entries, 0u);
+    t->upsert(9, 90);  // a blind upsert never searches the base tree: logged into the Front
+    EXPECT_EQ(t->stats().inplace_updates, after.inplace_updates);
+    EXPECT_EQ(t->stats().front_entries, 1u);
+    t->overwrite(100001, 5);  // believed present but absent: written as an upsert
+    EXPECT_EQ(t->stats().front_entries, 2u);
   }
   auto t = CDPTree::open(*pool, o);
   EXPECT_EQ(t->lookup(7), std::optional<Value>(70));
   EXPECT_EQ(t->lookup(8), std::optional<Value>(80));
+  EXPECT_EQ(t->lookup(9), std::optional<Value>(90));
+  EXPECT_EQ(t->lookup(100001), std::optional<Value>(5));
   EXPECT_TRUE(t->check().ok);
 }
 

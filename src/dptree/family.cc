@@ -36,11 +36,12 @@ void* TreeParts::existing_root(u64 magic, std::size_t bytes, std::string_view in
   if (off == 0)
     throw Error(Errc::not_found, in + " is empty (it holds no index): create a " +
                                      std::string(index) + " in it instead of opening one");
-  if (!alloc.is_live(off) || alloc.block_size(off) < bytes)
+  if (!alloc.is_live(off))
     throw Error(Errc::corrupt, in + " is damaged: its root word (in the pool header) points to " +
                                    "offset " + std::to_string(off) + ", which is no live " +
                                    "block of an index root; restore the pool from a copy");
-  if (*pool.at<u64>(off) != magic)
+  // A smaller root block than this tree's is another index's (its fields cannot be read).
+  if (alloc.block_size(off) < bytes || *pool.at<u64>(off) != magic)
     throw Error(Errc::wrong_index, in + " holds another index, not a " + std::string(index) +
                                        ": open it with the index that created it, or use " +
                                        "a new pool");

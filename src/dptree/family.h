@@ -42,7 +42,7 @@ struct TreeParts {
   void require_empty_pool() const;
   // open(): the root block, when it is a live block of at least `bytes` whose first word is
   // `magic`. Otherwise throws not_found (an empty pool), corrupt (a root word that points to
-  // no such block) or wrong_index (another index's root); `index` names the tree in messages.
+  // no live block) or wrong_index (another index's root); `index` names the tree in messages.
   void* existing_root(u64 magic, std::size_t bytes, std::string_view index) const;
   // open(): runs `validate` over options that hold the pool's stored settings; an option out
   // of range there was read from the pool, so it throws stored_setting naming the pool.

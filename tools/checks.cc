@@ -3,11 +3,13 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <type_traits>
 
 #include "dptree/error.h"
 
@@ -15,30 +17,36 @@ namespace dptree::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Parses all of `s` as a T in [lo, hi]; otherwise the reason, naming the value and the range.
+template <class T>
+std::string out_of(const std::string& s, T lo, T hi, const char* kind) {
+  T v{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  const bool whole_text = !s.empty() && end == s.data() + s.size();
+  bool ok = whole_text && ec == std::errc{} && v >= lo && v <= hi;
+  if constexpr (std::is_floating_point_v<T>) ok = ok && std::isfinite(v);
+  if (ok) return {};
+  const bool negative =
+      s.size() > 1 && s[0] == '-' &&
+      std::all_of(s.begin() + 1, s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool number =
+      negative || (whole_text && (ec == std::errc{} || ec == std::errc::result_out_of_range));
+  return fmt::format("value '{}' is {}: give {} from {} to {}", s,
+                     number ? "out of range" : std::string("not ") + kind, kind, lo, hi);
+}
+
+}  // namespace
+
 CLI::Validator whole_in(std::uint64_t lo, std::uint64_t hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
-        std::uint64_t v = 0;
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi)
-          return fmt::format("value '{}' is out of range: give a whole number from {} to {}", s, lo,
-                             hi);
-        return {};
-      },
-      fmt::format("UINT:{}..{}", lo, hi));
+  return CLI::Validator([lo, hi](std::string& s) { return out_of(s, lo, hi, "a whole number"); },
+                        fmt::format("UINT:{}..{}", lo, hi));
 }
 
 CLI::Validator number_in(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
-        double v = 0;
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v) ||
-            v < lo || v > hi)
-          return fmt::format("value '{}' is out of range: give a number from {} to {}", s, lo, hi);
-        return {};
-      },
-      fmt::format("NUMBER:{}..{}", lo, hi));
+  return CLI::Validator([lo, hi](std::string& s) { return out_of(s, lo, hi, "a number"); },
+                        fmt::format("NUMBER:{}..{}", lo, hi));
 }
 
 CLI::Validator unsigned_text() {

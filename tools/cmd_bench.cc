@@ -32,6 +32,7 @@ constexpr std::uint64_t kMaxRecords = std::uint64_t{1} << 40;
 constexpr std::uint64_t kMaxOps = std::uint64_t{1} << 48;
 constexpr double kMaxSeconds = 7 * 24 * 3600.0;
 constexpr std::uint64_t kMaxDelayNs = 1'000'000;  // 1 ms per line or fence
+constexpr std::uint32_t kMaxScan = 1u << 24;      // records per scan
 
 const char* const kDefaultWorkloads = "insert_only,read_only,read_update,scan_insert,mixed";
 
@@ -240,8 +241,9 @@ void run_bench(const BenchOptions& o) {
   if (o.scan_selectivity > 0) {
     // Mean length = selectivity x records; uniform in [1, 2L-1] gives a standard deviation
     // of ~0.58 L, close to the DPTree paper's 0.001% +- 0.0006%.
+    // At most --scan-length's limit, so that 2L - 1 fits its 32 bits.
     const double len = o.scan_selectivity / 100.0 * static_cast<double>(o.records);
-    const auto l = static_cast<std::uint32_t>(std::max(1.0, len + 0.5));
+    const auto l = static_cast<std::uint32_t>(std::clamp(len + 0.5, 1.0, double{kMaxScan}));
     base.scan = {1, 2 * l - 1};
   } else {
     base.scan = {o.scan_length, o.scan_length};
@@ -385,7 +387,7 @@ void setup(CLI::App& app) {
       ->check(number_in(0.0, 0.999999));
   auto* len = app.add_option("--scan-length", o->scan_length, "Records per scan (fixed)")
                   ->capture_default_str()
-                  ->check(whole_in(1, 1u << 24));
+                  ->check(whole_in(1, kMaxScan));
   auto* sel = app.add_option("--scan-selectivity", o->scan_selectivity,
                              "Scan length as a percentage of --records (mean; uniform in "
                              "[1, 2x-1]; the paper uses 0.001)")

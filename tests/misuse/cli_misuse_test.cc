@@ -92,6 +92,11 @@ const std::vector<Case>& cases() {
       {{"bench", "--pm-mode", "nvme"}, 2, "pmem,eadr,dram"},
       {{"check"}, 2, "pool is required"},
       {{"bench", "--help"}, 0, "Exit status: 0 success; 1 the run failed"},
+      // A run that fails half-way (a full pool): exit 1, its pool and JSON file gone.
+      {{"bench", "--index", "dptree", "--workload", "insert_only", "--records", "20000", "--ops",
+        "100", "--pool-size", "512KiB", "--quiet", "--json", "@/out.json"},
+       1,
+       "is full"},
       // `dptree check` on what is not a pool: the run fails (1), the file is untouched.
       {{"check", "@"}, 1, "'@' is a folder"},
       {{"check", "@/none.pool"}, 1, "does not exist"},

@@ -67,11 +67,12 @@ std::string with_folders(std::string v, const std::string& pools, const std::str
   return v;
 }
 
-// One invocation: up to five random flags; a tiny btree run unless they choose otherwise.
+// One invocation: up to five random flags; a tiny btree run of one mix unless they choose
+// otherwise.
 std::vector<std::string> invocation(std::mt19937_64& rng, const std::string& pools,
                                     const std::string& out) {
   std::vector<std::string> args = {"bench", "--quiet"};
-  bool chose_index = false, chose_size = false;
+  bool chose_index = false, chose_workload = false, chose_size = false;
   const std::size_t n = 1 + rng() % 5;
   for (std::size_t i = 0; i < n; ++i) {
     const Flag& f = flags()[rng() % flags().size()];
@@ -80,9 +81,12 @@ std::vector<std::string> invocation(std::mt19937_64& rng, const std::string& poo
       args.push_back(with_folders(f.values[rng() % f.values.size()], pools, out));
     const std::string name = f.name;
     chose_index |= name == "--index";
+    chose_workload |= name == "--workload" || name == "--read" || name == "--insert" ||
+                      name == "--update" || name == "--remove" || name == "--scan";
     chose_size |= name == "--records" || name == "--ops" || name == "--seconds";
   }
   if (!chose_index) args.insert(args.end(), {"--index", "btree"});
+  if (!chose_workload) args.insert(args.end(), {"--workload", "mixed"});
   if (!chose_size) args.insert(args.end(), {"--records", "100", "--ops", "100"});
   return args;
 }
@@ -103,6 +107,8 @@ TEST(CliFuzz, RandomFlagsEndWithAKnownExitCodeAndLeaveNothing) {
     ASSERT_TRUE(r.status >= 0 && r.status <= 2)
         << "seed " << seed << " run " << i << ": " << shown << "\nexit " << r.status << "\n"
         << r.output;
+    EXPECT_EQ(r.output.find("Sanitizer"), std::string::npos) << shown << "\n" << r.output;
+    EXPECT_EQ(r.output.find("runtime error"), std::string::npos) << shown << "\n" << r.output;
     ++by_status[r.status];
     ASSERT_EQ(listing(pools.path), before) << "seed " << seed << ": " << shown << "\n" << r.output;
     std::filesystem::remove_all(out.path);

@@ -123,6 +123,7 @@ TEST(CliMisuse, EachMistakeIsRefusedWithItsExitCodeAndLeavesNothing) {
         << shown << " said:\n"
         << r.output;
     EXPECT_EQ(listing(dir.path), before) << shown << " left something behind";
+    EXPECT_EQ(r.output.find("Sanitizer"), std::string::npos) << shown << "\n" << r.output;
   }
 }
 

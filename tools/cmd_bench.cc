@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +17,7 @@
 #include "bench/reference_indexes.h"
 #include "bench/report.h"
 #include "bench/runner.h"
+#include "checks.h"
 #include "commands.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
@@ -27,6 +27,13 @@ namespace dptree::cli {
 namespace {
 
 using bench::RunSpec;
+
+// The ranges of the numeric flags: beyond them a run could not finish or fit anywhere.
+constexpr std::uint64_t kMaxRecords = std::uint64_t{1} << 40;
+constexpr std::uint64_t kMaxOps = std::uint64_t{1} << 48;
+constexpr double kMaxSeconds = 7 * 24 * 3600.0;
+constexpr std::uint64_t kMaxDelayNs = 1'000'000;  // 1 ms per line or fence
+constexpr std::uint32_t kMaxScan = 1u << 24;      // records per scan
 
 const char* const kDefaultWorkloads = "insert_only,read_only,read_update,scan_insert,mixed";
 
@@ -106,17 +113,73 @@ std::map<std::string, std::string> parse_index_options(const std::vector<std::st
   return out;
 }
 
-void write_file(const std::string& path, const std::string& text, const char* what) {
-  if (path == "-") {
-    fmt::print("{}", text);
-    return;
+// The runs that share one load: each run alone, or with --load-once those of one index and
+// thread count, in the order the workloads were given.
+std::vector<std::vector<RunSpec>> loads_of(const std::vector<RunSpec>& specs, bool load_once) {
+  std::vector<std::vector<RunSpec>> loads;
+  if (!load_once) {
+    for (const auto& s : specs) loads.push_back({s});
+    return loads;
   }
-  std::ofstream f(path);
-  f << text;
-  f.close();
-  if (!f)
-    throw Error(Errc::io_error, std::string("cannot write the ") + what + " file '" + path +
-                                    "': check the directory exists and is writable");
+  std::map<std::pair<std::string, unsigned>, std::size_t> group;
+  for (const auto& s : specs) {
+    auto [it, fresh] = group.try_emplace({s.index, s.threads}, loads.size());
+    if (fresh) loads.emplace_back();
+    loads[it->second].push_back(s);
+  }
+  return loads;
+}
+
+// Before any run: each index takes the --option values (a trial index on a small in-memory
+// pool; a pool too small for it is no fault of the options).
+void check_index_options(const std::vector<RunSpec>& specs) {
+  std::map<std::string, unsigned> threads;
+  for (const auto& s : specs) threads[s.index] = std::max(threads[s.index], s.threads);
+  for (const auto& [name, t] : threads) {
+    const IndexInfo& info = find_index(name);
+    std::unique_ptr<pm::Pool> pool;
+    if (info.persistent) pool = pm::Pool::create_in_memory(std::size_t{16} << 20);
+    IndexConfig cfg;
+    cfg.pool = pool.get();
+    cfg.threads = t;
+    cfg.options = specs.front().options;
+    try {
+      info.create(cfg);
+    } catch (const Error& e) {
+      if (e.code() != Errc::pool_full) throw;
+    }
+  }
+}
+
+// Before any run: every pool path can be created, and the pools fit in the free space of
+// their file system (all of them with --keep, else the largest, as each is removed after its
+// run). A pool reserves its whole size at creation (posix_fallocate).
+void check_pools(const BenchOptions& o, const std::vector<RunSpec>& specs,
+                 const std::vector<std::vector<RunSpec>>& loads) {
+  const char* flag = o.pool.empty() ? "DPTREE_POOL_DIR" : "--pool";
+  std::uint64_t need = 0;
+  for (const auto& runs : loads) {
+    if (!find_index(runs.front().index).persistent) continue;
+    check_new_file_path(runs.front().pool_path.string(), flag);
+    const std::uint64_t size = o.pool_size ? o.pool_size : bench::default_pool_size(runs);
+    need = o.keep ? need + size : std::max(need, size);
+  }
+  const auto& path = specs.front().pool_path;
+  const std::uint64_t avail = pm::free_bytes(path);
+  // 16 bytes per record is the records' own size, a floor under any index's footprint.
+  if (o.records > avail / 16)
+    throw Error(Errc::invalid_argument,
+                fmt::format("--records {} cannot fit: the file system of '{}' has {} bytes free, "
+                            "room for at most {} records of 16 bytes; lower --records, or put "
+                            "the pool elsewhere with --pool",
+                            o.records, path.parent_path().string(), avail, avail / 16));
+  if (need > avail)
+    throw Error(
+        Errc::invalid_argument,
+        fmt::format("the pool{} {} bytes but the file system of '{}' has {} bytes "
+                    "free: lower {}, or put the pool elsewhere with --pool",
+                    o.keep ? "s kept by --keep need" : " needs", need, path.parent_path().string(),
+                    avail, o.pool_size ? "--pool-size" : "--records"));
 }
 
 void on_signal(int) {
@@ -180,8 +243,9 @@ void run_bench(const BenchOptions& o) {
   if (o.scan_selectivity > 0) {
     // Mean length = selectivity x records; uniform in [1, 2L-1] gives a standard deviation
     // of ~0.58 L, close to the DPTree paper's 0.001% +- 0.0006%.
+    // At most --scan-length's limit, so that 2L - 1 fits its 32 bits.
     const double len = o.scan_selectivity / 100.0 * static_cast<double>(o.records);
-    const auto l = static_cast<std::uint32_t>(std::max(1.0, len + 0.5));
+    const auto l = static_cast<std::uint32_t>(std::clamp(len + 0.5, 1.0, double{kMaxScan}));
     base.scan = {1, 2 * l - 1};
   } else {
     base.scan = {o.scan_length, o.scan_length};
@@ -227,6 +291,11 @@ void run_bench(const BenchOptions& o) {
     }
   }
 
+  check_index_options(specs);
+  check_output_path(o.json, "--json");
+  check_output_path(o.csv, "--csv");
+  if (persistent_runs > 0) check_pools(o, specs, loads_of(specs, o.load_once));
+
   if (!o.quiet)
     fmt::print(stderr,
                "dptree bench: {} run(s); records {}, {}, pm-mode {} (flush: {}), seed {}, "
@@ -240,17 +309,7 @@ void run_bench(const BenchOptions& o) {
   bench::StderrProgress progress(bench::stderr_is_tty());
   // Without --load-once every run loads its own index; with it, the runs of one index and
   // thread count share one load, in the order the workloads were given.
-  std::vector<std::vector<RunSpec>> loads;
-  if (o.load_once) {
-    std::map<std::pair<std::string, unsigned>, std::size_t> group;
-    for (const auto& s : specs) {
-      auto [it, fresh] = group.try_emplace({s.index, s.threads}, loads.size());
-      if (fresh) loads.emplace_back();
-      loads[it->second].push_back(s);
-    }
-  } else {
-    for (const auto& s : specs) loads.push_back({s});
-  }
+  const std::vector<std::vector<RunSpec>> loads = loads_of(specs, o.load_once);
   std::vector<bench::RunResult> results;
   for (const auto& runs : loads) {
     std::unique_ptr<bench::LoadedIndex> loaded;
@@ -287,8 +346,8 @@ void run_bench(const BenchOptions& o) {
   std::signal(SIGTERM, SIG_DFL);
 
   if (o.json != "-" && o.csv != "-") fmt::print("{}", bench::format_table(results));
-  if (!o.json.empty()) write_file(o.json, bench::to_json(results), "JSON");
-  if (!o.csv.empty()) write_file(o.csv, bench::to_csv(results), "CSV");
+  if (!o.json.empty()) write_whole_file(o.json, bench::to_json(results), "JSON");
+  if (!o.csv.empty()) write_whole_file(o.csv, bench::to_csv(results), "CSV");
   if (bench::stop_requested()) {
     fmt::print(stderr, "dptree bench: interrupted; the table shows the runs that finished\n");
     exit_code() = 130;
@@ -309,12 +368,14 @@ void setup(CLI::App& app) {
                  "Workloads, comma-separated (default: the DPTree paper's five):" + workload_names)
       ->capture_default_str();
   app.add_option("--records", o->records, "Records preloaded before each run")
-      ->capture_default_str();
-  auto* ops = app.add_option("--ops", o->ops, "Operations per run (all threads together)");
+      ->capture_default_str()
+      ->check(whole_in(1, kMaxRecords));
+  auto* ops = app.add_option("--ops", o->ops, "Operations per run (all threads together)")
+                  ->check(whole_in(1, kMaxOps));
   auto* secs =
       app.add_option("--seconds", o->seconds, "Duration of each run, when --ops is not given")
           ->capture_default_str()
-          ->check(CLI::PositiveNumber);
+          ->check(number_in(0.001, kMaxSeconds));
   ops->excludes(secs);
   app.add_option("--threads", o->threads,
                  "Thread counts, comma-separated (e.g. 1,2): one run per count")
@@ -325,38 +386,40 @@ void setup(CLI::App& app) {
       ->check(CLI::IsMember({"uniform", "zipfian", "sequential", "latest"}));
   app.add_option("--theta", o->theta, "Zipfian/latest skew, 0 <= theta < 1")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.999999));
+      ->check(number_in(0.0, 0.999999));
   auto* len = app.add_option("--scan-length", o->scan_length, "Records per scan (fixed)")
                   ->capture_default_str()
-                  ->check(CLI::Range(1u, 1u << 24));
+                  ->check(whole_in(1, kMaxScan));
   auto* sel = app.add_option("--scan-selectivity", o->scan_selectivity,
                              "Scan length as a percentage of --records (mean; uniform in "
                              "[1, 2x-1]; the paper uses 0.001)")
-                  ->check(CLI::Range(1e-9, 100.0));
+                  ->check(number_in(1e-9, 100.0));
   len->excludes(sel);
   const char* pct =
       "Custom mix: percentage of {} (the five shares must sum to 100; "
       "replaces --workload)";
   app.add_option("--read", o->read, fmt::format(fmt::runtime(pct), "lookups"))
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0.0, 100.0));
   app.add_option("--insert", o->insert, fmt::format(fmt::runtime(pct), "inserts of new keys"))
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0.0, 100.0));
   app.add_option("--update", o->update, fmt::format(fmt::runtime(pct), "updates of existing keys"))
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0.0, 100.0));
   app.add_option("--remove", o->remove, fmt::format(fmt::runtime(pct), "removes"))
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0.0, 100.0));
   app.add_option("--scan", o->scan, fmt::format(fmt::runtime(pct), "scans"))
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0.0, 100.0));
   app.add_option("--absent-reads", o->absent_reads,
                  "Percentage of lookups aimed at keys never inserted (unsuccessful lookups, "
                  "DPTree Fig. 10); applies to every workload (default: each workload's own, 0 "
                  "except read_absent)")
-      ->check(CLI::Range(0.0, 100.0));
-  app.add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();
+      ->check(number_in(0.0, 100.0));
+  app.add_option("--seed", o->seed, "Seed of every random choice")
+      ->capture_default_str()
+      ->check(whole_in(0, UINT64_MAX));
   app.add_option("--sample-rate", o->sample_rate,
                  "Share of operations whose latency is measured (0 to 1)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
   app.add_option("--pm-mode", o->pm_mode,
                  "Persistence: pmem (clwb/clflushopt/clflush + sfence), eadr (fence only), "
                  "dram (neither); flushes are counted in every mode")
@@ -368,11 +431,15 @@ void setup(CLI::App& app) {
                      pm::default_pool_dir().string() + ", removed at exit unless --keep)");
   app.add_option("--pool-size", o->pool_size,
                  "Pool size, e.g. 4GiB (default: sized from --records and the inserts to come)")
-      ->transform(CLI::AsSizeValue(false));
+      ->check(unsigned_text())
+      ->transform(CLI::AsSizeValue(false))
+      ->check(whole_in(pm::kMinPoolSize, pm::kMaxPoolSize));
   app.add_flag("--keep", o->keep, "Keep the pool file(s) after the run");
   app.add_option("--flush-delay-ns", o->flush_delay_ns,
-                 "Emulated extra latency per flushed cache line (ns)");
-  app.add_option("--fence-delay-ns", o->fence_delay_ns, "Emulated extra latency per fence (ns)");
+                 "Emulated extra latency per flushed cache line (ns)")
+      ->check(whole_in(0, kMaxDelayNs));
+  app.add_option("--fence-delay-ns", o->fence_delay_ns, "Emulated extra latency per fence (ns)")
+      ->check(whole_in(0, kMaxDelayNs));
   app.add_option("--json", o->json, "Write the results as JSON to FILE ('-': stdout)");
   app.add_option("--csv", o->csv, "Write the results as CSV to FILE ('-': stdout)");
   app.add_flag("--recovery", o->recovery,

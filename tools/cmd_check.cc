@@ -29,7 +29,7 @@ bool check_dptree(dptree::pm::Pool& pool, const std::string& path) {
   try {
     t = dptree::DPTree<KeyBytes, ValueBytes>::open(pool);
   } catch (const dptree::Error& e) {
-    if (e.code() == dptree::Errc::invalid_argument &&
+    if (e.code() == dptree::Errc::wrong_index &&
         std::string(e.what()).find("-byte keys") != std::string::npos)
       return false;
     throw;
@@ -66,9 +66,8 @@ void check_cdptree(dptree::pm::Pool& pool, const std::string& path) {
   print_report(r);
 }
 
-bool holds_no(const dptree::Error& e) {
-  return e.code() == dptree::Errc::corrupt &&
-         std::string(e.what()).find("holds no") != std::string::npos;
+bool another_index(const dptree::Error& e) {
+  return e.code() == dptree::Errc::wrong_index;
 }
 
 const dptree::cli::Registrar reg{
@@ -83,13 +82,13 @@ const dptree::cli::Registrar reg{
          try {
            if (check_any_width(*pool, *path, std::make_index_sequence<49>{})) return;
          } catch (const dptree::Error& e) {
-           if (!holds_no(e)) throw;
+           if (!another_index(e)) throw;
          }
          try {
            check_cdptree(*pool, *path);
          } catch (const dptree::Error& e) {
-           if (!holds_no(e)) throw;
-           throw dptree::Error(dptree::Errc::corrupt,
+           if (!another_index(e)) throw;
+           throw dptree::Error(dptree::Errc::wrong_index,
                                "pool '" + *path +
                                    "' holds neither a DPTree nor a concurrent DPTree (cdptree): "
                                    "`dptree check` verifies pools made by those two indexes");

@@ -1,16 +1,23 @@
 // `dptree`: the project's command-line tool. Subcommands are registered by the cmd_*.cc
-// files (see commands.h).
+// files (see commands.h). Exit status: 0 success, 1 the run failed, 2 usage (checks.h).
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <exception>
 
+#include "checks.h"
 #include "commands.h"
 #include "dptree/error.h"
+
+namespace {
+constexpr int kFailed = 1;  // the run failed: a corrupt or full pool, a failed check, I/O
+constexpr int kUsage = 2;   // a bad flag or value (an invalid_argument): nothing was run
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dptree: tools for the DPTree persistent-memory index and its peers"};
   app.require_subcommand(1);
+  app.footer(dptree::cli::kExitStatusHelp);
   auto& cmds = dptree::cli::commands();
   std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   std::string running;
@@ -29,19 +36,21 @@ int main(int argc, char** argv) {
   });
   for (auto& c : cmds) {
     CLI::App* sub = app.add_subcommand(c.name, c.description);
+    sub->footer(dptree::cli::kExitStatusHelp);
     c.setup(*sub);
     sub->preparse_callback([&running, name = c.name](std::size_t) { running = name; });
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (105, 109, ...) become the usual 2; --help stays 0.
+    return app.exit(e) == 0 ? 0 : kUsage;
   } catch (const dptree::Error& e) {
     fmt::print(stderr, "dptree {}: error: {}\n", running, e.what());
-    return 1;
+    return e.code() == dptree::Errc::invalid_argument ? kUsage : kFailed;
   } catch (const std::exception& e) {
     fmt::print(stderr, "dptree {}: unexpected error: {}\n", running, e.what());
-    return 1;
+    return kFailed;
   }
   return dptree::cli::exit_code();
 }

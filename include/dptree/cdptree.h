@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "dptree/dptree_options.h"  // kMaxMergeRecords
 #include "dptree/index.h"
 
 namespace dptree {

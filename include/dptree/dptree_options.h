@@ -11,6 +11,9 @@
 
 namespace dptree {
 
+// The largest min_merge_records of either DPTree: it sizes the buffer's Bloom filter.
+inline constexpr std::size_t kMaxMergeRecords = std::size_t{1} << 30;
+
 // How a lookup searches a base leaf (§2.2; Figure 10, §4.3).
 enum class ProbeMode : std::uint8_t {
   both,        // linear probing from the key's hash slot, fingerprints checked first (DPTree)

@@ -123,8 +123,8 @@ std::size_t default_pool_size(const std::vector<RunSpec>& runs) {
                                     : spec.seconds * 4e6 * static_cast<double>(spec.threads);
     records += run_ops * spec.workload.mix.insert / 100.0;
   }
-  // 512 B per record is generous for 16-byte records; the file is sparse, so unused room
-  // costs address space, not memory.
+  // 512 B per record is generous for 16-byte records. The pool reserves all of it
+  // (posix_fallocate), hence the cap at half the free space.
   double want = 64.0 * 1024 * 1024 + records * 512;
   const auto& path = runs.front().pool_path;
   std::error_code ec;

@@ -63,7 +63,8 @@ const char* to_string(CDPTreePhase p) {
 
 // ------------------------------------------------------------------ Impl: setup
 
-CDPTree::Impl::Impl(pm::Pool& p, const CDPTreeOptions& o) : TreeParts(p), opt(o) {}
+CDPTree::Impl::Impl(pm::Pool& p, const CDPTreeOptions& o)
+    : TreeParts(p, "concurrent DPTree (cdptree)"), opt(o) {}
 
 CDPTree::Impl::~Impl() {
   wait_idle();
@@ -144,6 +145,7 @@ void CDPTree::Impl::ensure_tables() {
 }
 
 void CDPTree::Impl::create() {
+  opt.validate();  // leaf_bytes is checked before a capacity is derived from it
   if (opt.leaf_capacity == 0) opt.leaf_capacity = capacity_for(opt.leaf_bytes);
   opt.validate();
   require_empty_pool();
@@ -170,22 +172,18 @@ void CDPTree::Impl::create() {
 }
 
 void CDPTree::Impl::open() {
-  auto* rt = pool.root<cdp::CRoot>();
-  if (!rt || rt->base.magic != cdp::kCRootMagic)
-    throw Error(Errc::corrupt,
-                "pool '" + pool.name() +
-                    "' holds no concurrent DPTree (cdptree): use a pool created by the "
-                    "cdptree index, or a new pool");
-  if (rt->base.key_bytes != 8 || rt->base.value_bytes != 8 || rt->partitions < 1 ||
-      rt->partitions > 4096)
+  auto* rt = static_cast<cdp::CRoot*>(
+      existing_root(cdp::kCRootMagic, sizeof(cdp::CRoot), "concurrent DPTree (cdptree)"));
+  if (rt->base.key_bytes != 8 || rt->base.value_bytes != 8)
     throw Error(Errc::corrupt, "pool '" + pool.name() +
                                    "' holds a cdptree root with an impossible format: the "
                                    "pool is damaged; restore it or use a new pool");
   // The format is the pool's; the other options are the caller's.
+  opt.validate();  // the caller's options, before the stored ones replace three of them
   opt.leaf_capacity = rt->base.leaf_capacity;
   opt.log_page_size = rt->base.log_page_size;
   opt.log_partitions = rt->partitions;
-  opt.validate();
+  validate_stored([this] { opt.validate(); });
   root = rt;
   attach();
   restarted.store(true);  // before recovery builds the snapshot: see tombstone_filter

@@ -47,6 +47,9 @@ void CDPTreeOptions::validate() const {
   if (recovery_threads > 256)
     bad("recovery_threads=" + std::to_string(recovery_threads) +
         " is out of range: use 1..256, or 0 for the hardware threads");
+  if (min_merge_records > kMaxMergeRecords)
+    bad("min_merge_records=" + std::to_string(min_merge_records) +
+        " is out of range: use 0..2^30 (it sizes the buffer's Bloom filter)");
   if (psize < 1) bad("psize=0 is out of range: use at least 1 leaf per merge partition");
 }
 

@@ -69,7 +69,7 @@ const char* to_string(DPTreePhase p) {
 }
 
 // ------------------------------------------------------------------ create / open
-DPTreeCore::Impl::Impl(pm::Pool& p, const DPTreeOptions& o) : TreeParts(p), opt(o) {}
+DPTreeCore::Impl::Impl(pm::Pool& p, const DPTreeOptions& o) : TreeParts(p, "DPTree"), opt(o) {}
 
 void DPTreeCore::Impl::attach(std::size_t kb, std::size_t vb) {
   attach_parts(*root, opt.leaf_capacity, kb, vb, opt.log_page_size);
@@ -97,21 +97,19 @@ void DPTreeCore::Impl::create(std::size_t kb, std::size_t vb) {
 }
 
 void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
-  auto* rt = pool.root<Root>();
-  if (!rt || rt->magic != kRootMagic)
-    throw Error(Errc::corrupt,
-                "pool '" + pool.name() + "' holds no DPTree: create one with DPTree::create");
+  auto* rt = static_cast<Root*>(existing_root(kRootMagic, sizeof(Root), "DPTree"));
   if (rt->key_bytes != kb || rt->value_bytes != vb)
-    throw Error(Errc::invalid_argument,
+    throw Error(Errc::wrong_index,
                 "pool '" + pool.name() + "' holds a DPTree of " + std::to_string(rt->key_bytes) +
                     "-byte keys and " + std::to_string(rt->value_bytes) +
                     "-byte values: open it with DPTree<" + std::to_string(rt->key_bytes) + ", " +
                     std::to_string(rt->value_bytes) +
                     "> (or key_bytes=" + std::to_string(rt->key_bytes) +
                     " value_bytes=" + std::to_string(rt->value_bytes) + ")");
+  opt.validate();  // the caller's options, before the stored ones replace two of them
   opt.leaf_capacity = rt->leaf_capacity;
   opt.log_page_size = rt->log_page_size;
-  opt.validate();
+  validate_stored([this] { opt.validate(); });
   root = rt;
   attach(kb, vb);
   recover();

@@ -7,7 +7,8 @@
 
 namespace dptree::detail {
 
-TreeParts::TreeParts(pm::Pool& p) : pool(p), alloc(p.allocator()) {}
+TreeParts::TreeParts(pm::Pool& p, std::string_view who)
+    : claim(p, who), pool(p), alloc(p.allocator()) {}
 
 Leaf TreeParts::leaf(u64 off) const {
   return Leaf{pool.at(off), &L};
@@ -27,6 +28,36 @@ void TreeParts::require_empty_pool() const {
     throw Error(Errc::already_exists, "pool '" + pool.name() +
                                           "' already holds an index: open it instead of "
                                           "creating a new one, or use a new pool");
+}
+
+void* TreeParts::existing_root(u64 magic, std::size_t bytes, std::string_view index) const {
+  const std::string in = "pool '" + pool.name() + "'";
+  const u64 off = *pool.root_word();
+  if (off == 0)
+    throw Error(Errc::not_found, in + " is empty (it holds no index): create a " +
+                                     std::string(index) + " in it instead of opening one");
+  if (!alloc.is_live(off))
+    throw Error(Errc::corrupt, in + " is damaged: its root word (in the pool header) points to " +
+                                   "offset " + std::to_string(off) + ", which is no live " +
+                                   "block of an index root; restore the pool from a copy");
+  // A smaller root block than this tree's is another index's (its fields cannot be read).
+  if (alloc.block_size(off) < bytes || *pool.at<u64>(off) != magic)
+    throw Error(Errc::wrong_index, in + " holds another index, not a " + std::string(index) +
+                                       ": open it with the index that created it, or use " +
+                                       "a new pool");
+  return pool.at(off);
+}
+
+void TreeParts::validate_stored(const std::function<void()>& validate) const {
+  try {
+    validate();
+  } catch (const Error& e) {
+    if (e.code() != Errc::invalid_argument) throw;
+    throw Error(Errc::stored_setting,
+                "pool '" + pool.name() + "' stores a setting out of range (" + e.what() +
+                    "): the pool's root was damaged or written by another build; restore the " +
+                    "pool from a copy");
+  }
 }
 
 bool LeafWalk::enter(u64 l) {

@@ -4,13 +4,16 @@
 // common Index interface over either tree.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "dptree/owner_dir.h"  // OwnerDir, PendingLeaves, layout.h, pm::Pool
 #include "dptree/plog.h"       // LogPageCache, RecordCodec
+#include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 
 namespace dptree::detail {
@@ -18,8 +21,10 @@ namespace dptree::detail {
 // The persistent pieces over one Root (layout.h): leaf layout and record codec (§2.1-2.2),
 // owner directory, pendingLeaves (§2.4) and the log page cache (§2.1).
 struct TreeParts {
-  explicit TreeParts(pm::Pool& p);
+  // Claims the pool for `who` (one live index per pool: pm::PoolClaim).
+  TreeParts(pm::Pool& p, std::string_view who);
 
+  pm::PoolClaim claim;
   pm::Pool& pool;
   pm::Allocator& alloc;
   LeafLayout L;
@@ -35,6 +40,13 @@ struct TreeParts {
                     std::size_t value_bytes, std::size_t log_page_size);
   // create(): throws already_exists when the pool holds an index already.
   void require_empty_pool() const;
+  // open(): the root block, when it is a live block of at least `bytes` whose first word is
+  // `magic`. Otherwise throws not_found (an empty pool), corrupt (a root word that points to
+  // no live block) or wrong_index (another index's root); `index` names the tree in messages.
+  void* existing_root(u64 magic, std::size_t bytes, std::string_view index) const;
+  // open(): runs `validate` over options that hold the pool's stored settings; an option out
+  // of range there was read from the pool, so it throws stored_setting naming the pool.
+  void validate_stored(const std::function<void()>& validate) const;
   // check(): the cached free log pages are in no log (added to `reach`), in the list of their
   // flavor and owned; then check_block_ownership. Returns the live block count.
   std::size_t check_free_pages_and_blocks(const std::unordered_set<u64>& owned,

@@ -57,9 +57,12 @@ void DPTreeOptions::validate() const {
   if (!(consolidate_threshold > 0 && consolidate_threshold <= 0.5))
     bad("consolidate_threshold (CT)=" + num(consolidate_threshold) +
         " is out of range: use a value in (0, 0.5]");
-  if (log_page_size < 1024 || log_page_size % 1024 != 0)
+  if (log_page_size < 1024 || log_page_size % 1024 != 0 || log_page_size > (64u << 20))
     bad("log_page_size=" + std::to_string(log_page_size) +
-        " is out of range: use a multiple of 1024, at least 1024");
+        " is out of range: use a multiple of 1024 from 1024 to 64 MiB");
+  if (min_merge_records > kMaxMergeRecords)
+    bad("min_merge_records=" + std::to_string(min_merge_records) +
+        " is out of range: use 0..2^30 (it sizes the buffer's Bloom filter)");
   if (!(bloom_error_rate > 0 && bloom_error_rate < 1))
     bad("bloom_error_rate=" + num(bloom_error_rate) + " is out of range: use a value in (0, 1)");
   if (key_bytes && !entry_width_ok(key_bytes))

@@ -88,17 +88,33 @@ void validate_header_bytes(const std::byte* bytes, std::size_t avail, std::size_
                                    "damaged; restore it from a copy");
 }
 
-std::size_t checked_size(std::size_t size) {
-  if (size < kMinPoolSize)
-    throw Error(Errc::invalid_argument, "pool size " + std::to_string(size) +
-                                            " is too small: use at least " +
-                                            std::to_string(kMinPoolSize) + " bytes");
-  return (size + 4095) / 4096 * 4096;
+// Refuses a pool file that would not fit, before anything is created.
+void require_room(const std::filesystem::path& path, std::size_t size) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return;  // open(O_EXCL) names it
+  const std::uint64_t avail = free_bytes(path);
+  if (size > avail)
+    throw Error(Errc::pool_full, "pool file '" + path.string() + "' of " + std::to_string(size) +
+                                     " bytes does not fit: its file system has " +
+                                     std::to_string(avail) +
+                                     " bytes free; choose a smaller pool or another folder");
+}
+
+// An in-memory pool is zeroed at once: refuse one larger than the machine's memory.
+void require_memory(std::size_t size) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0 &&
+      size / static_cast<std::size_t>(page) > static_cast<std::size_t>(pages))
+    throw Error(Errc::invalid_argument, "in-memory pool size " + std::to_string(size) +
+                                            " is larger than this " + "machine's memory (" +
+                                            std::to_string(pages * page) +
+                                            " bytes): use a smaller pool, or a pool file");
 }
 
 }  // namespace
 
 std::filesystem::path default_pool_dir() {
+  if (const char* d = std::getenv("DPTREE_POOL_DIR"); d && *d) return d;
   std::error_code ec;
   if (std::filesystem::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0)
     return "/dev/shm";
@@ -152,11 +168,16 @@ void Pool::map_file(int fd, std::size_t size, bool fresh) {
 }
 
 std::unique_ptr<Pool> Pool::create(const std::filesystem::path& path, std::size_t size) {
-  size = checked_size(size);
+  size = checked_pool_size(size);
   std::unique_ptr<Pool> pool(new Pool);
   pool->name_ = path.string();
+  require_room(path, size);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
+    if (errno == EEXIST && std::filesystem::is_directory(path))
+      throw Error(Errc::already_exists, "pool path '" + pool->name_ +
+                                            "' is a folder: give the path of a new file, " +
+                                            "e.g. " + (path / "dptree.pool").string());
     if (errno == EEXIST)
       throw Error(Errc::already_exists, "pool file '" + pool->name_ +
                                             "' already exists: open it, or remove it first " +
@@ -189,13 +210,13 @@ std::unique_ptr<Pool> Pool::open(const std::filesystem::path& path) {
     if (errno == ENOENT)
       throw Error(Errc::not_found,
                   what + " does not exist: check the path, or create the pool " + "first");
+    if (errno == EISDIR)
+      throw Error(Errc::not_a_pool, what + " is a folder: give the path of a pool file");
     throw Error(Errc::io_error, "cannot open " + what + ": " + errno_text());
   }
   pool->fd_ = fd;
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK)
-      throw Error(Errc::locked,
-                  what + " is in use by another process or handle: close it " + "there first");
+    if (errno == EWOULDBLOCK) throw Error(Errc::locked, lock_holder(path, fd));
     throw Error(Errc::io_error, "cannot lock " + what + ": " + errno_text());
   }
   struct stat st {};
@@ -218,7 +239,8 @@ std::unique_ptr<Pool> Pool::open_or_create(const std::filesystem::path& path, st
 }
 
 std::unique_ptr<Pool> Pool::create_in_memory(std::size_t size) {
-  size = checked_size(size);
+  size = checked_pool_size(size, "in-memory pool size");
+  require_memory(size);
   std::unique_ptr<Pool> pool(new Pool);
   pool->name_ = "<memory>";
   pool->memory_ = Buffer(size);

@@ -114,6 +114,7 @@ class Engine {
   void replay_logs_at_open();
   Partition& partition_of(Key k) const;
 
+  pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   std::shared_ptr<const Adapter> adapter_;
   Options opt_;

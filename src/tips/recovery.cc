@@ -37,7 +37,7 @@ std::uint64_t make_block(pm::Pool& pool, std::uint64_t* dest, std::size_t bytes)
 }  // namespace
 
 Engine::Engine(pm::Pool& pool, std::shared_ptr<const Adapter> adapter, const Options& opt)
-    : pool_(pool), adapter_(std::move(adapter)), opt_(opt) {
+    : claim_(pool, "TIPS"), pool_(pool), adapter_(std::move(adapter)), opt_(opt) {
   if (*pool_.root_word())
     open_layout();
   else

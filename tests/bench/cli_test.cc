@@ -1,6 +1,5 @@
 // The `dptree` binary: help, flag errors, --list, and the JSON / CSV files of a tiny run.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,22 +9,14 @@
 #include <sstream>
 #include <string>
 
+#include "misuse/cli_run.h"
+
 namespace {
 
-struct Result {
-  int status;
-  std::string output;  // stdout and stderr
-};
+using Result = dptree::test::CliResult;
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(DPTREE_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  return dptree::test::run_cli_line(args);
 }
 
 bool has(const std::string& s, const std::string& what) {
@@ -75,7 +66,7 @@ TEST(Cli, BadFlagsExitNonZeroSayingWhatIsAccepted) {
         Case{"bench --ops 10 --seconds 1", "excludes"}, Case{"bench --option x", "KEY=VALUE"},
         Case{"frobnicate", "accepts"}}) {
     Result r = run(c.args);
-    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_EQ(r.status, 2) << c.args;
     EXPECT_TRUE(has(r.output, c.says)) << c.args << " said:\n" << r.output;
   }
 }
@@ -170,7 +161,7 @@ TEST(Cli, PersistentIndexPoolAndRecovery) {
   EXPECT_TRUE(std::filesystem::exists(pool)) << "--keep keeps the pool";
   r = run("bench --index " + index + " --workload read_only --records 100 --ops 100 --quiet " +
           "--pool " + pool);
-  EXPECT_NE(r.status, 0) << "an existing pool file is refused";
+  EXPECT_EQ(r.status, 2) << "an existing pool file is refused";
   EXPECT_TRUE(std::filesystem::exists(pool)) << "and left alone";
   std::filesystem::remove(pool);
 }

@@ -145,7 +145,7 @@ TEST_F(PoolFile, ChecksumMismatch) {
 TEST_F(PoolFile, LockedBySecondHandle) {
   auto p = make_pool();
   auto first = Pool::open(p);
-  expect_refused(p, Errc::locked, "in use");
+  expect_refused(p, Errc::locked, "another Pool in this process");
   first.reset();
   EXPECT_NO_THROW(Pool::open(p));
 }

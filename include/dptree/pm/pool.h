@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pptr.h"
@@ -20,9 +22,35 @@ namespace dptree::pm {
 
 inline constexpr std::uint32_t kFormatVersion = 1;
 inline constexpr std::size_t kMinPoolSize = 256 * 1024;
+// 64 TiB: half of x86-64's user address space, so no size near it wraps when rounded.
+inline constexpr std::size_t kMaxPoolSize = std::size_t{1} << 46;
 
-// Where examples and the benchmark put pool files: /dev/shm, else $TMPDIR, else /tmp.
+// Where examples and the benchmark put pool files: $DPTREE_POOL_DIR when set, else /dev/shm,
+// else $TMPDIR, else /tmp.
 std::filesystem::path default_pool_dir();
+
+// Bytes an unprivileged user may still write on the file system that holds `path` (or its
+// folder, when `path` does not exist yet); throws io_error when that folder cannot be read.
+std::uint64_t free_bytes(const std::filesystem::path& path);
+// `size` checked against [kMinPoolSize, kMaxPoolSize] (invalid_argument naming `what`) and
+// rounded up to whole 4 KiB pages.
+std::size_t checked_pool_size(std::size_t size, std::string_view what = "pool size");
+
+class Pool;
+
+// One live index per Pool object: every index holds a claim on its pool for its lifetime, and
+// a second claim while the first lives throws Errc::in_use naming the pool and the holder (two
+// indexes writing one pool would overwrite each other's blocks and lose acknowledged writes).
+class PoolClaim {
+ public:
+  PoolClaim(Pool& pool, std::string_view who);
+  ~PoolClaim();
+  PoolClaim(const PoolClaim&) = delete;
+  PoolClaim& operator=(const PoolClaim&) = delete;
+
+ private:
+  Pool& pool_;
+};
 
 class Pool {
  public:
@@ -84,6 +112,7 @@ class Pool {
   void map_file(int fd, std::size_t size, bool fresh);
   void init_header(std::size_t size);
   void attach(bool fresh);
+  friend class PoolClaim;
 
   std::string name_;
   std::byte* base_ = nullptr;
@@ -94,6 +123,12 @@ class Pool {
   Buffer memory_;  // backs in-memory pools
   std::unique_ptr<Simulator> sim_;
   std::unique_ptr<Allocator> alloc_;
+  std::mutex claim_mu_;
+  std::string holder_;  // the index that holds the pool; empty while none does
 };
+
+// Why `path` could not be locked: another process (named by pid when /proc/locks shows it) or
+// another Pool of this process.
+std::string lock_holder(const std::filesystem::path& path, int fd);
 
 }  // namespace dptree::pm

@@ -103,7 +103,7 @@ std::uint64_t parent_of(const Node& n) {
 
 class Cawbt final : public Index {
  public:
-  explicit Cawbt(pm::Pool& pool) : pool_(pool) {
+  explicit Cawbt(pm::Pool& pool) : claim_(pool, "cawbt"), pool_(pool) {
     if (pool.size() > (std::uint64_t{64} << 30))
       throw Error(Errc::invalid_argument, "cawbt: pool " + pool.name() +
                                               " is larger than 64 GiB; its 4-byte log offsets "
@@ -606,6 +606,7 @@ class Cawbt final : public Index {
     if (recovery_problems_.size() < 20) recovery_problems_.push_back(std::move(s));
   }
 
+  pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::unique_ptr<SlabArena> nodes_, records_;

@@ -80,7 +80,8 @@ constexpr std::uint64_t kVersionMask = 0xfffffffe;
 
 class FastFair final : public Index {
  public:
-  FastFair(pm::Pool& pool, std::size_t node_bytes_opt, bool explicit_size) : pool_(pool) {
+  FastFair(pm::Pool& pool, std::size_t node_bytes_opt, bool explicit_size)
+      : claim_(pool, "fastfair"), pool_(pool) {
     pm::CategoryScope cat(pm::Category::node);
     root_ = open_root<Root>(pool_, kMagic, "fastfair", "node_bytes", node_bytes_opt, explicit_size);
     node_bytes_ = root_->param;
@@ -567,6 +568,7 @@ class FastFair final : public Index {
     }
   }
 
+  pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::size_t node_bytes_ = 0, slots_ = 0, cap_ = 0;

@@ -70,7 +70,8 @@ std::uint8_t fingerprint(Key k) {
 
 class FPTree final : public Index {
  public:
-  FPTree(pm::Pool& pool, std::size_t capacity_opt, bool explicit_cap) : pool_(pool) {
+  FPTree(pm::Pool& pool, std::size_t capacity_opt, bool explicit_cap)
+      : claim_(pool, "fptree"), pool_(pool) {
     {
       pm::CategoryScope cat(pm::Category::node);
       root_ = open_root<Root>(pool_, kMagic, "fptree", "leaf_capacity", capacity_opt, explicit_cap);
@@ -303,6 +304,7 @@ class FPTree final : public Index {
     inner_.build(order);
   }
 
+  pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::size_t cap_ = 0, leaf_bytes_ = 0;

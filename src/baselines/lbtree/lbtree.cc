@@ -99,7 +99,7 @@ using Inner = btree::BPlusTree<Key, std::uint64_t, 64, 64, std::greater<Key>>;
 
 class LBTree final : public Index {
  public:
-  explicit LBTree(pm::Pool& pool) : pool_(pool) {
+  explicit LBTree(pm::Pool& pool) : claim_(pool, "lbtree"), pool_(pool) {
     root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "lbtree"));
     leaves_ = std::make_unique<SlabArena>(pool, &root_->leaf_dir, sizeof(Leaf), root_->slab_size);
     recover();
@@ -394,6 +394,7 @@ class LBTree final : public Index {
     if (recovery_problems_.size() < 20) recovery_problems_.push_back(std::move(s));
   }
 
+  pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::unique_ptr<SlabArena> leaves_;

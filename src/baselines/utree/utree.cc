@@ -102,7 +102,7 @@ class UTree final : public Index {
   using Inner = btree::BPlusTree<Key, Leaf*, 64, 64, std::greater<Key>>;
 
  public:
-  explicit UTree(pm::Pool& pool) : pool_(pool) {
+  explicit UTree(pm::Pool& pool) : claim_(pool, "utree"), pool_(pool) {
     root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "utree"));
     base_ = reinterpret_cast<std::byte*>(root_) - *pool.root_word();
     list_ = std::make_unique<SlabArena>(pool, &root_->list_dir, sizeof(ListNode), root_->slab_size);
@@ -501,6 +501,7 @@ class UTree final : public Index {
     if (recovery_problems_.size() < 20) recovery_problems_.push_back(std::move(s));
   }
 
+  pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::byte* base_ = nullptr;  // the pool's offset 0

@@ -1,7 +1,7 @@
 // DPTree options with the paper's §4.2 defaults (R = 0.1, FR = 0.7, CT = 0.34, log page
-// 64 KiB; the leaf holds 352 entries, not 256: see leaf_capacity) and the §4.4 bloom filter error rate (0.03), plus the switches
-// the paper's experiments compare: leaf probing (Figure 10), in-place vs out-of-place merge
-// (Figure 8d), entry size (Figures 8d and 10).
+// 64 KiB; the leaf holds 352 entries, not 256: see leaf_capacity) and the §4.4 bloom filter error
+// rate (0.03), plus the switches the paper's experiments compare: leaf probing (Figure 10),
+// in-place vs out-of-place merge (Figure 8d), entry size (Figures 8d and 10).
 #pragma once
 
 #include <cstddef>

@@ -122,7 +122,9 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(std::get<0>(i.param).name) + "_" + std::to_string(std::get<1>(i.param));
     });
 
-TEST(DPTreeModelDefaults, PaperDefaults) {
+// The default options (352-slot leaves: the sixteen-slot block probe, keep_last splits) with
+// enough keys for leaves to split and merges to keep the old leaf.
+TEST(DPTreeModelDefaults, DefaultLeavesSplitAndKeep) {
   ModelConfig c;
   c.index = "dptree";
   c.seed = 9;
@@ -133,6 +135,9 @@ TEST(DPTreeModelDefaults, PaperDefaults) {
   auto r = run_model(c);
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["merges"], 3);
+  EXPECT_GT(r.extra["splits"], 5);
+  EXPECT_GT(r.extra["kept_splits"], 5);
+  EXPECT_GT(r.extra["leaves"], 20);
 }
 
 }  // namespace

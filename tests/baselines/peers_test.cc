@@ -259,12 +259,19 @@ INSTANTIATE_TEST_SUITE_P(Peers, PeerCrash,
 
 // Flushes and fences per insert in dram mode (the counters count what the algorithm asks
 // for in every mode), over 100k random inserts at the default node sizes. Printed for
-// docs/peers.md; asserted only against the protocol's lower bounds.
+// docs/peers.md and asserted within 5% of what this run gives (FAST_FAIR 4.27 / 3.76, FPTree
+// 3.67 / 2.21; the DPTree paper's Table 1: 4.35 / 3.64 flushes), so a change to either
+// protocol's persists shows here.
 TEST(PeerCost, FlushesPerInsert) {
   pm::set_mode(pm::Mode::dram);
   std::size_t n = 100000;
   if (const char* s = std::getenv("DPTREE_PEER_INSERTS")) n = std::strtoull(s, nullptr, 10);
-  for (std::string name : {"fastfair", "fptree"}) {
+  struct Want {
+    const char* name;
+    double flushes, fences;
+  };
+  for (const Want& w : {Want{"fastfair", 4.27, 3.76}, Want{"fptree", 3.67, 2.21}}) {
+    const std::string name = w.name;
     auto pool = pm::Pool::create_in_memory(64 << 20);
     auto idx = make_index(name, pool.get(), {});
     std::mt19937_64 rng(42);
@@ -278,8 +285,10 @@ TEST(PeerCost, FlushesPerInsert) {
         name.c_str(), per(d.total().lines), per(d[pm::Category::node].lines),
         per(d[pm::Category::log].lines), per(d[pm::Category::alloc].lines),
         per(d[pm::Category::other].lines), per(d.total().fences));
-    EXPECT_GE(per(d.total().lines), 1.0) << "every insert persists at least its entry";
-    EXPECT_GE(per(d.total().fences), 1.0);
+    if (n == 100000) {  // the figures above are for the default count
+      EXPECT_NEAR(per(d.total().lines), w.flushes, w.flushes * 0.05) << name;
+      EXPECT_NEAR(per(d.total().fences), w.fences, w.fences * 0.05) << name;
+    }
     EXPECT_EQ(idx->stats().records, n);
     expect_check_ok(*idx, name);
   }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "fixtures/model_fixture.h"
+#include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {
 namespace {
@@ -50,6 +51,27 @@ TEST(CawbtConcurrency, WritersAndReaders) {
       EXPECT_EQ(*v, i);
     }
   }
+}
+
+}  // namespace
+}  // namespace dptree::testing
+
+namespace dptree::testing {
+namespace {
+
+// The shared stress fixture: every operation kind on one key space from four threads, reads
+// checked against the per-thread write logs on one clock (stress_fixture.h).
+TEST(CawbtConcurrency, StressFixture) {
+  pm::set_mode(pm::Mode::dram);
+  StressConfig c;
+  c.index = "cawbt";
+  c.pool_bytes = 32u << 20;
+  c.ops_per_thread = 5000;
+  c.key_space = 3000;
+  const StressResult r = run_stress(c);
+  EXPECT_EQ(r.failures, 0u);
+  EXPECT_GT(r.writes, 0u);
+  EXPECT_GT(r.scans, 0u);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fixtures/model_fixture.h"
+#include "fixtures/stress_fixture.h"
 
 namespace dptree {
 namespace {
@@ -178,3 +179,22 @@ TEST(OlcBTree, ReadersSeeMonotonicValuesAndOrderedScans) {
 
 }  // namespace
 }  // namespace dptree
+
+namespace dptree::testing {
+namespace {
+
+// The registered `olc-btree` through the shared stress fixture (stress_fixture.h).
+TEST(OlcBTree, StressFixture) {
+  StressConfig c;
+  c.index = "olc-btree";
+  c.pool_bytes = 0;  // volatile
+  c.ops_per_thread = 8000;
+  c.key_space = 3000;
+  const StressResult r = run_stress(c);
+  EXPECT_EQ(r.failures, 0u);
+  EXPECT_GT(r.writes, 0u);
+  EXPECT_GT(r.scans, 0u);
+}
+
+}  // namespace
+}  // namespace dptree::testing

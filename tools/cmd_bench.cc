@@ -220,6 +220,13 @@ void run_bench(const BenchOptions& o) {
   }
   if (o.absent_reads)
     for (auto& w : workloads) w.mix.absent_reads = *o.absent_reads;
+  if (o.records == 0)
+    for (const auto& w : workloads)
+      if (w.mix.insert < 100)
+        throw Error(
+            Errc::invalid_argument,
+            "--records 0 starts from an empty index, where only inserts can run; workload '" +
+                w.name + "' also reads or changes existing keys: give --records 1 or more");
   const std::vector<unsigned> threads = parse_threads(o.threads);
 
   RunSpec base;
@@ -367,9 +374,10 @@ void setup(CLI::App& app) {
   app.add_option("--workload", o->workloads,
                  "Workloads, comma-separated (default: the DPTree paper's five):" + workload_names)
       ->capture_default_str();
-  app.add_option("--records", o->records, "Records preloaded before each run")
+  app.add_option("--records", o->records,
+                 "Records preloaded before each run (0: an empty index, for insert-only runs)")
       ->capture_default_str()
-      ->check(whole_in(1, kMaxRecords));
+      ->check(whole_in(0, kMaxRecords));
   auto* ops = app.add_option("--ops", o->ops, "Operations per run (all threads together)")
                   ->check(whole_in(1, kMaxOps));
   auto* secs =

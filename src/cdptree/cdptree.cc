@@ -12,6 +12,7 @@
 #include "cdptree/phase.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
+#include "dptree/validate.h"
 
 namespace dptree {
 
@@ -169,8 +170,22 @@ void CDPTree::Impl::create() {
   gp_f.store(new_cpbt(cv()));
 }
 
+// validate.h's checks, with the log header tables: each owned by its root word and as long
+// as the partition count, each tail word starting a page chain.
+void CDPTree::Impl::validate_open() const {
+  TreeShape shape{"cdptree", 1 | kInMerge | cdp::kTwoLogs | kInGc, ~cdp::kRcLock, {}};
+  for (int v = 0; v < 2; ++v) {
+    if (!root->log_table[v]) continue;
+    require_owned_block(pool, root->log_table[v], pool.offset_of(&root->log_table[v]),
+                        8 * opt.log_partitions, "cdptree log header table");
+    for (std::size_t p = 0; p < opt.log_partitions; ++p)
+      shape.logs.push_back(root->log_table[v] + 8 * p);
+  }
+  validate_on_open(*this, root->base, shape);
+}
+
 void CDPTree::Impl::open() {
-  auto* rt = pool.root<cdp::CRoot>();
+  auto* rt = reinterpret_cast<cdp::CRoot*>(checked_root(pool, sizeof(cdp::CRoot), "cdptree"));
   if (!rt || rt->base.magic != cdp::kCRootMagic)
     throw Error(Errc::corrupt,
                 "pool '" + pool.name() +
@@ -182,12 +197,18 @@ void CDPTree::Impl::open() {
                                    "' holds a cdptree root with an impossible format: the "
                                    "pool is damaged; restore it or use a new pool");
   // The format is the pool's; the other options are the caller's.
+  CDPTreeOptions format;
+  format.leaf_capacity = rt->base.leaf_capacity;
+  format.log_page_size = rt->base.log_page_size;
+  format.log_partitions = rt->partitions;
+  validate_format(pool, format, "cdptree");
   opt.leaf_capacity = rt->base.leaf_capacity;
   opt.log_page_size = rt->base.log_page_size;
   opt.log_partitions = rt->partitions;
   opt.validate();
   root = rt;
   attach();
+  validate_open();
   restarted.store(true);  // before recovery builds the snapshot: see tombstone_filter
   recover();
 }

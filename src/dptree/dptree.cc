@@ -13,6 +13,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/validate.h"
 
 namespace dptree {
 
@@ -97,7 +98,7 @@ void DPTreeCore::Impl::create(std::size_t kb, std::size_t vb) {
 }
 
 void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
-  auto* rt = pool.root<Root>();
+  auto* rt = reinterpret_cast<Root*>(checked_root(pool, sizeof(Root), "DPTree"));
   if (!rt || rt->magic != kRootMagic)
     throw Error(Errc::corrupt,
                 "pool '" + pool.name() + "' holds no DPTree: create one with DPTree::create");
@@ -109,11 +110,21 @@ void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
                     std::to_string(rt->value_bytes) +
                     "> (or key_bytes=" + std::to_string(rt->key_bytes) +
                     " value_bytes=" + std::to_string(rt->value_bytes) + ")");
+  DPTreeOptions format;
+  format.leaf_capacity = rt->leaf_capacity;
+  format.log_page_size = rt->log_page_size;
+  validate_format(pool, format, "DPTree");
   opt.leaf_capacity = rt->leaf_capacity;
   opt.log_page_size = rt->log_page_size;
   opt.validate();
   root = rt;
   attach(kb, vb);
+  validate_on_open(
+      *this, *root,
+      TreeShape{"DPTree",
+                1 | kInMerge | kInGc,
+                ~u64{0},
+                {pool.offset_of(&root->log_head[0]), pool.offset_of(&root->log_head[1])}});
   recover();
 }
 

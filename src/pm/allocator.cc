@@ -365,6 +365,13 @@ bool Allocator::is_live(std::uint64_t block) const {
   return locate(block, chunk, slot) && !reserved_.contains(block) && busy(chunk, slot);
 }
 
+std::uint64_t Allocator::owner_of(std::uint64_t block) const {
+  std::lock_guard g(mu_);
+  std::size_t chunk = 0, slot = 0;
+  if (!locate(block, chunk, slot) || reserved_.contains(block) || !busy(chunk, slot)) return 0;
+  return *owner_word(chunk, slot);
+}
+
 void Allocator::for_each_live_block(
     const std::function<void(std::uint64_t, std::size_t)>& fn) const {
   std::lock_guard g(mu_);

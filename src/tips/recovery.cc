@@ -99,8 +99,24 @@ void Engine::create_layout() {
 
 // Reads the root; finishes a creation a crash interrupted (missing blocks are made now).
 void Engine::open_layout() {
-  root_ = pool_.root<layout::Root>();
   const std::string where = "pool '" + pool_.name() + "'";
+  // PM is untrusted: each block the layout names must be a live block of the size the
+  // layout needs, owned by the word that names it, before anything reads it.
+  auto require = [&](std::uint64_t off, const std::uint64_t* owner, std::size_t bytes,
+                     const std::string& what) {
+    const auto& a = pool_.allocator();
+    if (a.owner_of(off) != pool_.offset_of(owner) || a.block_size(off) < bytes)
+      throw Error(Errc::corrupt, where + ": the TIPS " + what + " at offset " +
+                                     std::to_string(off) + " is not a live block of " +
+                                     std::to_string(bytes) + " bytes owned by the word at " +
+                                     std::to_string(pool_.offset_of(owner)) +
+                                     ": the pool is damaged; restore it from a copy");
+  };
+  require(*pool_.root_word(), pool_.root_word(), 8, "root");
+  if (pool_.allocator().block_size(*pool_.root_word()) < sizeof(layout::Root))
+    throw Error(Errc::invalid_argument,
+                where + " holds another index, not TIPS: open it with the index that made it");
+  root_ = pool_.root<layout::Root>();
   if (root_->magic != layout::kMagic)
     throw Error(Errc::invalid_argument,
                 where + " holds another index, not TIPS: open it with the index that made it");
@@ -113,8 +129,10 @@ void Engine::open_layout() {
     throw Error(Errc::invalid_argument, where + " holds TIPS over '" + name +
                                             "': open it with that adapter, not '" +
                                             adapter_->name() + "'");
+  const std::uint64_t most = pool_.size() / 8;  // no log can hold more words than the pool
   if (root_->partitions == 0 || root_->partitions > layout::kMaxPartitions || root_->lanes == 0 ||
-      root_->lanes > layout::kMaxLanes || root_->lane_records == 0)
+      root_->lanes > layout::kMaxLanes || root_->lane_records == 0 || root_->lane_records > most ||
+      root_->ulog_lines > most || root_->mlog_entries > most || root_->header_bytes > pool_.size())
     throw Error(Errc::corrupt, where + ": TIPS root has an impossible layout");
   // The layout stored in the pool wins over the options given now.
   opt_.partitions = static_cast<unsigned>(root_->partitions);
@@ -125,7 +143,10 @@ void Engine::open_layout() {
   playout_ = layout::PartitionLayout(root_->header_bytes, opt_.mlog_entries, opt_.ulog_lines);
 
   if (!root_->dir) make_block(pool_, &root_->dir, layout::kDirPages * 8);
+  require(root_->dir, &root_->dir, layout::kDirPages * 8, "node directory");
   dir_ = pool_.at<std::uint64_t>(root_->dir);
+  for (std::size_t pg = 0; pg < layout::kDirPages; ++pg)
+    if (dir_[pg]) require(dir_[pg], &dir_[pg], layout::kSlotsPerPage * 8, "directory page");
   for (std::size_t i = 0; i < opt_.partitions; ++i) {
     if (!root_->part[i]) {
       // A fresh partition: zeroed logs, then the adapter's empty index (no epoch needed: the
@@ -139,6 +160,7 @@ void Engine::open_layout() {
       pm::flush(pool_.at(blk), playout_.bytes);
       a.activate(&root_->part[i], blk);
     }
+    require(root_->part[i], &root_->part[i], playout_.bytes, "partition block");
     auto p = std::make_unique<Partition>();
     p->id = static_cast<unsigned>(i);
     std::byte* b = pool_.at(root_->part[i]);
@@ -151,6 +173,8 @@ void Engine::open_layout() {
   for (std::size_t i = 0; i < opt_.lanes; ++i) {
     if (!root_->lane[i])
       make_block(pool_, &root_->lane[i], layout::kLaneHeader + opt_.lane_records * 32);
+    require(root_->lane[i], &root_->lane[i], layout::kLaneHeader + opt_.lane_records * 32,
+            "OLog lane");
     auto l = std::make_unique<Lane>();
     std::byte* b = pool_.at(root_->lane[i]);
     l->hdr = reinterpret_cast<layout::LaneHeader*>(b);

@@ -176,7 +176,6 @@ class LBTree final : public Index {
   CheckReport check() const override {
     CheckReport r;
     std::unique_lock inner(inner_mu_);
-    for (const auto& p : recovery_problems_) r.fail("recovery: " + p);
     for (const auto& p : inner_.check()) r.fail("inner nodes: " + p);
     std::set<std::uint64_t> chain;
     std::size_t records = 0, leaves = 0;
@@ -390,8 +389,11 @@ class LBTree final : public Index {
     }
     leaves_->finish();
   }
-  void problem(std::string s) {
-    if (recovery_problems_.size() < 20) recovery_problems_.push_back(std::move(s));
+  // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
+  // operation follows it.
+  [[noreturn]] void problem(const std::string& s) const {
+    throw Error(Errc::corrupt, "lbtree in " + pool_.name() + ": " + s +
+                                   ": the pool is damaged; restore it from a copy");
   }
 
   pm::Pool& pool_;
@@ -402,7 +404,6 @@ class LBTree final : public Index {
   // by a split.
   mutable SharedSpinLock inner_mu_;
   mutable std::array<VersionLock, 1024> locks_;
-  std::vector<std::string> recovery_problems_;
   std::atomic<std::size_t> records_{0}, moves_{0};
   std::size_t splits_ = 0;  // changed under inner_mu_ alone
 };

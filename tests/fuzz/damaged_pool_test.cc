@@ -1,0 +1,152 @@
+// Damage the pool fuzzer found or that open-time checks must catch (src/dptree/validate.h):
+// each damaged image is refused with Error(corrupt) naming the structure and its offset,
+// never a crash or a hang.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "cdptree/cdptree_impl.h"
+#include "dptree/error.h"
+#include "dptree/layout.h"
+#include "dptree/pm/pool.h"
+#include "fuzz/pool_fuzz.h"
+
+namespace dptree::fuzz {
+namespace {
+
+using detail::Root;
+using detail::u64;
+
+// A seed pool of `index` (its workload ran, then it was closed) as a pool to damage.
+std::unique_ptr<pm::Pool> seed_pool(const std::string& index) {
+  Bytes b = make_seeds(target(index)).back();
+  return pm::Pool::open_image(pm::Image{pm::Buffer::copy_of(std::as_bytes(std::span(b)))});
+}
+
+u64& word(pm::Pool& p, u64 off) {
+  return *p.at<u64>(off);
+}
+
+// Opens a copy of `p` as `index` and expects Error(corrupt) whose message holds every `says`.
+void expect_refused(const pm::Pool& p, const std::string& index,
+                    std::initializer_list<std::string> says) {
+  Bytes b(reinterpret_cast<const std::uint8_t*>(p.base()),
+          reinterpret_cast<const std::uint8_t*>(p.base()) + p.size());
+  try {
+    run_one(target(index), b.data(), b.size());
+    // run_one swallows dptree::Error: open again to see it.
+    auto pool = pm::Pool::open_image(pm::Image{pm::Buffer::copy_of(std::as_bytes(std::span(b)))});
+    IndexConfig c;
+    c.pool = pool.get();
+    c.options = target(index).options;
+    find_index(index).create(c);
+    ADD_FAILURE() << index << ": the damaged pool was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::corrupt) << e.what();
+    for (const auto& s : says)
+      EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
+          << "expected '" << s << "' in: " << e.what();
+  }
+}
+
+Root& dptree_root(pm::Pool& p) {
+  return *p.at<Root>(*p.root_word());
+}
+
+TEST(DamagedPool, RootWordNotAnOwnedBlock) {
+  for (const char* index : {"dptree", "cdptree"}) {
+    auto p = seed_pool(index);
+    *p->root_word() += 3;  // unaligned, inside the root block
+    expect_refused(*p, index, {"root at offset", "not a live block"});
+  }
+}
+
+TEST(DamagedPool, LeafNextOutsideThePool) {
+  for (const char* index : {"dptree", "cdptree"}) {
+    auto p = seed_pool(index);
+    Root& r = dptree_root(*p);
+    int cv = static_cast<int>(r.gv & 1);
+    ASSERT_NE(r.head[cv], 0u);
+    detail::LeafLayout L;
+    L.init(8, 8, 8);
+    detail::Leaf lf{p->at(r.head[cv]), &L};
+    lf.next(cv) = p->size() + 4096;
+    expect_refused(*p, index,
+                   {"leaf list of version", std::to_string(p->offset_of(&lf.next(cv))),
+                    "not a leaf the directory owns"});
+  }
+}
+
+TEST(DamagedPool, LeafListCycle) {
+  auto p = seed_pool("dptree");
+  Root& r = dptree_root(*p);
+  int cv = static_cast<int>(r.gv & 1);
+  detail::LeafLayout L;
+  L.init(8, 8, 8);
+  u64 l = r.head[cv];
+  detail::Leaf lf{p->at(l), &L};
+  ASSERT_NE(lf.next(cv), 0u) << "the seed needs two leaves";
+  detail::Leaf second{p->at(lf.next(cv)), &L};
+  second.next(cv) = l;
+  expect_refused(*p, "dptree", {"has a cycle", std::to_string(l)});
+}
+
+TEST(DamagedPool, LogChainIntoALeaf) {
+  auto p = seed_pool("dptree");
+  Root& r = dptree_root(*p);
+  int cv = static_cast<int>(r.gv & 1);
+  r.log_head[cv] = r.head[cv];
+  expect_refused(*p, "dptree", {"log: the word", "not a log page the directory owns"});
+}
+
+TEST(DamagedPool, BaseCountAboveTheLeaves) {
+  auto p = seed_pool("dptree");
+  Root& r = dptree_root(*p);
+  r.base_count[r.gv & 1] = u64{1} << 60;  // once sized the bloom filter: bad_alloc
+  expect_refused(*p, "dptree", {"base count"});
+}
+
+TEST(DamagedPool, RestartCountOfALeafAheadOfTheRoot) {
+  auto p = seed_pool("dptree");
+  Root& r = dptree_root(*p);
+  int cv = static_cast<int>(r.gv & 1);
+  detail::LeafLayout L;
+  L.init(8, 8, 8);
+  detail::Leaf lf{p->at(r.head[cv]), &L};
+  lf.rc(cv) = r.restart_count + 1;  // its count and order would be trusted after recovery
+  expect_refused(*p, "dptree", {"restart count ahead"});
+}
+
+TEST(DamagedPool, UnknownGvBitsAndImpossibleFormat) {
+  auto p = seed_pool("dptree");
+  dptree_root(*p).gv |= 16;
+  expect_refused(*p, "dptree", {"gv word"});
+  p = seed_pool("dptree");
+  dptree_root(*p).leaf_capacity = 1;
+  expect_refused(*p, "dptree", {"impossible format"});
+}
+
+TEST(DamagedPool, CdptreeLogTableTailIntoTheDirectory) {
+  auto p = seed_pool("cdptree");
+  auto* r = p->at<cdp::CRoot>(*p->root_word());
+  ASSERT_NE(r->log_table[0], 0u);
+  word(*p, r->log_table[0]) = r->base.dir;
+  expect_refused(*p, "cdptree", {"not a log page the directory owns"});
+  p = seed_pool("cdptree");
+  r = p->at<cdp::CRoot>(*p->root_word());
+  r->log_table[1] = r->log_table[0];
+  expect_refused(*p, "cdptree", {"log header table", "not a live block owned by the word"});
+}
+
+TEST(DamagedPool, DirectorySlotOwningAStranger) {
+  auto p = seed_pool("dptree");
+  Root& r = dptree_root(*p);
+  word(*p, r.dir + 8 * 5) = *p->root_word();  // the root block, owned by the root word
+  expect_refused(*p, "dptree", {"owner directory slot", std::to_string(r.dir + 40)});
+}
+
+}  // namespace
+}  // namespace dptree::fuzz

@@ -49,6 +49,7 @@ Engine::Engine(pm::Pool& pool, std::shared_ptr<const Adapter> adapter, const Opt
   {
     PhaseScope phase("recovery");
     for (auto& p : parts_) recover_partition(*p);
+    validate_partitions();
     rebuild_slots();
     replay_logs_at_open();
   }
@@ -229,6 +230,34 @@ void Engine::recover_partition(Partition& p) {
     cleared = true;
   }
   if (cleared) pm::fence();
+}
+
+// A block tips::alloc handed out (live, owned by a directory slot its header names, large
+// enough) holding `bytes` at `p`.
+bool Engine::owns_node(const void* p, std::size_t bytes) const {
+  if (!pool_.contains(p, bytes)) return false;
+  const std::uint64_t off = pool_.offset_of(p);
+  if (off % 64 || off < layout::kNodeHeader) return false;
+  const std::uint64_t blk = off - layout::kNodeHeader;
+  const auto& a = pool_.allocator();
+  const std::uint64_t owner = a.owner_of(blk);
+  if (!owner || a.block_size(blk) < bytes + layout::kNodeHeader) return false;
+  const std::uint64_t slot = pool_.at<std::uint64_t>(blk)[0];
+  if (slot >= layout::kDirPages * layout::kSlotsPerPage || !dir_[slot / layout::kSlotsPerPage])
+    return false;
+  return pool_.offset_of(slot_word(slot)) == owner;
+}
+
+void Engine::validate_partitions() const {
+  for (const auto& p : parts_) {
+    std::string bad = adapter_->validate(
+        p->header, [this](const void* n, std::size_t bytes) { return owns_node(n, bytes); });
+    if (!bad.empty())
+      throw Error(Errc::corrupt, "pool '" + pool_.name() + "': the TIPS index of partition " +
+                                     std::to_string(p->id) + " (block at offset " +
+                                     std::to_string(root_->part[p->id]) + ") has " + bad +
+                                     ": the pool is damaged; restore it from a copy");
+  }
 }
 
 void Engine::rebuild_slots() {

@@ -35,7 +35,7 @@ test-tsan: setup
 test: check-format test-tsan test-asan
 
 # The libFuzzer pool fuzzers (docs/fuzzing.md), SECONDS per persistent index (default 60):
-# each starts from seed pools it writes itself; crashes go to build/fuzz/crashes/INDEX/.
+# each starts from the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
 FUZZ_SECONDS := $(or $(SECONDS),60)
 FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree tips_btree
 fuzz: setup
@@ -45,7 +45,7 @@ fuzz: setup
 	  mkdir -p build/fuzz/corpus/$$i build/fuzz/crashes/$$i; \
 	  echo "fuzz: $$i for $(FUZZ_SECONDS) s"; \
 	  DPTREE_FUZZ_SEED_DIR=build/fuzz/corpus/$$i ./build/fuzz/tests/fuzz/fuzz_$$i \
-	    build/fuzz/corpus/$$i -max_len=1048576 -len_control=0 -timeout=10 -rss_limit_mb=4096 \
+	    build/fuzz/corpus/$$i -timeout=10 -rss_limit_mb=4096 \
 	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/crashes/$$i/ 2>&1 | grep -E 'stat::|ERROR|SUMMARY|Done' \
 	    || true; \

@@ -115,6 +115,32 @@ bool run_one(const Target& t, const std::uint8_t* data, std::size_t size) {
   }
 }
 
+std::uint64_t damage(std::uint64_t x, std::uint64_t other, std::size_t pool_bytes,
+                     std::mt19937_64& rng) {
+  switch (rng() % 10) {
+    case 0:
+      return 0;
+    case 1:
+      return ~std::uint64_t{0};
+    case 2:
+      return x ^ std::uint64_t{1} << (rng() % 64);
+    case 3:
+      return x + (rng() % 2 ? 1 : ~std::uint64_t{0});
+    case 4:
+      return other;
+    case 5:
+      return pool_bytes - 8 * (rng() % 4);
+    case 6:
+      return rng() % 32;
+    case 7:
+      return (rng() % pool_bytes) & ~std::uint64_t{63};
+    case 8:
+      return x + 64 * (1 + rng() % 8);
+    default:
+      return rng();
+  }
+}
+
 void mutate(Bytes& img, std::mt19937_64& rng) {
   const std::size_t words = img.size() / 8;
   if (words == 0) return;
@@ -135,38 +161,7 @@ void mutate(Bytes& img, std::mt19937_64& rng) {
     std::memcpy(&x, img.data() + 8 * w, 8);
     std::uint64_t other = 0;
     if (!live.empty()) std::memcpy(&other, img.data() + 8 * live[rng() % live.size()], 8);
-    switch (rng() % 10) {
-      case 0:
-        x = 0;
-        break;
-      case 1:
-        x = ~std::uint64_t{0};
-        break;
-      case 2:
-        x ^= std::uint64_t{1} << (rng() % 64);
-        break;
-      case 3:
-        x += rng() % 2 ? 1 : ~std::uint64_t{0};
-        break;
-      case 4:
-        x = other;
-        break;
-      case 5:
-        x = img.size() - 8 * (rng() % 4);
-        break;
-      case 6:
-        x = rng() % 32;
-        break;
-      case 7:
-        x = (rng() % img.size()) & ~std::uint64_t{63};
-        break;
-      case 8:
-        x += 64 * (1 + rng() % 8);
-        break;
-      default:
-        x = rng();
-        break;
-    }
+    x = damage(x, other, img.size(), rng);
     std::memcpy(img.data() + 8 * w, &x, 8);
   }
 }

@@ -43,4 +43,10 @@ bool run_one(const Target& t, const std::uint8_t* data, std::size_t size);
 // block's offset, off by one, all ones).
 void mutate(Bytes& img, std::mt19937_64& rng);
 
+// The damaged value mutate() stores over a word holding `x`: 0, all ones, a flipped bit, off
+// by one, `other` (another word's value, e.g. another block's offset), near `pool_bytes`, a
+// small count, a random line offset, a few lines further, or random bits.
+std::uint64_t damage(std::uint64_t x, std::uint64_t other, std::size_t pool_bytes,
+                     std::mt19937_64& rng);
+
 }  // namespace dptree::fuzz

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "baselines/common.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -80,12 +81,7 @@ Root* open_root(pm::Pool& p, std::uint64_t magic, const std::string& index,
     pm::flush(r, sizeof(Root));
     p.allocator().activate(p.root_word(), blk);
   }
-  const auto rw = *p.root_word();
-  if (p.allocator().owner_of(rw) != p.offset_of(p.root_word()))
-    throw Error(Errc::corrupt, "pool '" + p.name() + "': " + index + " root at offset " +
-                                   std::to_string(rw) +
-                                   " is not a live block owned by the root word: the pool is "
-                                   "damaged; restore it from a copy");
+  const auto rw = owned_root(p, index);
   auto* r = p.allocator().block_size(rw) >= sizeof(Root) ? p.root<Root>() : nullptr;
   if (!r || r->magic != magic)
     throw Error(Errc::invalid_argument, "pool '" + p.name() + "' holds another index, not " +

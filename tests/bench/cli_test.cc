@@ -254,7 +254,7 @@ TEST(Cli, CheckIsReadOnlyUnlessRepair) {
     std::filesystem::remove(pool);
     Result r = run(std::string("bench --index ") + index +
                    " --workload mixed --records 3000 --ops 3000 --quiet --pm-mode dram --keep "
-                   "--pool-size 2MiB --pool " +
+                   "--pool-size 8MiB --pool " +
                    pool);
     ASSERT_EQ(r.status, 0) << r.output;
     const std::string valid = file_bytes(pool);

@@ -56,6 +56,19 @@ Root& dptree_root(pm::Pool& p) {
   return *p.at<Root>(*p.root_word());
 }
 
+// The first leaf of the current version of the seed's tree (8-slot leaves, pool_fuzz.cc).
+struct FirstLeaf {
+  Root& root;
+  int cv;
+  detail::LeafLayout L;
+  detail::Leaf leaf;
+  explicit FirstLeaf(pm::Pool& p)
+      : root(dptree_root(p)), cv(static_cast<int>(root.gv & 1)), leaf{nullptr, &L} {
+    L.init(8, 8, 8);
+    leaf.p = p.at(root.head[cv]);
+  }
+};
+
 TEST(DamagedPool, RootWordNotAnOwnedBlock) {
   for (const char* index : {"dptree", "cdptree"}) {
     auto p = seed_pool(index);
@@ -67,31 +80,21 @@ TEST(DamagedPool, RootWordNotAnOwnedBlock) {
 TEST(DamagedPool, LeafNextOutsideThePool) {
   for (const char* index : {"dptree", "cdptree"}) {
     auto p = seed_pool(index);
-    Root& r = dptree_root(*p);
-    int cv = static_cast<int>(r.gv & 1);
-    ASSERT_NE(r.head[cv], 0u);
-    detail::LeafLayout L;
-    L.init(8, 8, 8);
-    detail::Leaf lf{p->at(r.head[cv]), &L};
-    lf.next(cv) = p->size() + 4096;
+    FirstLeaf f(*p);
+    f.leaf.next(f.cv) = p->size() + 4096;
     expect_refused(*p, index,
-                   {"leaf list of version", std::to_string(p->offset_of(&lf.next(cv))),
+                   {"leaf list of version", std::to_string(p->offset_of(&f.leaf.next(f.cv))),
                     "not a leaf the directory owns"});
   }
 }
 
 TEST(DamagedPool, LeafListCycle) {
   auto p = seed_pool("dptree");
-  Root& r = dptree_root(*p);
-  int cv = static_cast<int>(r.gv & 1);
-  detail::LeafLayout L;
-  L.init(8, 8, 8);
-  u64 l = r.head[cv];
-  detail::Leaf lf{p->at(l), &L};
-  ASSERT_NE(lf.next(cv), 0u) << "the seed needs two leaves";
-  detail::Leaf second{p->at(lf.next(cv)), &L};
-  second.next(cv) = l;
-  expect_refused(*p, "dptree", {"has a cycle", std::to_string(l)});
+  FirstLeaf f(*p);
+  ASSERT_NE(f.leaf.next(f.cv), 0u) << "the seed needs two leaves";
+  detail::Leaf second{p->at(f.leaf.next(f.cv)), &f.L};
+  second.next(f.cv) = f.root.head[f.cv];
+  expect_refused(*p, "dptree", {"has a cycle", std::to_string(f.root.head[f.cv])});
 }
 
 TEST(DamagedPool, LogChainIntoALeaf) {
@@ -111,12 +114,8 @@ TEST(DamagedPool, BaseCountAboveTheLeaves) {
 
 TEST(DamagedPool, RestartCountOfALeafAheadOfTheRoot) {
   auto p = seed_pool("dptree");
-  Root& r = dptree_root(*p);
-  int cv = static_cast<int>(r.gv & 1);
-  detail::LeafLayout L;
-  L.init(8, 8, 8);
-  detail::Leaf lf{p->at(r.head[cv]), &L};
-  lf.rc(cv) = r.restart_count + 1;  // its count and order would be trusted after recovery
+  FirstLeaf f(*p);
+  f.leaf.rc(f.cv) = f.root.restart_count + 1;  // its count and order would be trusted
   expect_refused(*p, "dptree", {"restart count ahead"});
 }
 

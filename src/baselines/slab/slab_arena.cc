@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "baselines/common.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -156,12 +157,7 @@ void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
     pm::flush(h, bytes);  // ordered by activate's first fence
     a.activate(pool.root_word(), b);
   }
-  const auto rw = *pool.root_word();
-  if (pool.allocator().owner_of(rw) != pool.offset_of(pool.root_word()))
-    throw Error(Errc::corrupt, "pool " + pool.name() + ": " + index + " root at offset " +
-                                   std::to_string(rw) +
-                                   " is not a live block owned by the root word: the pool is "
-                                   "damaged; restore it from a copy");
+  const auto rw = owned_root(pool, index);
   auto* h = pool.root<ArenaRootHeader>();
   if (pool.allocator().block_size(rw) < bytes || h->magic != magic)
     throw Error(Errc::invalid_argument, "pool " + pool.name() + " holds another index, not " +

@@ -320,7 +320,9 @@ std::size_t CDPTree::Impl::scan(u64 start, std::size_t count, std::vector<KV>& o
       out.emplace_back(best, v);
       if (++got == count) return got;
     }
-    if (all || bound == ~u64{0}) break;
+    // bound < cur only in a damaged base (keys outside their leaves' ranges, which open does
+    // not check key by key): stop rather than go round forever.
+    if (all || bound == ~u64{0} || bound < cur) break;
     cur = bound + 1;
   }
   return got;

@@ -181,5 +181,29 @@ TEST(DamagedPool, CheckFindsAValidWordOnAFreeLogPage) {
   EXPECT_TRUE(named) << "check() did not name the free page's stale word";
 }
 
+// libFuzzer inputs that failed (fuzz_target.cc's format: a seed byte, then 12-byte patches),
+// replayed through the same harness; each must now be accepted or refused, and return.
+Bytes from_hex(const std::string& hex) {
+  Bytes b;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    b.push_back(static_cast<std::uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return b;
+}
+
+// A hang: a scan of a base whose keys lie outside their leaves' ranges went round forever
+// (each round restarted below where it began).
+TEST(FuzzerRegression, CdptreeScanOverKeysOutsideTheirLeaves) {
+  const Bytes input = from_hex(
+      "02c88a00ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+      "ffffffffffffffffff008a900400000000002a8900000702e2afc996ad3f37870000c0980f40000000002f"
+      "8a0000ffffffffffffffffee860000c4669f0d660672ab70870000125b726f504008558d64000000000000"
+      "00000000f48600000600000000000000228500008071010000000000888500001a00000000000000488800"
+      "001d0000000000000048890000f0ff0f0000000000");
+  ASSERT_EQ(input.size(), 193u);
+  const auto seeds = make_seeds(target("cdptree"));
+  Bytes img = apply_patches(seeds, input.data(), input.size());
+  run_one(target("cdptree"), img.data(), img.size());  // returns: accepted or refused
+}
+
 }  // namespace
 }  // namespace dptree::fuzz

@@ -62,14 +62,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const auto& seed = seeds()[data[0] % seeds().size()];
-  dptree::fuzz::Bytes img = seed;
-  const std::size_t words = img.size() / 8;
-  for (std::size_t at = 1; at + kPatch <= size; at += kPatch) {
-    std::uint32_t w;
-    std::memcpy(&w, data + at, 4);
-    std::memcpy(img.data() + 8 * (w % words), data + at + 4, 8);
-  }
+  dptree::fuzz::Bytes img = dptree::fuzz::apply_patches(seeds(), data, size);
   dptree::fuzz::run_one(the_target(), img.data(), img.size());
   return 0;
 }

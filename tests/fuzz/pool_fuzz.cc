@@ -115,6 +115,19 @@ bool run_one(const Target& t, const std::uint8_t* data, std::size_t size) {
   }
 }
 
+Bytes apply_patches(const std::vector<Bytes>& seeds, const std::uint8_t* data, std::size_t size) {
+  constexpr std::size_t kPatch = 12;
+  if (size == 0 || seeds.empty()) return {};
+  Bytes img = seeds[data[0] % seeds.size()];
+  const std::size_t words = img.size() / 8;
+  for (std::size_t at = 1; at + kPatch <= size; at += kPatch) {
+    std::uint32_t w;
+    std::memcpy(&w, data + at, 4);
+    std::memcpy(img.data() + 8 * (w % words), data + at + 4, 8);
+  }
+  return img;
+}
+
 std::uint64_t damage(std::uint64_t x, std::uint64_t other, std::size_t pool_bytes,
                      std::mt19937_64& rng) {
   switch (rng() % 10) {

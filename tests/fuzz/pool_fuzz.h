@@ -43,6 +43,10 @@ bool run_one(const Target& t, const std::uint8_t* data, std::size_t size);
 // block's offset, off by one, all ones).
 void mutate(Bytes& img, std::mt19937_64& rng);
 
+// The pool a libFuzzer input (fuzz_target.cc) stands for: byte 0 picks one of `seeds`, each
+// further 12 bytes a patch (a word index modulo the pool's words, then the 8-byte value).
+Bytes apply_patches(const std::vector<Bytes>& seeds, const std::uint8_t* data, std::size_t size);
+
 // The damaged value mutate() stores over a word holding `x`: 0, all ones, a flipped bit, off
 // by one, `other` (another word's value, e.g. another block's offset), near `pool_bytes`, a
 // small count, a random line offset, a few lines further, or random bits.

@@ -1,6 +1,6 @@
 // The pool fuzzer as a test: per persistent index, damaged copies of seed pools (pool_fuzz.h's
 // mutations) are opened, recovered and checked under ASan and UBSan; each must be accepted or
-// refused with dptree::Error. DPTREE_FUZZ_ITERS sets the images per index (default 250).
+// refused with dptree::Error. DPTREE_FUZZ_ITERS sets the images per index (default 500).
 // Longer, coverage-guided runs: `make fuzz SECONDS=N` (libFuzzer, docs/fuzzing.md).
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@ namespace {
 
 std::size_t iterations() {
   const char* s = std::getenv("DPTREE_FUZZ_ITERS");
-  return s ? static_cast<std::size_t>(std::strtoull(s, nullptr, 10)) : 250;
+  return s ? static_cast<std::size_t>(std::strtoull(s, nullptr, 10)) : 500;
 }
 
 class PoolFuzz : public ::testing::TestWithParam<std::string> {};

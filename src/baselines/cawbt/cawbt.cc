@@ -560,10 +560,8 @@ class Cawbt final : public Index {
     while (!stack.empty()) {
       auto [off, parent] = stack.back();
       stack.pop_back();
-      if (!nodes_->mark_used(off)) {
+      if (!nodes_->mark_used(off))
         problem("node " + std::to_string(off) + " is not a node slot or is reached twice");
-        continue;
-      }
       const Node& n = *node(off);
       if (parent_of(n) != parent)
         problem("node " + std::to_string(off) + " names parent " + std::to_string(parent_of(n)) +
@@ -572,15 +570,11 @@ class Cawbt final : public Index {
       if (is_leaf(n)) {
         for (int i = 0; i < c; ++i) {
           std::uint32_t id = n.id[i];
-          if (id > max_id) {
+          if (id > max_id)
             problem("leaf " + std::to_string(off) + " holds impossible ID " + std::to_string(id));
-            continue;
-          }
-          if (!records_->mark_used(n.ptr[i])) {
+          if (!records_->mark_used(n.ptr[i]))
             problem("leaf " + std::to_string(off) + " names record " + std::to_string(n.ptr[i]) +
                     " twice or outside the record arena");
-            continue;
-          }
           if (id >= table_.size()) table_.resize(id + 1), is_sep_.resize(id + 1, 0);
           if (table_[id].used) problem("ID " + std::to_string(id) + " is in two leaf slots");
           const Record& rec = *pool_.at<Record>(n.ptr[i]);
@@ -593,10 +587,7 @@ class Cawbt final : public Index {
       }
     }
     for (std::uint32_t id : inner_ids) {
-      if (id > max_id) {
-        problem("an inner node holds impossible ID " + std::to_string(id));
-        continue;
-      }
+      if (id > max_id) problem("an inner node holds impossible ID " + std::to_string(id));
       if (id >= is_sep_.size()) table_.resize(id + 1), is_sep_.resize(id + 1, 0);
       is_sep_[id] = 1;
     }

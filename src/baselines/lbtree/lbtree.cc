@@ -369,10 +369,8 @@ class LBTree final : public Index {
     records_ = 0;  // single-threaded: the constructor
     bool first = true;
     for (std::uint64_t off = root_->head; off; off = leaf(off)->sibling()) {
-      if (!leaves_->mark_used(off)) {
+      if (!leaves_->mark_used(off))
         problem("leaf " + std::to_string(off) + " is not a leaf slot or is reached twice");
-        break;
-      }
       const Leaf& l = *leaf(off);
       int n = std::popcount(static_cast<unsigned>(l.valid()));
       records_.fetch_add(static_cast<std::size_t>(n), std::memory_order_relaxed);

@@ -35,7 +35,8 @@ test-tsan: setup
 test: check-format test-tsan test-asan
 
 # The libFuzzer pool fuzzers (docs/fuzzing.md), SECONDS per persistent index (default 60):
-# each starts from the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
+# each first replays the inputs that once failed (tests/fuzz/regressions/INDEX/), then starts
+# from the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
 FUZZ_SECONDS := $(or $(SECONDS),60)
 FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree tips_btree
 fuzz: setup
@@ -43,6 +44,9 @@ fuzz: setup
 	cmake --build --preset fuzz -j $(JOBS)
 	@for i in $(FUZZ_INDEXES); do \
 	  mkdir -p build/fuzz/corpus/$$i build/fuzz/crashes/$$i; \
+	  if [ -d tests/fuzz/regressions/$$i ]; then \
+	    ./build/fuzz/tests/fuzz/fuzz_$$i tests/fuzz/regressions/$$i/* >build/fuzz/regress-$$i.log 2>&1 \
+	    || { tail -20 build/fuzz/regress-$$i.log; exit 1; }; fi; \
 	  echo "fuzz: $$i for $(FUZZ_SECONDS) s"; \
 	  DPTREE_FUZZ_SEED_DIR=build/fuzz/corpus/$$i ./build/fuzz/tests/fuzz/fuzz_$$i \
 	    build/fuzz/corpus/$$i -timeout=10 -rss_limit_mb=4096 \

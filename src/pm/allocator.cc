@@ -129,7 +129,8 @@ bool Allocator::locate(std::uint64_t block, std::size_t& chunk, std::size_t& slo
 }
 
 bool Allocator::owner_is_valid(std::uint64_t owner, std::uint64_t block) const {
-  if (owner == 0 || owner % 8 != 0 || owner + 8 > pool_.size()) return false;
+  // owner > size - 8, not owner + 8 > size: a damaged owner near 2^64 must not wrap.
+  if (owner == 0 || owner % 8 != 0 || owner > pool_.size() - 8) return false;
   return *pool_.at<std::uint64_t>(owner) == block;
 }
 

@@ -102,6 +102,14 @@ void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
   if (!rt || rt->magic != kRootMagic)
     throw Error(Errc::corrupt,
                 "pool '" + pool.name() + "' holds no DPTree: create one with DPTree::create");
+  // The format words first: a damaged entry width is the pool's fault, not the caller's (1
+  // stands for 0, which validate() would take as "unset").
+  DPTreeOptions format;
+  format.leaf_capacity = rt->leaf_capacity;
+  format.log_page_size = rt->log_page_size;
+  format.key_bytes = rt->key_bytes ? rt->key_bytes : 1;
+  format.value_bytes = rt->value_bytes ? rt->value_bytes : 1;
+  validate_format(pool, format, "DPTree");
   if (rt->key_bytes != kb || rt->value_bytes != vb)
     throw Error(Errc::invalid_argument,
                 "pool '" + pool.name() + "' holds a DPTree of " + std::to_string(rt->key_bytes) +
@@ -110,10 +118,6 @@ void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
                     std::to_string(rt->value_bytes) +
                     "> (or key_bytes=" + std::to_string(rt->key_bytes) +
                     " value_bytes=" + std::to_string(rt->value_bytes) + ")");
-  DPTreeOptions format;
-  format.leaf_capacity = rt->leaf_capacity;
-  format.log_page_size = rt->log_page_size;
-  validate_format(pool, format, "DPTree");
   opt.leaf_capacity = rt->leaf_capacity;
   opt.log_page_size = rt->log_page_size;
   opt.validate();

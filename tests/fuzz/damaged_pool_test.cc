@@ -128,6 +128,10 @@ TEST(DamagedPool, UnknownGvBitsAndImpossibleFormat) {
   p = seed_pool("dptree");
   dptree_root(*p).leaf_capacity = 1;
   expect_refused(*p, "dptree", {"impossible format"});
+  // An entry width whose bits wrap to 0 divided by zero laying out log records (libFuzzer).
+  p = seed_pool("dptree");
+  dptree_root(*p).value_bytes = (u64{1} << 61) - 8;
+  expect_refused(*p, "dptree", {"impossible format"});
 }
 
 TEST(DamagedPool, CdptreeLogTableTailIntoTheDirectory) {

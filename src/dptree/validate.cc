@@ -159,7 +159,7 @@ class Validator {
         continue;
       }
       // A leaf freed by the interrupted collection: its header names its old slot.
-      if (l % 8 || l < 64 || l + 16 > pool_.size() || !is_dir_slot(word(l)) || word(word(l)) == l)
+      if (l % 8 || l < 64 || l > pool_.size() - 16 || !is_dir_slot(word(l)) || word(word(l)) == l)
         fail("leaf list of version " + std::to_string(v) + ": the word", link,
              "points to " + std::to_string(l) + ", which is neither an owned leaf nor a freed one");
       return;

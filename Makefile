@@ -1,6 +1,6 @@
 # The front door. `make bench` runs the main job, `make test` runs every test; both install
 # what they need first (scripts/setup.sh) and build what they use.
-.PHONY: all setup build release test test-asan test-tsan format check-format bench yardstick install clean
+.PHONY: all setup build release test test-asan test-tsan format check-format bench yardstick install clean fuzz
 
 SOURCES := $(shell git ls-files '*.h' '*.cc' 2>/dev/null || find include src tests tools examples -name '*.h' -o -name '*.cc')
 JOBS ?= $(shell nproc)
@@ -33,6 +33,29 @@ test-tsan: setup
 	ctest --preset tsan
 
 test: check-format test-tsan test-asan
+
+# The libFuzzer pool fuzzers (docs/fuzzing.md), SECONDS per persistent index (default 60):
+# each first replays the inputs that once failed (tests/fuzz/regressions/INDEX/), then starts
+# from the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
+FUZZ_SECONDS := $(or $(SECONDS),60)
+FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree tips_btree
+fuzz: setup
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	@for i in $(FUZZ_INDEXES); do \
+	  mkdir -p build/fuzz/corpus/$$i build/fuzz/crashes/$$i; \
+	  if [ -d tests/fuzz/regressions/$$i ]; then \
+	    ./build/fuzz/tests/fuzz/fuzz_$$i tests/fuzz/regressions/$$i/* >build/fuzz/regress-$$i.log 2>&1 \
+	    || { tail -20 build/fuzz/regress-$$i.log; exit 1; }; fi; \
+	  echo "fuzz: $$i for $(FUZZ_SECONDS) s"; \
+	  DPTREE_FUZZ_SEED_DIR=build/fuzz/corpus/$$i ./build/fuzz/tests/fuzz/fuzz_$$i \
+	    build/fuzz/corpus/$$i -timeout=10 -rss_limit_mb=4096 \
+	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/crashes/$$i/ 2>&1 | grep -E 'stat::|ERROR|SUMMARY|Done' \
+	    || true; \
+	  if ls build/fuzz/crashes/$$i/* >/dev/null 2>&1; then \
+	    echo "fuzz: $$i: inputs that failed are in build/fuzz/crashes/$$i/"; exit 1; fi; \
+	done
 
 # Every registered index on three of the DPTree paper's mixes (about a minute on 2 cores);
 # the table goes to stdout, results to build/bench.json, figures to build/plots/ (docs/bench.md).

@@ -1,6 +1,11 @@
 // `dptree check POOL`: opens the DPTree (§2) or concurrent DPTree (§3, `cdptree`) in a pool
 // file, and so recovers it (Algorithm 4; parallel log replay for cdptree), runs check() and
 // prints what it found with the tree's stats. Exits non-zero on any violation.
+//
+// Read-only by default: the pool is mapped copy-on-write (Pool::open with
+// OpenMode::copy_on_write), so recovery runs on private pages and nothing reaches the file; the
+// tool reports which lines recovery would write. `--repair` maps it shared, so recovery's
+// writes land in the file.
 #include <fmt/core.h>
 
 #include <cstddef>
@@ -70,29 +75,65 @@ bool another_index(const dptree::Error& e) {
   return e.code() == dptree::Errc::wrong_index;
 }
 
+// What recovery wrote to the private copy: the lines it would write to the file.
+void print_recovery_writes(const dptree::pm::Pool& pool) {
+  auto ranges = pool.changed_ranges();
+  std::size_t bytes = 0;
+  for (auto [b, e] : ranges) bytes += e - b;
+  if (ranges.empty()) {
+    fmt::print("  recovery would write nothing: the pool is as a clean close left it\n");
+    return;
+  }
+  fmt::print(
+      "  recovery would write {} lines ({} bytes) in {} ranges; not written (read-only "
+      "check): run `dptree check --repair` to write them\n",
+      bytes / 64, bytes, ranges.size());
+  constexpr std::size_t kShown = 8;
+  for (std::size_t i = 0; i < ranges.size() && i < kShown; ++i)
+    fmt::print("    [{}, {})\n", ranges[i].first, ranges[i].second);
+  if (ranges.size() > kShown) fmt::print("    ... {} more\n", ranges.size() - kShown);
+}
+
+// The tree in `pool` (a DPTree of any width, else a cdptree), checked and reported.
+void check_pool(dptree::pm::Pool& pool, const std::string& path) {
+  try {
+    if (check_any_width(pool, path, std::make_index_sequence<49>{})) return;
+  } catch (const dptree::Error& e) {
+    if (!another_index(e)) throw;
+  }
+  try {
+    check_cdptree(pool, path);
+  } catch (const dptree::Error& e) {
+    if (!another_index(e)) throw;
+    throw dptree::Error(dptree::Errc::wrong_index,
+                        "pool '" + path +
+                            "' holds neither a DPTree nor a concurrent DPTree (cdptree): "
+                            "`dptree check` verifies pools made by those two indexes");
+  }
+}
+
 const dptree::cli::Registrar reg{
     {"check",
      "Open (recover) the DPTree or concurrent DPTree in POOL, verify every invariant, print its "
-     "stats",
+     "stats. Read-only: recovery runs on a private copy-on-write mapping and the file is left "
+     "byte-identical; --repair writes recovery's changes to the file",
      [](CLI::App& app) {
        auto path = std::make_shared<std::string>();
+       auto repair = std::make_shared<bool>(false);
        app.add_option("pool", *path, "pool file holding a DPTree or a cdptree")->required();
-       app.callback([path] {
-         auto pool = dptree::pm::Pool::open(*path);
-         try {
-           if (check_any_width(*pool, *path, std::make_index_sequence<49>{})) return;
-         } catch (const dptree::Error& e) {
-           if (!another_index(e)) throw;
-         }
-         try {
-           check_cdptree(*pool, *path);
-         } catch (const dptree::Error& e) {
-           if (!another_index(e)) throw;
-           throw dptree::Error(dptree::Errc::wrong_index,
-                               "pool '" + *path +
-                                   "' holds neither a DPTree nor a concurrent DPTree (cdptree): "
-                                   "`dptree check` verifies pools made by those two indexes");
-         }
+       app.add_flag("--repair", *repair,
+                    "write recovery's changes (an interrupted merge undone, the log replayed, "
+                    "stale allocator words cleared) to the pool file; without it nothing is "
+                    "written");
+       app.callback([path, repair] {
+         using dptree::pm::OpenMode;
+         auto pool =
+             dptree::pm::Pool::open(*path, *repair ? OpenMode::shared : OpenMode::copy_on_write);
+         check_pool(*pool, *path);
+         if (*repair)
+           fmt::print("  repaired: recovery's writes are in the file\n");
+         else
+           print_recovery_writes(*pool);
        });
      }}};
 

@@ -65,7 +65,11 @@ class Rel {
     return *this;
   }
   T* get() const {
-    return d_ ? reinterpret_cast<T*>(reinterpret_cast<std::intptr_t>(this) + d_) : nullptr;
+    // Unsigned: a damaged offset read from PM wraps instead of overflowing (open-time checks
+    // refuse it before anything dereferences it).
+    return d_ ? reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(this) +
+                                     static_cast<std::uintptr_t>(d_))
+              : nullptr;
   }
   operator T*() const { return get(); }  // NOLINT: implicit, like a raw pointer
   T* operator->() const { return get(); }
@@ -106,6 +110,17 @@ class Adapter {
   // Constructs an empty index in `header` (zeroed memory not yet reachable from the pool's
   // root: it must not call alloc, release or will_write; a zeroed header may already be it).
   virtual void create(void* header) const = 0;
+  // Called once when a pool is opened, before any other call on `header`: PM is untrusted,
+  // so the index proves that its structure is safe to follow, testing every node pointer with
+  // `node_ok(p, bytes)` (inside a block tips::alloc handed out, `bytes` long). Returns the
+  // first problem ("" when safe); TIPS refuses the pool with Error(corrupt) then. The default
+  // trusts the header (for an index whose header holds no pointers).
+  virtual std::string validate(const void* header,
+                               const std::function<bool(const void*, std::size_t)>& node_ok) const {
+    (void)header;
+    (void)node_ok;
+    return "";
+  }
   virtual bool insert(void* header, Key k, Value v) const = 0;  // false if k is present
   virtual bool update(void* header, Key k, Value v) const = 0;  // false if k is absent
   virtual bool remove(void* header, Key k) const = 0;           // false if k is absent

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dptree/error.h"
+#include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 
 namespace dptree::baselines {
@@ -48,6 +49,18 @@ inline std::uint64_t option_u64(const IndexConfig& cfg, const std::string& index
                                             " is out of range: pass an integer in [" +
                                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return x;
+}
+
+// The pool's root word must own the block it names (PM is untrusted: checked before the
+// root is read). Returns the root block's offset; throws Error(corrupt) naming `index`.
+inline std::uint64_t owned_root(const pm::Pool& p, const std::string& index) {
+  const auto rw = *p.root_word();
+  if (p.allocator().owner_of(rw) != p.offset_of(p.root_word()))
+    throw Error(Errc::corrupt, "pool '" + p.name() + "': " + index + " root at offset " +
+                                   std::to_string(rw) +
+                                   " is not a live block owned by the root word: the pool is "
+                                   "damaged; restore it from a copy");
+  return rw;
 }
 
 }  // namespace dptree::baselines

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "baselines/common.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -79,8 +81,9 @@ Root* open_root(pm::Pool& p, std::uint64_t magic, const std::string& index,
     pm::flush(r, sizeof(Root));
     p.allocator().activate(p.root_word(), blk);
   }
-  auto* r = p.root<Root>();
-  if (r->magic != magic)
+  const auto rw = owned_root(p, index);
+  auto* r = p.allocator().block_size(rw) >= sizeof(Root) ? p.root<Root>() : nullptr;
+  if (!r || r->magic != magic)
     throw Error(Errc::invalid_argument, "pool '" + p.name() + "' holds another index, not " +
                                             index +
                                             ": open it with its own index or use a "
@@ -90,6 +93,24 @@ Root* open_root(pm::Pool& p, std::uint64_t magic, const std::string& index,
                                             param_name + "=" + std::to_string(r->param) +
                                             ": drop the option or pass that value");
   return r;
+}
+
+// Open-time check of the creation chain (PM is untrusted): every node is a live block of at
+// least `node_bytes` owned by the link before it, so the chain ends. Returns the nodes in
+// creation order; throws Error(corrupt) naming the offset otherwise.
+inline std::vector<std::uint64_t> chain_nodes(const pm::Pool& p, const ChainRoot* root,
+                                              std::size_t node_bytes, const std::string& index) {
+  std::vector<std::uint64_t> out;
+  std::uint64_t link = p.offset_of(&root->first);
+  for (std::uint64_t n = root->first; n; link = n, n = p.at<ChainLinks>(n)->next) {
+    if (p.allocator().owner_of(n) != link || p.allocator().block_size(n) < node_bytes)
+      throw Error(Errc::corrupt, "pool '" + p.name() + "': " + index + " node chain: the word at " +
+                                     "offset " + std::to_string(link) + " points to " +
+                                     std::to_string(n) + ", not a live node block it owns: the " +
+                                     "pool is damaged; restore it from a copy");
+    out.push_back(n);
+  }
+  return out;
 }
 
 }  // namespace dptree::baselines

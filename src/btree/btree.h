@@ -18,9 +18,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -196,6 +198,50 @@ class BPlusTree {
 
   // Structural self-check: key order inside nodes and against separators, all leaves at one
   // depth, no empty node, the leaf chain in order both ways, the size. Empty result = sound.
+  // For a tree in untrusted memory (a PM pool opened again): proves, before anything else
+  // follows it, that every node pointer passes `node_ok(p, bytes)` (the caller's bounds and
+  // ownership test), no node is reached twice, leaf flags are 0 or 1, counts fit the slots,
+  // leaves sit at the tree's height and the leaf chain and counters match the tree. Returns
+  // the first problem, empty when the tree is safe to use. Not for the hot path: once, at
+  // open.
+  std::string validate_untrusted(
+      const std::function<bool(const void*, std::size_t)>& node_ok) const {
+    if (!root_)
+      return first_ || size_ || height_ ? "an empty tree with leaves, keys or height" : "";
+    if (height_ == 0 || height_ > 64) return "height " + std::to_string(height_);
+    std::size_t leaves = 0, inners = 0, count = 0;
+    std::unordered_set<const void*> seen;
+    std::vector<std::pair<const Node*, std::size_t>> todo{{root_, 1}};  // node, depth
+    while (!todo.empty()) {
+      auto [n, depth] = todo.back();
+      todo.pop_back();
+      if (!node_ok(n, sizeof(Node)) || !seen.insert(n).second)
+        return "a node pointer outside the index's blocks, or reached twice";
+      unsigned char flag;
+      std::memcpy(&flag, &n->leaf, 1);
+      if (flag > 1 || !node_ok(n, flag ? sizeof(Leaf) : sizeof(Inner)) ||
+          n->n > (flag ? LeafSlots : InnerSlots) || (depth == height_) != (flag == 1))
+        return "a node with a bad flag, count or depth";
+      if (flag) {
+        ++leaves;
+        count += n->n;
+        continue;
+      }
+      ++inners;
+      const Inner* in = static_cast<const Inner*>(n);
+      for (std::uint32_t i = in->n + 1; i-- > 0;) todo.emplace_back(in->child[i], depth + 1);
+    }
+    if (count != size_ || leaves != leaves_ || inners != inners_)
+      return "counters that disagree with the nodes";
+    std::size_t chain = 0;
+    const Leaf* prev = nullptr;
+    for (const Leaf* l = first_; l; prev = l, l = l->next) {
+      if (!seen.contains(l) || !l->leaf || l->prev != prev || ++chain > leaves)
+        return "a leaf chain that leaves the tree or loops";
+    }
+    return chain == leaves ? "" : "a leaf chain that misses leaves";
+  }
+
   std::vector<std::string> check() const {
     std::vector<std::string> problems;
     if (!root_) {

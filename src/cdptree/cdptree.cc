@@ -12,6 +12,7 @@
 #include "cdptree/phase.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
+#include "dptree/validate.h"
 
 namespace dptree {
 
@@ -171,9 +172,24 @@ void CDPTree::Impl::create() {
   gp_f.store(new_cpbt(cv()));
 }
 
+// validate.h's checks, with the log header tables: each owned by its root word and as long
+// as the partition count, each tail word starting a page chain.
+void CDPTree::Impl::validate_open() const {
+  TreeShape shape{"cdptree", 1 | kInMerge | cdp::kTwoLogs | kInGc, ~cdp::kRcLock, {}};
+  for (int v = 0; v < 2; ++v) {
+    if (!root->log_table[v]) continue;
+    require_owned_block(pool, root->log_table[v], pool.offset_of(&root->log_table[v]),
+                        8 * opt.log_partitions, "cdptree log header table");
+    for (std::size_t p = 0; p < opt.log_partitions; ++p)
+      shape.logs.push_back(root->log_table[v] + 8 * p);
+  }
+  validate_on_open(*this, root->base, shape);
+}
+
 void CDPTree::Impl::open() {
   auto* rt = static_cast<cdp::CRoot*>(
       existing_root(cdp::kCRootMagic, sizeof(cdp::CRoot), "concurrent DPTree (cdptree)"));
+  checked_root(pool, sizeof(cdp::CRoot), "cdptree");  // owned by the root word, too
   if (rt->base.key_bytes != 8 || rt->base.value_bytes != 8)
     throw Error(Errc::corrupt, "pool '" + pool.name() +
                                    "' holds a cdptree root with an impossible format: the "
@@ -186,6 +202,7 @@ void CDPTree::Impl::open() {
   validate_stored([this] { opt.validate(); });
   root = rt;
   attach();
+  validate_open();
   restarted.store(true);  // before recovery builds the snapshot: see tombstone_filter
   recover();
 }
@@ -297,7 +314,9 @@ std::size_t CDPTree::Impl::scan(u64 start, std::size_t count, std::vector<KV>& o
       out.emplace_back(best, v);
       if (++got == count) return got;
     }
-    if (all || bound == ~u64{0}) break;
+    // bound < cur only in a damaged base (keys outside their leaves' ranges, which open does
+    // not check key by key): stop rather than go round forever.
+    if (all || bound == ~u64{0} || bound < cur) break;
     cur = bound + 1;
   }
   return got;

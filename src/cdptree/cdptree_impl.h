@@ -97,6 +97,7 @@ struct CDPTree::Impl : detail::TreeParts {
 
   void create();
   void open();
+  void validate_open() const;  // validate.h, before recovery
   void attach();
   void ensure_tables();
   void recover();

@@ -55,7 +55,11 @@ void CDPTreeOptions::validate() const {
 
 CDPTreeOptions CDPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
   CDPTreeOptions o;
-  for (const auto& [k, v] : m) {
+  for (const auto& kv : m) {
+    // Named copies of the pair (not a structured binding): lambdas capture them on every
+    // compiler the fuzz build uses (clang 14).
+    const std::string& k = kv.first;
+    const std::string& v = kv.second;
     auto as_size = [&] { return option_values::whole("CDPTree", k, v); };
     auto as_double = [&] { return option_values::number("CDPTree", k, v); };
     auto as_bool = [&] { return option_values::boolean("CDPTree", k, v); };

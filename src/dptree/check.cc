@@ -102,11 +102,17 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
     if (!owned.contains(pg)) fail("log page not owned by the directory");
     if (w[1] != kPageType) fail("log page has a wrong type word");
     if (w[3] != static_cast<u64>(v)) fail("log page of the wrong flavor in the log");
-    for (std::size_t rr = 0; rr < codec.G.per_page && !ended; ++rr) {
+    for (std::size_t rr = 0; rr < codec.G.per_page; ++rr) {
+      const u64* rec = pool.at<u64>(pg + codec.G.offset(rr));
       u64 k, val;
-      if (!codec.decode(pool.at<u64>(pg + codec.G.offset(rr)), log_valid_bit(v), k, val)) {
+      // Past the end every word must be of the other version: a stale word of this one could
+      // complete a valid record with a later torn append.
+      if (ended || !codec.decode(rec, log_valid_bit(v), k, val)) {
+        if (ended && codec.any_word_valid(rec, log_valid_bit(v)))
+          fail("log page at " + std::to_string(pg) + ": record " + std::to_string(rr) +
+               " after the end of the log holds a word of the current version");
         ended = true;
-        break;
+        continue;
       }
       replay[k] = val;
       ++records;

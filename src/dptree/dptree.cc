@@ -13,6 +13,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/validate.h"
 
 namespace dptree {
 
@@ -98,6 +99,15 @@ void DPTreeCore::Impl::create(std::size_t kb, std::size_t vb) {
 
 void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
   auto* rt = static_cast<Root*>(existing_root(kRootMagic, sizeof(Root), "DPTree"));
+  checked_root(pool, sizeof(Root), "DPTree");  // owned by the root word, too
+  // The stored format words first, entry widths included: a damaged width is the pool's fault,
+  // not a mismatch with the caller's (1 stands for 0, which validate() takes as "unset").
+  DPTreeOptions format;
+  format.leaf_capacity = rt->leaf_capacity;
+  format.log_page_size = rt->log_page_size;
+  format.key_bytes = rt->key_bytes ? rt->key_bytes : 1;
+  format.value_bytes = rt->value_bytes ? rt->value_bytes : 1;
+  validate_stored([&format] { format.validate(); });
   if (rt->key_bytes != kb || rt->value_bytes != vb)
     throw Error(Errc::wrong_index,
                 "pool '" + pool.name() + "' holds a DPTree of " + std::to_string(rt->key_bytes) +
@@ -112,6 +122,12 @@ void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
   validate_stored([this] { opt.validate(); });
   root = rt;
   attach(kb, vb);
+  validate_on_open(
+      *this, *root,
+      TreeShape{"DPTree",
+                1 | kInMerge | kInGc,
+                ~u64{0},
+                {pool.offset_of(&root->log_head[0]), pool.offset_of(&root->log_head[1])}});
   recover();
 }
 

@@ -9,6 +9,7 @@
 #include "dptree/layout.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "dptree/validate.h"
 
 namespace dptree {
 namespace {
@@ -58,7 +59,8 @@ void register_dptree_indexes() {
         pm::Pool& pool = require_pool(c, "dptree");
         auto opt = DPTreeOptions::from_map(c.options);
         bool exists = *pool.root_word() != 0;
-        const auto* root = exists ? pool.root<Root>() : nullptr;
+        const auto* root =
+            reinterpret_cast<const Root*>(checked_root(pool, sizeof(Root), "DPTree"));
         bool ours = root && root->magic == kRootMagic;
         if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
         if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;

@@ -86,6 +86,14 @@ std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>
       if (pool.at<u64>(pg)[3] != static_cast<u64>(fl))
         r.fail("free log page in the wrong freelist");
       if (!owned.contains(pg)) r.fail("free log page not owned");
+      // The log of version fl takes this page: no word may already carry its validity bit.
+      for (std::size_t rr = 0; rr < codec.G.per_page; ++rr)
+        if (codec.any_word_valid(pool.at<u64>(pg + codec.G.offset(rr)), log_valid_bit(fl))) {
+          r.fail("free log page at " + std::to_string(pg) + " of freelist " + std::to_string(fl) +
+                 ": record " + std::to_string(rr) +
+                 " holds a word valid for the log that will take it");
+          break;
+        }
     }
   return check_block_ownership(pool, owned, reach, r);
 }

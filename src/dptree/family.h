@@ -48,7 +48,9 @@ struct TreeParts {
   // of range there was read from the pool, so it throws stored_setting naming the pool.
   void validate_stored(const std::function<void()>& validate) const;
   // check(): the cached free log pages are in no log (added to `reach`), in the list of their
-  // flavor and owned; then check_block_ownership. Returns the live block count.
+  // flavor, owned, and hold no word valid for the log that will take them (a stale record
+  // there would replay once the page is reused); then check_block_ownership. Returns the live
+  // block count.
   std::size_t check_free_pages_and_blocks(const std::unordered_set<u64>& owned,
                                           std::set<u64>& reach, CheckReport& r) const;
 };

@@ -81,7 +81,11 @@ void DPTreeOptions::validate() const {
 
 DPTreeOptions DPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
   DPTreeOptions o;
-  for (const auto& [k, v] : m) {
+  for (const auto& kv : m) {
+    // Named copies of the pair (not a structured binding): lambdas capture them on every
+    // compiler the fuzz build uses (clang 14).
+    const std::string& k = kv.first;
+    const std::string& v = kv.second;
     auto as_size = [&] { return option_values::whole("DPTree", k, v); };
     auto as_double = [&] { return option_values::number("DPTree", k, v); };
     if (k == "leaf_capacity")

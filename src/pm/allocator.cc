@@ -129,7 +129,8 @@ bool Allocator::locate(std::uint64_t block, std::size_t& chunk, std::size_t& slo
 }
 
 bool Allocator::owner_is_valid(std::uint64_t owner, std::uint64_t block) const {
-  if (owner == 0 || owner % 8 != 0 || owner + 8 > pool_.size()) return false;
+  // owner > size - 8, not owner + 8 > size: a damaged owner near 2^64 must not wrap.
+  if (owner == 0 || owner % 8 != 0 || owner > pool_.size() - 8) return false;
   return *pool_.at<std::uint64_t>(owner) == block;
 }
 
@@ -363,6 +364,13 @@ bool Allocator::is_live(std::uint64_t block) const {
   std::lock_guard g(mu_);
   std::size_t chunk = 0, slot = 0;
   return locate(block, chunk, slot) && !reserved_.contains(block) && busy(chunk, slot);
+}
+
+std::uint64_t Allocator::owner_of(std::uint64_t block) const {
+  std::lock_guard g(mu_);
+  std::size_t chunk = 0, slot = 0;
+  if (!locate(block, chunk, slot) || reserved_.contains(block) || !busy(chunk, slot)) return 0;
+  return *owner_word(chunk, slot);
 }
 
 void Allocator::for_each_live_block(

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -150,11 +151,15 @@ std::uint64_t* Pool::root_word() const {
   return &reinterpret_cast<PoolHeader*>(base_)->root;
 }
 
-void Pool::map_file(int fd, std::size_t size, bool fresh) {
+void Pool::map_file(int fd, std::size_t size, bool fresh, bool cow) {
   // DAX first, so stores reach PM with no page cache in between; any other file falls back.
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+  // A copy-on-write pool is a private mapping: its stores stay in this process.
+  cow_ = cow;
+  void* p =
+      cow ? MAP_FAILED
+          : mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
   dax_ = p != MAP_FAILED;
-  if (!dax_) p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (!dax_) p = mmap(nullptr, size, PROT_READ | PROT_WRITE, cow ? MAP_PRIVATE : MAP_SHARED, fd, 0);
   if (p == MAP_FAILED)
     throw Error(Errc::io_error, "cannot map pool file '" + name_ + "': " + errno_text());
   base_ = static_cast<std::byte*>(p);
@@ -201,11 +206,12 @@ std::unique_ptr<Pool> Pool::create(const std::filesystem::path& path, std::size_
   return pool;
 }
 
-std::unique_ptr<Pool> Pool::open(const std::filesystem::path& path) {
+std::unique_ptr<Pool> Pool::open(const std::filesystem::path& path, OpenMode mode) {
   std::unique_ptr<Pool> pool(new Pool);
   pool->name_ = path.string();
   const std::string what = "pool file '" + pool->name_ + "'";
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  const bool cow = mode == OpenMode::copy_on_write;
+  int fd = ::open(path.c_str(), (cow ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT)
       throw Error(Errc::not_found,
@@ -228,7 +234,7 @@ std::unique_ptr<Pool> Pool::open(const std::filesystem::path& path) {
   ssize_t got = pread(fd, hdr, sizeof hdr, 0);
   if (got < 0) throw Error(Errc::io_error, "cannot read " + what + ": " + errno_text());
   validate_header_bytes(hdr, static_cast<std::size_t>(got), file_size, pool->name_);
-  pool->map_file(fd, reinterpret_cast<PoolHeader*>(hdr)->pool_size, false);
+  pool->map_file(fd, reinterpret_cast<PoolHeader*>(hdr)->pool_size, false, cow);
   return pool;
 }
 
@@ -289,6 +295,27 @@ void Pool::save_image(const Image& image, const std::filesystem::path& path) {
     done += static_cast<std::size_t>(n);
   }
   ::close(fd);
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Pool::changed_ranges() const {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  if (!cow_) return out;
+  constexpr std::size_t kLine = 64, kStep = 1 << 20;
+  std::vector<std::byte> file(kStep);
+  for (std::size_t at = 0; at < size_; at += kStep) {
+    std::size_t n = std::min(kStep, size_ - at);
+    ssize_t got = pread(fd_, file.data(), n, static_cast<off_t>(at));
+    if (got != static_cast<ssize_t>(n))
+      throw Error(Errc::io_error, "cannot read pool file '" + name_ + "': " + errno_text());
+    for (std::size_t l = 0; l < n; l += kLine) {
+      if (std::memcmp(file.data() + l, base_ + at + l, std::min(kLine, n - l)) == 0) continue;
+      if (!out.empty() && out.back().second == at + l)
+        out.back().second += kLine;
+      else
+        out.emplace_back(at + l, at + l + kLine);
+    }
+  }
+  return out;
 }
 
 Pool::~Pool() {

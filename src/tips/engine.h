@@ -110,6 +110,10 @@ class Engine {
   void create_layout();
   void open_layout();
   void recover_partition(Partition& p);
+  // Open: each partition's index proves its structure safe (Adapter::validate) with
+  // owns_node as the test of a node pointer.
+  void validate_partitions() const;
+  bool owns_node(const void* p, std::size_t bytes) const;
   void rebuild_slots();
   void replay_logs_at_open();
   Partition& partition_of(Key k) const;

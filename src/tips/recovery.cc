@@ -49,6 +49,7 @@ Engine::Engine(pm::Pool& pool, std::shared_ptr<const Adapter> adapter, const Opt
   {
     PhaseScope phase("recovery");
     for (auto& p : parts_) recover_partition(*p);
+    validate_partitions();
     rebuild_slots();
     replay_logs_at_open();
   }
@@ -99,8 +100,24 @@ void Engine::create_layout() {
 
 // Reads the root; finishes a creation a crash interrupted (missing blocks are made now).
 void Engine::open_layout() {
-  root_ = pool_.root<layout::Root>();
   const std::string where = "pool '" + pool_.name() + "'";
+  // PM is untrusted: each block the layout names must be a live block of the size the
+  // layout needs, owned by the word that names it, before anything reads it.
+  auto require = [&](std::uint64_t off, const std::uint64_t* owner, std::size_t bytes,
+                     const std::string& what) {
+    const auto& a = pool_.allocator();
+    if (a.owner_of(off) != pool_.offset_of(owner) || a.block_size(off) < bytes)
+      throw Error(Errc::corrupt, where + ": the TIPS " + what + " at offset " +
+                                     std::to_string(off) + " is not a live block of " +
+                                     std::to_string(bytes) + " bytes owned by the word at " +
+                                     std::to_string(pool_.offset_of(owner)) +
+                                     ": the pool is damaged; restore it from a copy");
+  };
+  require(*pool_.root_word(), pool_.root_word(), 8, "root");
+  if (pool_.allocator().block_size(*pool_.root_word()) < sizeof(layout::Root))
+    throw Error(Errc::invalid_argument,
+                where + " holds another index, not TIPS: open it with the index that made it");
+  root_ = pool_.root<layout::Root>();
   if (root_->magic != layout::kMagic)
     throw Error(Errc::invalid_argument,
                 where + " holds another index, not TIPS: open it with the index that made it");
@@ -113,8 +130,10 @@ void Engine::open_layout() {
     throw Error(Errc::invalid_argument, where + " holds TIPS over '" + name +
                                             "': open it with that adapter, not '" +
                                             adapter_->name() + "'");
+  const std::uint64_t most = pool_.size() / 8;  // no log can hold more words than the pool
   if (root_->partitions == 0 || root_->partitions > layout::kMaxPartitions || root_->lanes == 0 ||
-      root_->lanes > layout::kMaxLanes || root_->lane_records == 0)
+      root_->lanes > layout::kMaxLanes || root_->lane_records == 0 || root_->lane_records > most ||
+      root_->ulog_lines > most || root_->mlog_entries > most || root_->header_bytes > pool_.size())
     throw Error(Errc::corrupt, where + ": TIPS root has an impossible layout");
   // The layout stored in the pool wins over the options given now.
   opt_.partitions = static_cast<unsigned>(root_->partitions);
@@ -125,7 +144,10 @@ void Engine::open_layout() {
   playout_ = layout::PartitionLayout(root_->header_bytes, opt_.mlog_entries, opt_.ulog_lines);
 
   if (!root_->dir) make_block(pool_, &root_->dir, layout::kDirPages * 8);
+  require(root_->dir, &root_->dir, layout::kDirPages * 8, "node directory");
   dir_ = pool_.at<std::uint64_t>(root_->dir);
+  for (std::size_t pg = 0; pg < layout::kDirPages; ++pg)
+    if (dir_[pg]) require(dir_[pg], &dir_[pg], layout::kSlotsPerPage * 8, "directory page");
   for (std::size_t i = 0; i < opt_.partitions; ++i) {
     if (!root_->part[i]) {
       // A fresh partition: zeroed logs, then the adapter's empty index (no epoch needed: the
@@ -139,6 +161,7 @@ void Engine::open_layout() {
       pm::flush(pool_.at(blk), playout_.bytes);
       a.activate(&root_->part[i], blk);
     }
+    require(root_->part[i], &root_->part[i], playout_.bytes, "partition block");
     auto p = std::make_unique<Partition>();
     p->id = static_cast<unsigned>(i);
     std::byte* b = pool_.at(root_->part[i]);
@@ -151,6 +174,8 @@ void Engine::open_layout() {
   for (std::size_t i = 0; i < opt_.lanes; ++i) {
     if (!root_->lane[i])
       make_block(pool_, &root_->lane[i], layout::kLaneHeader + opt_.lane_records * 32);
+    require(root_->lane[i], &root_->lane[i], layout::kLaneHeader + opt_.lane_records * 32,
+            "OLog lane");
     auto l = std::make_unique<Lane>();
     std::byte* b = pool_.at(root_->lane[i]);
     l->hdr = reinterpret_cast<layout::LaneHeader*>(b);
@@ -205,6 +230,34 @@ void Engine::recover_partition(Partition& p) {
     cleared = true;
   }
   if (cleared) pm::fence();
+}
+
+// A block tips::alloc handed out (live, owned by a directory slot its header names, large
+// enough) holding `bytes` at `p`.
+bool Engine::owns_node(const void* p, std::size_t bytes) const {
+  if (!pool_.contains(p, bytes)) return false;
+  const std::uint64_t off = pool_.offset_of(p);
+  if (off % 64 || off < layout::kNodeHeader) return false;
+  const std::uint64_t blk = off - layout::kNodeHeader;
+  const auto& a = pool_.allocator();
+  const std::uint64_t owner = a.owner_of(blk);
+  if (!owner || a.block_size(blk) < bytes + layout::kNodeHeader) return false;
+  const std::uint64_t slot = pool_.at<std::uint64_t>(blk)[0];
+  if (slot >= layout::kDirPages * layout::kSlotsPerPage || !dir_[slot / layout::kSlotsPerPage])
+    return false;
+  return pool_.offset_of(slot_word(slot)) == owner;
+}
+
+void Engine::validate_partitions() const {
+  for (const auto& p : parts_) {
+    std::string bad = adapter_->validate(
+        p->header, [this](const void* n, std::size_t bytes) { return owns_node(n, bytes); });
+    if (!bad.empty())
+      throw Error(Errc::corrupt, "pool '" + pool_.name() + "': the TIPS index of partition " +
+                                     std::to_string(p->id) + " (block at offset " +
+                                     std::to_string(root_->part[p->id]) + ") has " + bad +
+                                     ": the pool is damaged; restore it from a copy");
+  }
 }
 
 void Engine::rebuild_slots() {

@@ -41,6 +41,10 @@ class BTreeAdapter final : public tips::Adapter {
     t(h).for_each_node([&](const void* n, std::size_t) { fn(n); });
   }
   std::vector<std::string> check(const void* h) const override { return t(h).check(); }
+  std::string validate(
+      const void* h, const std::function<bool(const void*, std::size_t)>& node_ok) const override {
+    return t(h).validate_untrusted(node_ok);
+  }
 
  private:
   // The tree object lives in PM; it is never destroyed (its nodes are PM state).

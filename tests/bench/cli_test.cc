@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -221,6 +222,74 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   std::ifstream in(junk, std::ios::binary);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), std::string(10000, 'x'));
   std::filesystem::remove(junk);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// `dptree check` without --repair leaves the file byte-identical: on a valid pool (whose
+// recovery still writes, restart_count at least) and on damaged copies of it, whatever check
+// says about them. --repair writes recovery's changes.
+TEST(Cli, CheckIsReadOnlyUnlessRepair) {
+  const std::string pool = temp("check-ro");
+  for (const char* index : {"dptree", "cdptree"}) {
+    std::filesystem::remove(pool);
+    Result r = run(std::string("bench --index ") + index +
+                   " --workload mixed --records 3000 --ops 3000 --quiet --pm-mode dram --keep "
+                   "--pool-size 8MiB --pool " +
+                   pool);
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string valid = file_bytes(pool);
+    r = run("check " + pool);
+    EXPECT_EQ(r.status, 0) << index << "\n" << r.output;
+    EXPECT_TRUE(has(r.output, "recovery would write")) << r.output;
+    EXPECT_TRUE(has(r.output, "--repair")) << r.output;
+    EXPECT_EQ(file_bytes(pool), valid) << index << ": check without --repair changed the file";
+
+    // Damaged copies: bytes overwritten across the chunk descriptors and the heap.
+    std::mt19937_64 rng(7);
+    for (int copy = 0; copy < 12; ++copy) {
+      std::string bad = valid;
+      for (int i = 0; i < 1 + copy % 4; ++i) {
+        std::size_t at = 4096 + rng() % (bad.size() - 4096);
+        bad[at] = static_cast<char>(bad[at] ^ static_cast<char>(1 + rng() % 255));
+      }
+      write_bytes(pool, bad);
+      r = run("check " + pool);
+      // Accepted, or refused with a message; never a crash or a sanitizer report.
+      EXPECT_TRUE(r.status == 0 ||
+                  (r.status == 1 && (has(r.output, "error:") || has(r.output, "VIOLATIONS"))))
+          << index << " copy " << copy << "\n"
+          << r.output;
+      EXPECT_FALSE(has(r.output, "Sanitizer") || has(r.output, "runtime error")) << r.output;
+      EXPECT_EQ(file_bytes(pool), bad) << index << " copy " << copy << ": the file changed";
+    }
+
+    write_bytes(pool, valid);
+    r = run("check --repair " + pool);
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(has(r.output, "repaired")) << r.output;
+    EXPECT_NE(file_bytes(pool), valid) << index << ": --repair wrote nothing (restart_count)";
+    r = run("check " + pool);
+    EXPECT_EQ(r.status, 0) << r.output;
+  }
+  std::filesystem::remove(pool);
+}
+
+TEST(Cli, CheckHelpSaysReadOnlyAndRepair) {
+  Result r = run("check --help");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "--repair")) << r.output;
+  EXPECT_TRUE(has(r.output, "copy-on-write")) << r.output;
 }
 
 }  // namespace

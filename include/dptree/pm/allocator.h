@@ -65,6 +65,10 @@ class Allocator {
 
   std::size_t block_size(std::uint64_t block) const;
   bool is_live(std::uint64_t block) const;
+  // The offset of the owner word of live block `block` (the word it was activated into); 0
+  // when `block` is not the start of a live block. Open-time checks of a pool use it to
+  // follow only pointers that own what they point to.
+  std::uint64_t owner_of(std::uint64_t block) const;
   // Every allocated block (offset, size), in address order.
   void for_each_live_block(const std::function<void(std::uint64_t, std::size_t)>& fn) const;
   Stats stats() const;

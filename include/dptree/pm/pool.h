@@ -13,6 +13,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pptr.h"
@@ -24,6 +26,11 @@ inline constexpr std::uint32_t kFormatVersion = 1;
 inline constexpr std::size_t kMinPoolSize = 256 * 1024;
 // 64 TiB: half of x86-64's user address space, so no size near it wraps when rounded.
 inline constexpr std::size_t kMaxPoolSize = std::size_t{1} << 46;
+
+// How Pool::open maps a file. `copy_on_write` maps it MAP_PRIVATE from a read-only descriptor:
+// recovery and every other store land in private pages and never reach the file (a checker
+// that must not change what it checks).
+enum class OpenMode { shared, copy_on_write };
 
 // Where examples and the benchmark put pool files: $DPTREE_POOL_DIR when set, else /dev/shm,
 // else $TMPDIR, else /tmp.
@@ -57,7 +64,8 @@ class Pool {
   // Creates a pool file of `size` bytes; refuses to touch an existing file.
   static std::unique_ptr<Pool> create(const std::filesystem::path& path, std::size_t size);
   // Opens an existing pool file (recovers the allocator).
-  static std::unique_ptr<Pool> open(const std::filesystem::path& path);
+  static std::unique_ptr<Pool> open(const std::filesystem::path& path,
+                                    OpenMode mode = OpenMode::shared);
   // Opens if the file exists, creates it otherwise.
   static std::unique_ptr<Pool> open_or_create(const std::filesystem::path& path, std::size_t size);
   // An anonymous pool that lives in memory only.
@@ -78,6 +86,10 @@ class Pool {
   const std::string& name() const { return name_; }  // file path, or "<memory>"
   const std::array<std::uint8_t, 16>& uuid() const { return uuid_; }
   bool is_dax() const { return dax_; }
+  bool is_copy_on_write() const { return cow_; }
+  // Copy-on-write pools: the byte ranges [begin, end) of 64-byte lines whose mapped content
+  // differs from the file (what the stores since open would write); empty for other pools.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> changed_ranges() const;
 
   template <class T>
   T* get(PPtr<T> p) const {
@@ -109,7 +121,7 @@ class Pool {
 
  private:
   Pool() = default;
-  void map_file(int fd, std::size_t size, bool fresh);
+  void map_file(int fd, std::size_t size, bool fresh, bool cow = false);
   void init_header(std::size_t size);
   void attach(bool fresh);
   friend class PoolClaim;
@@ -119,6 +131,7 @@ class Pool {
   std::size_t size_ = 0;
   int fd_ = -1;
   bool dax_ = false;
+  bool cow_ = false;
   std::array<std::uint8_t, 16> uuid_{};
   Buffer memory_;  // backs in-memory pools
   std::unique_ptr<Simulator> sim_;

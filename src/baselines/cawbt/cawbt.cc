@@ -202,7 +202,6 @@ class Cawbt final : public Index {
   CheckReport check() const override {
     std::shared_lock l(mu_);
     CheckReport r;
-    for (const auto& p : recovery_problems_) r.fail("recovery: " + p);
     if (root_->log.status != 0) r.fail("split log still holds a record");
     std::set<std::uint64_t> seen_nodes, seen_recs;
     std::set<std::uint32_t> leaf_ids, inner_ids;
@@ -552,32 +551,30 @@ class Cawbt final : public Index {
     table_.assign(1, Entry{});  // ID 0 means an empty slot
     is_sep_.assign(1, 0);
     std::vector<std::uint32_t> inner_ids;
-    std::vector<std::uint64_t> stack{root_->root_node};
+    // (node, its parent): a parent pointer a split would follow must be the real parent.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> stack{{root_->root_node, 0}};
     live_ = 0;
     free_ids_.clear();
     // IDs are reused, so none exceeds the number of record slots: a larger one is garbage.
     std::size_t max_id = records_->slabs() * (root_->slab_size / sizeof(Record)) + 1;
     while (!stack.empty()) {
-      std::uint64_t off = stack.back();
+      auto [off, parent] = stack.back();
       stack.pop_back();
-      if (!nodes_->mark_used(off)) {
+      if (!nodes_->mark_used(off))
         problem("node " + std::to_string(off) + " is not a node slot or is reached twice");
-        continue;
-      }
       const Node& n = *node(off);
+      if (parent_of(n) != parent)
+        problem("node " + std::to_string(off) + " names parent " + std::to_string(parent_of(n)) +
+                ", not " + std::to_string(parent));
       int c = count_ids(n);
       if (is_leaf(n)) {
         for (int i = 0; i < c; ++i) {
           std::uint32_t id = n.id[i];
-          if (id > max_id) {
+          if (id > max_id)
             problem("leaf " + std::to_string(off) + " holds impossible ID " + std::to_string(id));
-            continue;
-          }
-          if (!records_->mark_used(n.ptr[i])) {
+          if (!records_->mark_used(n.ptr[i]))
             problem("leaf " + std::to_string(off) + " names record " + std::to_string(n.ptr[i]) +
                     " twice or outside the record arena");
-            continue;
-          }
           if (id >= table_.size()) table_.resize(id + 1), is_sep_.resize(id + 1, 0);
           if (table_[id].used) problem("ID " + std::to_string(id) + " is in two leaf slots");
           const Record& rec = *pool_.at<Record>(n.ptr[i]);
@@ -586,14 +583,11 @@ class Cawbt final : public Index {
         }
       } else {
         for (int i = 0; i < c; ++i) inner_ids.push_back(n.id[i]);
-        for (int i = 0; i <= c && i < kPtrs; ++i) stack.push_back(n.ptr[i]);
+        for (int i = 0; i <= c && i < kPtrs; ++i) stack.emplace_back(n.ptr[i], off);
       }
     }
     for (std::uint32_t id : inner_ids) {
-      if (id > max_id) {
-        problem("an inner node holds impossible ID " + std::to_string(id));
-        continue;
-      }
+      if (id > max_id) problem("an inner node holds impossible ID " + std::to_string(id));
       if (id >= is_sep_.size()) table_.resize(id + 1), is_sep_.resize(id + 1, 0);
       is_sep_[id] = 1;
     }
@@ -602,8 +596,11 @@ class Cawbt final : public Index {
     nodes_->finish();
     records_->finish();
   }
-  void problem(std::string s) {
-    if (recovery_problems_.size() < 20) recovery_problems_.push_back(std::move(s));
+  // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
+  // operation follows it.
+  [[noreturn]] void problem(const std::string& s) const {
+    throw Error(Errc::corrupt, "cawbt in " + pool_.name() + ": " + s +
+                                   ": the pool is damaged; restore it from a copy");
   }
 
   pm::PoolClaim claim_;  // before anything touches the pool
@@ -613,7 +610,6 @@ class Cawbt final : public Index {
   std::vector<Entry> table_;  // the ID table (§3.2.3): index = ID
   std::vector<std::uint8_t> is_sep_;
   std::vector<std::uint32_t> free_ids_;
-  std::vector<std::string> recovery_problems_;
   std::size_t live_ = 0, splits_ = 0;
   mutable std::shared_mutex mu_;
 };

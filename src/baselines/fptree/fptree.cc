@@ -77,6 +77,8 @@ class FPTree final : public Index {
       root_ = open_root<Root>(pool_, kMagic, "fptree", "leaf_capacity", capacity_opt, explicit_cap);
     }
     cap_ = root_->param;
+    if (cap_ < 2 || cap_ > kMaxCapacity)
+      corrupt(pool_.offset_of(root_), "(the root) holds leaf capacity " + std::to_string(cap_));
     full_ = cap_ == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << cap_) - 1;
     leaf_bytes_ = sizeof(Leaf) + cap_ * sizeof(Entry);
     recover();
@@ -160,6 +162,7 @@ class FPTree final : public Index {
   // A leaf as the DRAM inner nodes see it: its offset, the lock that serialises its readers
   // and writers, and the next leaf's (scans walk these in key order).
   struct LeafRef {
+    explicit LeafRef(std::uint64_t o) : off(o) {}
     std::uint64_t off;
     std::mutex mu;
     LeafRef* next = nullptr;
@@ -271,8 +274,41 @@ class FPTree final : public Index {
     pm::persist(&l->bitmap, 8);
   }
 
+  [[noreturn]] void corrupt(std::uint64_t off, const std::string& problem) const {
+    throw Error(Errc::corrupt, "pool '" + pool_.name() + "': fptree leaf at offset " +
+                                   std::to_string(off) + " " + problem +
+                                   ": the pool is damaged; restore it from a copy");
+  }
+
+  // PM is untrusted: every leaf must be a chain node (node_chain.h), the split log, next and
+  // creator words must name leaves, the leaf list must end, and no bitmap may mark a slot
+  // past the capacity. Lookups and writes then trust the leaves.
+  void validate() const {
+    auto order = chain_nodes(pool_, &root_->chain, leaf_bytes_, "fptree");
+    std::set<std::uint64_t> nodes(order.begin(), order.end());
+    auto is_leaf = [&](std::uint64_t from, std::uint64_t to, const char* what) {
+      if (to && !nodes.contains(to))
+        corrupt(from, std::string("names ") + what + " " + std::to_string(to) + ", not a leaf");
+    };
+    const auto root_off = pool_.offset_of(root_);
+    is_leaf(root_off, root_->log_leaf, "split log leaf");
+    is_leaf(root_off, root_->log_new_leaf, "split log new leaf");
+    is_leaf(root_off, root_->chain.last, "last");
+    for (auto n : order) {
+      const auto* l = leaf(n);
+      is_leaf(n, l->next, "next");
+      is_leaf(n, l->links.creator, "creator");
+      is_leaf(n, l->links.prev, "prev");
+      if (l->bitmap & ~full_) corrupt(n, "marks slots past its capacity");
+    }
+    std::set<std::uint64_t> seen;
+    for (auto off = root_->chain.first; off; off = leaf(off)->next)
+      if (!seen.insert(off).second) corrupt(off, "is on a cycle of next links");
+  }
+
   void recover() {
     pm::CategoryScope cat(pm::Category::node);
+    validate();
     if (root_->log_leaf || root_->log_new_leaf) {
       auto off = root_->log_leaf, s = root_->log_new_leaf;
       // Redo when the new leaf was logged and the old one still holds everything; otherwise

@@ -176,7 +176,6 @@ class LBTree final : public Index {
   CheckReport check() const override {
     CheckReport r;
     std::unique_lock inner(inner_mu_);
-    for (const auto& p : recovery_problems_) r.fail("recovery: " + p);
     for (const auto& p : inner_.check()) r.fail("inner nodes: " + p);
     std::set<std::uint64_t> chain;
     std::size_t records = 0, leaves = 0;
@@ -370,10 +369,8 @@ class LBTree final : public Index {
     records_ = 0;  // single-threaded: the constructor
     bool first = true;
     for (std::uint64_t off = root_->head; off; off = leaf(off)->sibling()) {
-      if (!leaves_->mark_used(off)) {
+      if (!leaves_->mark_used(off))
         problem("leaf " + std::to_string(off) + " is not a leaf slot or is reached twice");
-        break;
-      }
       const Leaf& l = *leaf(off);
       int n = std::popcount(static_cast<unsigned>(l.valid()));
       records_.fetch_add(static_cast<std::size_t>(n), std::memory_order_relaxed);
@@ -390,8 +387,11 @@ class LBTree final : public Index {
     }
     leaves_->finish();
   }
-  void problem(std::string s) {
-    if (recovery_problems_.size() < 20) recovery_problems_.push_back(std::move(s));
+  // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
+  // operation follows it.
+  [[noreturn]] void problem(const std::string& s) const {
+    throw Error(Errc::corrupt, "lbtree in " + pool_.name() + ": " + s +
+                                   ": the pool is damaged; restore it from a copy");
   }
 
   pm::PoolClaim claim_;  // before anything touches the pool
@@ -403,7 +403,6 @@ class LBTree final : public Index {
   // by a split.
   mutable SharedSpinLock inner_mu_;
   mutable std::array<VersionLock, 1024> locks_;
-  std::vector<std::string> recovery_problems_;
   std::atomic<std::size_t> records_{0}, moves_{0};
   std::size_t splits_ = 0;  // changed under inner_mu_ alone
 };

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "baselines/common.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -16,7 +17,8 @@ namespace dptree::baselines {
 SlabArena::SlabArena(pm::Pool& pool, std::uint64_t* dir_word, std::size_t slot_size,
                      std::size_t slab_size)
     : pool_(pool), dir_word_(dir_word), slot_size_(slot_size), slab_size_(slab_size) {
-  if (!std::has_single_bit(slot_size) || !std::has_single_bit(slab_size) || slab_size < slot_size)
+  if (!std::has_single_bit(slot_size) || !std::has_single_bit(slab_size) || slab_size < slot_size ||
+      slab_size > (16 << 20))
     throw Error(Errc::corrupt, "slab arena in " + pool.name() + ": impossible slab size " +
                                    std::to_string(slab_size) + "; recreate the pool");
 }
@@ -33,13 +35,20 @@ void SlabArena::open() {
     pm::flush(pool_.at(d), kDirBytes);  // ordered by activate's first fence
     pool_.allocator().activate(dir_word_, d);
   }
+  // PM is untrusted: the directory and every slab must be live blocks their words own.
+  const auto& a = pool_.allocator();
+  if (a.owner_of(*dir_word_) != pool_.offset_of(dir_word_) || a.block_size(*dir_word_) < kDirBytes)
+    throw Error(Errc::corrupt, "slab arena in " + pool_.name() + ": the directory at offset " +
+                                   std::to_string(*dir_word_) +
+                                   " is not a live block its root word owns: the pool is "
+                                   "damaged; restore it from a copy");
   auto* dir = pool_.at<std::uint64_t>(*dir_word_);
   slabs_.clear();
   by_off_.clear();
   free_.clear();
   used_ = 0;
   for (std::size_t i = 0; i < kDirSlots && dir[i]; ++i) {
-    if (!pool_.allocator().is_live(dir[i]) || pool_.allocator().block_size(dir[i]) < slab_size_)
+    if (a.owner_of(dir[i]) != pool_.offset_of(&dir[i]) || a.block_size(dir[i]) < slab_size_)
       throw Error(Errc::corrupt, "slab arena in " + pool_.name() + ": directory entry " +
                                      std::to_string(i) + " is not a live slab; recreate the pool");
     by_off_[dir[i]] = slabs_.size();
@@ -148,8 +157,9 @@ void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
     pm::flush(h, bytes);  // ordered by activate's first fence
     a.activate(pool.root_word(), b);
   }
+  const auto rw = owned_root(pool, index);
   auto* h = pool.root<ArenaRootHeader>();
-  if (pool.allocator().block_size(*pool.root_word()) < bytes || h->magic != magic)
+  if (pool.allocator().block_size(rw) < bytes || h->magic != magic)
     throw Error(Errc::invalid_argument, "pool " + pool.name() + " holds another index, not " +
                                             index + ": open it with that index or use a new pool");
   return h;

@@ -51,6 +51,7 @@
 #include <set>
 #include <shared_mutex>  // std::shared_lock
 #include <string>
+#include <unordered_set>
 
 #include "baselines/slab/slab_arena.h"
 #include "baselines/slab/version_lock.h"
@@ -234,7 +235,6 @@ class UTree final : public Index {
   CheckReport check() const override {
     std::unique_lock inner(inner_mu_);
     CheckReport r;
-    for (const auto& p : recovery_problems_) r.fail("recovery: " + p);
     for (const auto& p : inner_.check()) r.fail("array layer inner nodes: " + p);
     // The list: ascending, every node a used slot, no remove or update left half-done.
     std::map<Key, std::uint64_t> listed;
@@ -468,16 +468,16 @@ class UTree final : public Index {
     bool first = true;
     Key prev = 0;
     std::uint64_t* w = &root_->head;
+    std::unordered_set<std::uint64_t> unlinked;  // marked nodes passed: no cycle of them
     for (;;) {
       std::uint64_t off = *w & ~kFlags;
       if (*w != off) *w = off;
       if (!off) break;
-      ListNode& ln = *node(off);
-      if (!list_->is_slot(off) || list_->is_used(off)) {
+      if (!list_->is_slot(off) || list_->is_used(off) || unlinked.contains(off))
         problem("list node " + std::to_string(off) + " is not a slot or is reached twice");
-        break;
-      }
+      ListNode& ln = *node(off);
       if (ln.next & kMark) {  // a remove in flight at the crash: finish it
+        unlinked.insert(off);
         *w = ln.next & ~kFlags;
         pm::persist(w, 8);
         continue;
@@ -497,8 +497,11 @@ class UTree final : public Index {
     }
     list_->finish();
   }
-  void problem(std::string s) {
-    if (recovery_problems_.size() < 20) recovery_problems_.push_back(std::move(s));
+  // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
+  // operation follows it.
+  [[noreturn]] void problem(const std::string& s) const {
+    throw Error(Errc::corrupt, "utree in " + pool_.name() + ": " + s +
+                                   ": the pool is damaged; restore it from a copy");
   }
 
   pm::PoolClaim claim_;  // before anything touches the pool
@@ -513,7 +516,6 @@ class UTree final : public Index {
   std::mutex arena_mu_;  // the slab arena and retired_
   std::vector<std::uint64_t> retired_;
   std::atomic<std::size_t> retired_count_{0}, records_{0};
-  std::vector<std::string> recovery_problems_;
 };
 
 }  // namespace

@@ -1,0 +1,182 @@
+// The pool fuzzer's harness (pool_fuzz.h).
+#include "fuzz/pool_fuzz.h"
+
+#include <cstring>
+#include <span>
+
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+
+namespace dptree::fuzz {
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {"dptree",
+       {{"leaf_capacity", "8"},
+        {"merge_ratio", "0.3"},
+        {"min_merge_records", "16"},
+        {"log_page_size", "1024"}}},
+      {"cdptree",
+       {{"leaf_capacity", "8"},
+        {"log_partitions", "2"},
+        {"log_page_size", "1024"},
+        {"merge_ratio", "0.5"},
+        {"min_merge_records", "16"},
+        {"psize", "2"},
+        {"background_merge", "0"},
+        {"merge_threads", "1"},
+        {"recovery_threads", "1"}}},
+      {"fastfair", {{"node_bytes", "256"}}},
+      {"fptree", {{"leaf_capacity", "8"}}},
+      {"cawbt", {}},
+      {"utree", {{"leaf_slots", "16"}}},
+      {"lbtree", {}},
+      {"tips-btree",
+       {{"replay", "inline"},
+        {"replay_every", "12"},
+        {"partitions", "2"},
+        {"lanes", "1"},
+        {"lane_records", "64"},
+        {"ulog_lines", "256"},
+        {"mlog_entries", "64"},
+        {"cache_entries", "40"}}},
+  };
+  return all;
+}
+
+const Target& target(const std::string& index) {
+  for (const auto& t : targets())
+    if (t.index == index) return t;
+  throw Error(Errc::invalid_argument, "no fuzz target for index '" + index + "'");
+}
+
+namespace {
+
+std::unique_ptr<Index> open_index(const Target& t, pm::Pool& pool) {
+  IndexConfig c;
+  c.pool = &pool;
+  c.options = t.options;
+  return find_index(t.index).create(c);
+}
+
+Bytes bytes_of(const pm::Pool& pool) {
+  const auto* b = reinterpret_cast<const std::uint8_t*>(pool.base());
+  return Bytes(b, b + pool.size());
+}
+
+// `ops` writes and removes over a small key space; merges happen along the way.
+void workload(Index& idx, std::size_t ops, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = 0; i < ops; ++i) {
+    Key k = rng() % 400;
+    if (rng() % 5 == 0)
+      idx.remove(k);
+    else
+      idx.upsert(k, rng() % 1000000);
+  }
+}
+
+struct DramMode {
+  DramMode() : old(pm::mode()) { pm::set_mode(pm::Mode::dram); }
+  ~DramMode() { pm::set_mode(old); }
+  pm::Mode old;
+};
+
+}  // namespace
+
+std::vector<Bytes> make_seeds(const Target& t) {
+  DramMode dram;
+  std::vector<Bytes> out;
+  for (std::size_t ops : {30, 200, 600}) {
+    auto pool = pm::Pool::create_in_memory(kSeedPoolBytes);
+    auto idx = open_index(t, *pool);
+    workload(*idx, ops, ops);
+    out.push_back(bytes_of(*pool));  // open: a crash with every store durable
+    idx.reset();
+    out.push_back(bytes_of(*pool));  // closed
+  }
+  return out;
+}
+
+bool run_one(const Target& t, const std::uint8_t* data, std::size_t size) {
+  static DramMode dram;
+  try {
+    pm::Image img{pm::Buffer::copy_of(std::as_bytes(std::span(data, size)))};
+    auto pool = pm::Pool::open_image(std::move(img));
+    auto idx = open_index(t, *pool);
+    idx->check();
+    std::vector<KV> out;
+    idx->scan(0, 64, out);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+Bytes apply_patches(const std::vector<Bytes>& seeds, const std::uint8_t* data, std::size_t size) {
+  constexpr std::size_t kPatch = 12;
+  if (size == 0 || seeds.empty()) return {};
+  Bytes img = seeds[data[0] % seeds.size()];
+  const std::size_t words = img.size() / 8;
+  for (std::size_t at = 1; at + kPatch <= size; at += kPatch) {
+    std::uint32_t w;
+    std::memcpy(&w, data + at, 4);
+    std::memcpy(img.data() + 8 * (w % words), data + at + 4, 8);
+  }
+  return img;
+}
+
+std::uint64_t damage(std::uint64_t x, std::uint64_t other, std::size_t pool_bytes,
+                     std::mt19937_64& rng) {
+  switch (rng() % 10) {
+    case 0:
+      return 0;
+    case 1:
+      return ~std::uint64_t{0};
+    case 2:
+      return x ^ std::uint64_t{1} << (rng() % 64);
+    case 3:
+      return x + (rng() % 2 ? 1 : ~std::uint64_t{0});
+    case 4:
+      return other;
+    case 5:
+      return pool_bytes - 8 * (rng() % 4);
+    case 6:
+      return rng() % 32;
+    case 7:
+      return (rng() % pool_bytes) & ~std::uint64_t{63};
+    case 8:
+      return x + 64 * (1 + rng() % 8);
+    default:
+      return rng();
+  }
+}
+
+void mutate(Bytes& img, std::mt19937_64& rng) {
+  const std::size_t words = img.size() / 8;
+  if (words == 0) return;
+  std::vector<std::size_t> live;  // non-zero words past the pool header's checked lines
+  for (std::size_t w = 16; w < words; ++w) {
+    std::uint64_t x;
+    std::memcpy(&x, img.data() + 8 * w, 8);
+    if (x) live.push_back(w);
+  }
+  auto pick_word = [&] {
+    if (!live.empty() && rng() % 8 != 0) return live[rng() % live.size()];
+    return static_cast<std::size_t>(rng() % words);
+  };
+  const int n = 1 + static_cast<int>(rng() % 4);
+  for (int i = 0; i < n; ++i) {
+    std::size_t w = pick_word();
+    std::uint64_t x;
+    std::memcpy(&x, img.data() + 8 * w, 8);
+    std::uint64_t other = 0;
+    if (!live.empty()) std::memcpy(&other, img.data() + 8 * live[rng() % live.size()], 8);
+    x = damage(x, other, img.size(), rng);
+    std::memcpy(img.data() + 8 * w, &x, 8);
+  }
+}
+
+}  // namespace dptree::fuzz

@@ -227,6 +227,8 @@ std::unique_ptr<Pool> Pool::open(const std::filesystem::path& path, OpenMode mod
   }
   struct stat st {};
   if (fstat(fd, &st) != 0) throw Error(Errc::io_error, "cannot stat " + what + ": " + errno_text());
+  if (S_ISDIR(st.st_mode))  // read-only opens of a folder succeed: no EISDIR above
+    throw Error(Errc::not_a_pool, what + " is a folder: give the path of a pool file");
   if (!S_ISREG(st.st_mode))
     throw Error(Errc::not_a_pool, what + " is not a regular file: give the path of a pool file");
   auto file_size = static_cast<std::size_t>(st.st_size);

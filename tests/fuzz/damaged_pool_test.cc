@@ -75,7 +75,7 @@ TEST(DamagedPool, RootWordNotAnOwnedBlock) {
   for (const char* index : {"dptree", "cdptree"}) {
     auto p = seed_pool(index);
     *p->root_word() += 3;  // unaligned, inside the root block
-    expect_refused(*p, index, {"root word", "no live block"});
+    expect_refused(*p, index, {"root", "live block"});
   }
 }
 

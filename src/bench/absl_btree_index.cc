@@ -3,51 +3,15 @@
 // to it, whatever the load of the machine that ran it. Single-threaded, no persistence.
 #include <absl/container/btree_map.h>
 
+#include <memory>
+#include <mutex>
+
 #include "bench/reference_indexes.h"
+#include "btree/map_index.h"
 #include "dptree/error.h"
 #include "dptree/registry.h"
 
-#include <mutex>
-
 namespace dptree::bench {
-namespace {
-
-class AbslBTreeIndex final : public Index {
- public:
-  std::string name() const override { return "absl-btree"; }
-  void upsert(Key k, Value v) override { map_.insert_or_assign(k, v); }
-  bool insert(Key k, Value v) override { return map_.try_emplace(k, v).second; }
-  bool update(Key k, Value v) override {
-    auto it = map_.find(k);
-    if (it == map_.end()) return false;
-    it->second = v;
-    return true;
-  }
-  bool remove(Key k) override { return map_.erase(k) > 0; }
-  std::optional<Value> lookup(Key k) const override {
-    auto it = map_.find(k);
-    return it == map_.end() ? std::nullopt : std::optional<Value>(it->second);
-  }
-  std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
-    std::size_t n = 0;
-    for (auto it = map_.lower_bound(start); it != map_.end() && n < count; ++it, ++n)
-      out.emplace_back(it->first, it->second);
-    return n;
-  }
-  IndexStats stats() const override {
-    IndexStats s;
-    s.records = map_.size();
-    // Estimate: 16-byte pairs in nodes of 256 bytes that are, as in any B-tree, about 70% full
-    // after random inserts; absl does not report its allocations.
-    s.dram_bytes = static_cast<std::size_t>(static_cast<double>(map_.size()) * 16 / 0.7);
-    return s;
-  }
-
- private:
-  absl::btree_map<Key, Value> map_;
-};
-
-}  // namespace
 
 void register_reference_indexes() {
   static std::once_flag once;
@@ -60,7 +24,9 @@ void register_reference_indexes() {
                         throw Error(Errc::invalid_argument,
                                     "absl-btree takes no index options (got '" +
                                         cfg.options.begin()->first + "'); remove the option");
-                      return std::make_unique<AbslBTreeIndex>();
+                      // 16-byte pairs in 256-byte nodes about 70% full after random inserts.
+                      return std::make_unique<btree::MapIndex<absl::btree_map<Key, Value>>>(
+                          "absl-btree", 16 / 0.7);
                     }});
   });
 }

@@ -9,6 +9,7 @@
 #include <shared_mutex>
 
 #include "btree/btree.h"
+#include "btree/map_index.h"
 #include "dptree/error.h"
 #include "dptree/registry.h"
 
@@ -77,41 +78,6 @@ class BTreeIndex final : public Index {
   btree::BPlusTree<Key, Value> tree_;
 };
 
-class StdMapIndex final : public Index {
- public:
-  std::string name() const override { return "stdmap"; }
-  void upsert(Key k, Value v) override { map_.insert_or_assign(k, v); }
-  bool insert(Key k, Value v) override { return map_.emplace(k, v).second; }
-  bool update(Key k, Value v) override {
-    auto it = map_.find(k);
-    if (it == map_.end()) return false;
-    it->second = v;
-    return true;
-  }
-  bool remove(Key k) override { return map_.erase(k) > 0; }
-  std::optional<Value> lookup(Key k) const override {
-    auto it = map_.find(k);
-    return it == map_.end() ? std::nullopt : std::optional<Value>(it->second);
-  }
-  std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
-    std::size_t n = 0;
-    for (auto it = map_.lower_bound(start); it != map_.end() && n < count; ++it, ++n)
-      out.emplace_back(it->first, it->second);
-    return n;
-  }
-  IndexStats stats() const override {
-    IndexStats s;
-    s.records = map_.size();
-    // Estimate: a red-black node (colour + 3 links = 32 B) plus the pair, rounded up by malloc.
-    s.dram_bytes = sizeof(map_) + map_.size() * kNodeBytes;
-    return s;
-  }
-
- private:
-  static constexpr std::size_t kNodeBytes = 64;
-  std::map<Key, Value> map_;
-};
-
 }  // namespace
 
 void register_volatile_indexes() {
@@ -125,7 +91,8 @@ void register_volatile_indexes() {
   register_index({"stdmap", "std::map (red-black tree) in DRAM, single-threaded; no persistence",
                   false, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
                     refuse_options(cfg, "stdmap");
-                    return std::make_unique<StdMapIndex>();
+                    // A red-black node (colour + 3 links = 32 B) and the pair, as malloc rounds it.
+                    return std::make_unique<btree::MapIndex<std::map<Key, Value>>>("stdmap", 64);
                   }});
 }
 

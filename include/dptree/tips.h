@@ -1,4 +1,4 @@
-// TIPS (seed 004: "TIPS: Making Volatile Indexes Persistent With DRAM-NVMM Tiering"): turns a
+// TIPS ("TIPS: Making Volatile Indexes Persistent With DRAM-NVMM Tiering"): turns a
 // volatile ordered index into a durable, linearizable one without rewriting it.
 //
 //   frontend  a concurrent DRAM cache (open-chaining hash table) absorbs writes and serves
@@ -160,7 +160,7 @@ struct Options {
 std::unique_ptr<Index> make_index(pm::Pool& pool, std::shared_ptr<const Adapter> adapter,
                                   const Options& options);
 
-// Adaptive scaling (seed 004): background writers for a write share in [0, 1] of the recent
+// Adaptive scaling (TIPS paper): background writers for a write share in [0, 1] of the recent
 // operations, between 1 and max_writers.
 unsigned writers_for_ratio(double write_ratio, unsigned max_writers);
 

@@ -10,7 +10,7 @@
 // `Nodes` is the memory policy (HeapNodes by default: new/delete, raw pointers, no hooks).
 // A policy supplies the node pointer type, node creation and release, and a store hook that
 // the tree calls before it modifies any byte of a node or of the tree object itself. TIPS
-// (seed 004, "two simple guidelines for the conversion") puts the same tree in PM this way:
+// (TIPS paper, "two simple guidelines for the conversion") puts the same tree in PM this way:
 // its policy allocates nodes from the PM allocator, uses position-independent pointers, and
 // undo-logs each address before it changes (src/tips/, docs/tips.md).
 #pragma once

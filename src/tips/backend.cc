@@ -1,4 +1,4 @@
-// TIPS backend (seed 004, "Plugged-in index is updated using background threads"): replay
+// TIPS backend (TIPS paper, "Plugged-in index is updated using background threads"): replay
 // rounds take every OLog record up to the current global timestamp, split them by partition,
 // and apply each partition's records in timestamp order to its plugged-in index in PM.
 //

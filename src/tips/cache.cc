@@ -1,4 +1,4 @@
-// TIPS frontend (seed 004, "Application writes are absorbed in TIPS-Frontend"): a concurrent
+// TIPS frontend (TIPS paper, "Application writes are absorbed in TIPS-Frontend"): a concurrent
 // open-chaining hash table in DRAM holds the newest write of each recent key; a write is
 // acknowledged once its record is durable in the writer's OLog lane (2 persist barriers: the
 // record, then the lane's tail). Writes of different keys run in parallel (striped locks),

@@ -1,4 +1,4 @@
-// TIPS creation, opening and recovery (seed 004, "Recovery algorithm"), and the self-check.
+// TIPS creation, opening and recovery (TIPS paper, "Recovery algorithm"), and the self-check.
 //
 // Recovery, per partition: roll back the uncommitted epoch with the ULog (entries tagged with
 // the applied timestamp and whole by their checksum); release what the MLog says (the

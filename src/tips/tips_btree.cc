@@ -57,7 +57,7 @@ class BTreeAdapter final : public tips::Adapter {
 void register_tips_indexes() {
   register_index(IndexInfo{
       "tips-btree",
-      "TIPS (seed 004) over the volatile B+-tree: DRAM hash cache + per-thread PM OLog, "
+      "TIPS over the volatile B+-tree: DRAM hash cache + per-thread PM OLog, "
       "background replay into the B+-tree in PM with UNO undo logging; concurrent",
       true, true, [](const IndexConfig& c) -> std::unique_ptr<Index> {
         if (!c.pool)

@@ -1,4 +1,4 @@
-// The seeds' B+-tree peers (issue 8: cawbt, utree, lbtree) through the generic fixtures
+// The B+-tree peers CAWBT, uTree and LB+-Tree through the generic fixtures
 // (tests/fixtures/): model-based runs with nodes small enough that the structure grows many
 // times (asserted), reopen (recovery rebuilds the volatile part), bad input, and crash
 // simulation with at least 10,000 images per index. The tests are parameterized by Peer;

@@ -1,4 +1,4 @@
-// The seeds' peers uTree and LB+-Tree through the generic fixtures (peers8_fixture.h; CAWBT's
+// The peers uTree and LB+-Tree through the generic fixtures (peers8_fixture.h; CAWBT's
 // run is peers8_cawbt_test.cc), and both crashed while several threads write at once.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// FAST_FAIR and FPTree (issue 7) through the generic fixtures of tests/fixtures/: model-based
+// FAST_FAIR and FPTree through the generic fixtures of tests/fixtures/: model-based
 // runs against std::map with small nodes so that splits happen all the time, and crash
 // simulation with a recovery check of every captured image; plus edge cases of their own.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Persistence primitives: the only place in the code base that issues clwb / clflushopt /
-// clflush / sfence (DESIGN.md, "The PM layer contract").
+// clflush / sfence (docs/pm-layer.md).
 //
 // Counters count what the algorithms ask for (lines flushed, fences), in every mode, so
 // flushes per operation (the DPTree paper's Table 1) can be measured in `dram` mode too; the

@@ -1,5 +1,5 @@
 // Persistent pointers are offsets from the pool base, never raw addresses, so a pool maps
-// anywhere and a crash image opens as a pool (DESIGN.md). 0 is null: the pool header lives
+// anywhere and a crash image opens as a pool (docs/pm-layer.md). 0 is null: the pool header lives
 // at offset 0, so no block ever has offset 0.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The crash simulator (DESIGN.md, "The crash simulator"). A pool opened in `sim` mode keeps a
+// The crash simulator (docs/pm-layer.md). A pool opened in `sim` mode keeps a
 // durable image beside its working image:
 //   - flush records the flushed lines of the calling thread as pending, with their content at
 //     the time of the flush (clwb writes back what the line holds then);

@@ -1,4 +1,4 @@
-// CAWBT (Lee, Lee, Won, IEICE Trans. 2019; seed 002): a B+-tree of 64-byte PM nodes that
+// CAWBT (Lee, Lee, Won, IEICE Trans. 2019): a B+-tree of 64-byte PM nodes that
 // relies on a whole cache line reaching PM atomically.
 //
 // Node (§3.2.2, Fig. 4/5): parent offset with the leaf flag in its low bit (§4.2 flag

@@ -1,4 +1,4 @@
-// uTree (Chen et al., VLDB 2020; seed 003, the authors' slides): a volatile B+-tree (the
+// uTree (Chen et al., VLDB 2020, and its authors' slides): a volatile B+-tree (the
 // array layer) whose leaf entries point into a persistent sorted singly linked list of
 // key-value nodes (the shadow list layer) in PM.
 //

@@ -162,8 +162,8 @@ void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::u
   added.clear();
   ord.clear();
   for (const auto& [k, v] : es) {
-    long old = leaf_find(lf, nv, k);
-    u64 h = hash_key(k);
+    const u64 h = hash_key(k);
+    long old = leaf_find(lf, nv, k, h);
     std::size_t s = home_slot(h, cap);
     while (lf.state(nv, s) == kOccupied || lf.state(cvv, s) == kOccupied) {
       // A slot empty in nv may still hold an entry of cv (leaf_clear_unreached_deleted):

@@ -44,8 +44,7 @@ void BaseTree::prefetch(std::size_t i, u64 h) const {
   if (i < leaf_.size()) leaf_prefetch(leaf(leaf_[i]), cv(), h);
 }
 
-std::optional<u64> BaseTree::lookup(u64 k, u64 h, ProbeMode mode) const {
-  std::size_t i = leaf_index(k);
+std::optional<u64> BaseTree::lookup_at(std::size_t i, u64 k, u64 h, ProbeMode mode) const {
   if (i == leaf_.size()) return std::nullopt;
   ensure_meta(i);
   Leaf lf = leaf(leaf_[i]);

@@ -43,9 +43,11 @@ class BaseTree {
   // Starts loading the lines a lookup of a key with hash h reads in leaves()[i] (the bitmap
   // word, the fingerprints and the key slots of its home block), so the misses overlap.
   void prefetch(std::size_t i, u64 h) const;
-  std::optional<u64> lookup(u64 k, ProbeMode mode) const { return lookup(k, hash_key(k), mode); }
-  // `h` is hash_key(k).
-  std::optional<u64> lookup(u64 k, u64 h, ProbeMode mode) const;
+  std::optional<u64> lookup(u64 k, ProbeMode mode) const {
+    return lookup_at(leaf_index(k), k, hash_key(k), mode);
+  }
+  // k in leaves()[i], which the caller found with leaf_index(k); `h` is hash_key(k).
+  std::optional<u64> lookup_at(std::size_t i, u64 k, u64 h, ProbeMode mode) const;
   // Cursor over version cv in key order, from the first key >= start.
   class Cursor {
    public:

@@ -179,13 +179,14 @@ void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
 std::optional<u64> DPTreeCore::Impl::lookup(u64 k) const {
   const u64 h = hash_key(k);
   bloom.prefetch(h);
-  base->prefetch(base->leaf_index(k), h);
+  const std::size_t leaf = base->leaf_index(k);  // searched once, for the prefetch and the probe
+  base->prefetch(leaf, h);
   if (bloom.may_contain_hashed(h))
     if (const u64* p = buffer.find(k)) {
       if (*p & kTombstone) return std::nullopt;
       return *p;
     }
-  return base->lookup(k, h, opt.probe);
+  return base->lookup_at(leaf, k, h, opt.probe);
 }
 
 std::size_t DPTreeCore::Impl::scan(u64 start, std::size_t count, std::vector<KV>& out) const {

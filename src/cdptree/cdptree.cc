@@ -189,7 +189,6 @@ void CDPTree::Impl::validate_open() const {
 void CDPTree::Impl::open() {
   auto* rt = static_cast<cdp::CRoot*>(
       existing_root(cdp::kCRootMagic, sizeof(cdp::CRoot), "concurrent DPTree (cdptree)"));
-  checked_root(pool, sizeof(cdp::CRoot), "cdptree");  // owned by the root word, too
   if (rt->base.key_bytes != 8 || rt->base.value_bytes != 8)
     throw Error(Errc::corrupt, "pool '" + pool.name() +
                                    "' holds a cdptree root with an impossible format: the "

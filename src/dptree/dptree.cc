@@ -99,7 +99,6 @@ void DPTreeCore::Impl::create(std::size_t kb, std::size_t vb) {
 
 void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
   auto* rt = static_cast<Root*>(existing_root(kRootMagic, sizeof(Root), "DPTree"));
-  checked_root(pool, sizeof(Root), "DPTree");  // owned by the root word, too
   // The stored format words first, entry widths included: a damaged width is the pool's fault,
   // not a mismatch with the caller's (1 stands for 0, which validate() takes as "unset").
   DPTreeOptions format;

@@ -36,7 +36,8 @@ void* TreeParts::existing_root(u64 magic, std::size_t bytes, std::string_view in
   if (off == 0)
     throw Error(Errc::not_found, in + " is empty (it holds no index): create a " +
                                      std::string(index) + " in it instead of opening one");
-  if (!alloc.is_live(off))
+  // A live block the root word owns (pm/allocator.h); any other is damage, not an index.
+  if (alloc.owner_of(off) != pool.offset_of(pool.root_word()))
     throw Error(Errc::corrupt, in + " is damaged: its root word (in the pool header) points to " +
                                    "offset " + std::to_string(off) + ", which is no live " +
                                    "block of an index root; restore the pool from a copy");

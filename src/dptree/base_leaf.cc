@@ -157,6 +157,7 @@ void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::u
   const std::size_t cap = lf.L->cap;
   const int cvv = 1 - nv;
   // Scratch kept per thread: a merge calls this once per leaf, merge workers in parallel.
+  // Safe only because nothing here flushes (see flush_occupied_slots).
   thread_local std::vector<std::pair<u64, std::uint16_t>> added;
   thread_local std::vector<std::uint16_t> ord;
   added.clear();
@@ -217,7 +218,7 @@ std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks) {
 
 std::size_t leaf_clear_unreached_deleted(Leaf lf, int v) {
   const std::size_t cap = lf.L->cap;
-  thread_local std::vector<std::uint8_t> on_path;
+  thread_local std::vector<std::uint8_t> on_path;  // no flush here: see flush_occupied_slots
   on_path.assign(cap, 0);
   for (std::size_t s = 0; s < cap; ++s) {
     if (lf.state(v, s) != kOccupied) continue;
@@ -240,9 +241,13 @@ bool leaf_meta_never_written(Leaf lf, int v) {
   return true;
 }
 
-void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots) {
+namespace {
+
+// Writes back the lines of one slot's entry after those of a lower slot, skipping the line
+// the previous call ended in.
+struct EntryFlusher {
   const std::byte* last = nullptr;
-  for (auto s : slots) {
+  void operator()(Leaf lf, std::size_t s) {
     auto a = reinterpret_cast<std::uintptr_t>(lf.entry(s));
     const auto* first_line = reinterpret_cast<const std::byte*>(a & ~std::uintptr_t{63});
     const std::byte* end = lf.entry(s) + lf.L->ebytes;
@@ -251,6 +256,19 @@ void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots) {
     last = reinterpret_cast<const std::byte*>((reinterpret_cast<std::uintptr_t>(end) - 1) &
                                               ~std::uintptr_t{63});
   }
+};
+
+}  // namespace
+
+void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots) {
+  EntryFlusher flush;
+  for (auto s : slots) flush(lf, s);
+}
+
+void flush_occupied_slots(Leaf lf, int v) {
+  EntryFlusher flush;
+  for (std::size_t s = 0; s < lf.L->cap; ++s)
+    if (lf.state(v, s) == kOccupied) flush(lf, s);
 }
 
 void flush_leaf_meta(Leaf lf, int nv, std::vector<u64>& durable) {

@@ -80,6 +80,11 @@ std::size_t leaf_clear_unreached_deleted(Leaf lf, int v);
 bool leaf_meta_never_written(Leaf lf, int v);
 // Writes back the cache lines holding the given slots (sorted), each line once (no fence).
 void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots);
+// Writes back the lines holding the slots occupied in version v, each line once (no fence).
+// It keeps no list of them: a crash-simulator hook may run a whole merge on this thread
+// inside pm::flush (the crash tests recover captured images there), so no thread_local
+// scratch may be live across a flush.
+void flush_occupied_slots(Leaf lf, int v);
 // Writes back the lines of version nv's crash-consistent metadata that differ from
 // `durable` (what PM is known to hold; empty: unknown, write back every line), then sets
 // `durable` to the current contents. No fence.

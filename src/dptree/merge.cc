@@ -376,11 +376,7 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
       // The other (zeroed) set is not written back: nothing reads it before a merge copies
       // the current set over it, and that merge flushes all of it (meta_never_written).
       pm::flush(lf.meta(nv), cx.L.meta_p_bytes);
-      thread_local std::vector<std::uint16_t> occ;
-      occ.clear();
-      for (std::size_t x = 0; x < cx.L.cap; ++x)
-        if (lf.state(nv, x) == kOccupied) occ.push_back(static_cast<std::uint16_t>(x));
-      flush_leaf_slots(lf, occ);
+      flush_occupied_slots(lf, nv);
     } else {
       flush_leaf_meta(lf, nv, d.durable);
       std::sort(d.slots.begin(), d.slots.end());

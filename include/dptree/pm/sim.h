@@ -68,7 +68,10 @@ class Simulator {
 
   // Called before each flush or fence of this pool takes effect. The hook may capture(), and
   // may open and recover the image (events of other pools do not re-enter this hook; events
-  // of this pool raised from inside the hook are applied without calling it again).
+  // of this pool raised from inside the hook are applied without calling it again). The
+  // hook runs inside pm::flush / pm::fence on the thread that raised the event, so a
+  // recovery it runs there re-enters index code: no thread_local scratch may be live across
+  // a flush or fence.
   void set_hook(Hook hook);
 
   Image capture(const CaptureOptions& opt) const;

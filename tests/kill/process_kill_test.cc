@@ -19,7 +19,17 @@ bool dptree_in_merge(const pm::Pool& pool) {
   return root && (root->gv & (detail::kInMerge | detail::kInGc | kTwoLogs));
 }
 
-void expect_kills(const KillConfig& c) {
+using Options = std::map<std::string, std::string>;
+
+// Kills children of `threads` writers on `index`, then expects the planned kills and enough
+// of them inside recoveries and (with `in_merge`) inside merges.
+void expect_kills(const std::string& index, unsigned threads, Options options,
+                  std::function<bool(const pm::Pool&)> in_merge = nullptr) {
+  KillConfig c;
+  c.index = index;
+  c.threads = threads;
+  c.options = std::move(options);
+  c.in_merge = std::move(in_merge);
   auto r = run_kills(c);
   if (::testing::Test::HasFailure()) return;
   EXPECT_GE(r.kills, c.kills * crash_scale());
@@ -29,49 +39,44 @@ void expect_kills(const KillConfig& c) {
   }
 }
 
+// Two writers: background merges, 2 merge and 2 recovery workers.
 TEST(ProcessKill, CDPTreeTwoWriters) {
-  KillConfig c;
-  c.index = "cdptree";
-  c.threads = 2;  // background merges, 2 merge and 2 recovery workers
-  c.options = {{"leaf_capacity", "8"}, {"log_partitions", "2"},     {"log_page_size", "1024"},
-               {"merge_ratio", "0.3"}, {"min_merge_records", "16"}, {"psize", "2"}};
-  c.in_merge = dptree_in_merge;
-  expect_kills(c);
+  expect_kills("cdptree", 2,
+               {{"leaf_capacity", "8"},
+                {"log_partitions", "2"},
+                {"log_page_size", "1024"},
+                {"merge_ratio", "0.3"},
+                {"min_merge_records", "16"},
+                {"psize", "2"}},
+               dptree_in_merge);
 }
 
 TEST(ProcessKill, DPTree) {
-  KillConfig c;
-  c.index = "dptree";
-  c.options = {{"leaf_capacity", "8"},
-               {"merge_ratio", "0.3"},
-               {"min_merge_records", "16"},
-               {"log_page_size", "1024"}};
-  c.in_merge = dptree_in_merge;
-  expect_kills(c);
+  expect_kills("dptree", 1,
+               {{"leaf_capacity", "8"},
+                {"merge_ratio", "0.3"},
+                {"min_merge_records", "16"},
+                {"log_page_size", "1024"}},
+               dptree_in_merge);
 }
 
+// Background replay, short lanes and a tiny cache (as in the concurrent crash test).
 TEST(ProcessKill, TipsTwoWriters) {
-  KillConfig c;
-  c.index = "tips-btree";
-  c.threads = 2;
-  c.options = {{"replay", "background"}, {"partitions", "2"},    {"lane_records", "64"},
-               {"ulog_lines", "256"},    {"mlog_entries", "64"}, {"cache_entries", "40"}};
-  expect_kills(c);
+  expect_kills("tips-btree", 2,
+               {{"replay", "background"},
+                {"partitions", "2"},
+                {"lane_records", "64"},
+                {"ulog_lines", "256"},
+                {"mlog_entries", "64"},
+                {"cache_entries", "40"}});
 }
 
 TEST(ProcessKill, FastFairTwoWriters) {
-  KillConfig c;
-  c.index = "fastfair";
-  c.threads = 2;
-  c.options = {{"node_bytes", "256"}};
-  expect_kills(c);
+  expect_kills("fastfair", 2, {{"node_bytes", "256"}});
 }
 
 TEST(ProcessKill, LBTreeTwoWriters) {
-  KillConfig c;
-  c.index = "lbtree";
-  c.threads = 2;
-  expect_kills(c);
+  expect_kills("lbtree", 2, {});
 }
 
 }  // namespace

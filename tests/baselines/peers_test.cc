@@ -258,7 +258,7 @@ INSTANTIATE_TEST_SUITE_P(Peers, PeerCrash,
                                            CrashCase{kVariants[3], pm::Unit::word8, 1500},
                                            CrashCase{kVariants[4], pm::Unit::word8, 1500},
                                            CrashCase{kVariants[2], pm::Unit::line64, 800, 1000},
-                                           CrashCase{kVariants[5], pm::Unit::word8, 900, 1000}),
+                                           CrashCase{kVariants[5], pm::Unit::word8, 1100, 1000}),
                          [](const auto& param_info) {
                            return variant_name(param_info.param.v) +
                                   (param_info.param.unit == pm::Unit::word8 ? "_word8" : "_line64");

@@ -69,7 +69,6 @@ TEST(CDPTreeConcurrentCrash, RemovesInPlaceBetweenMerges) {
   c.options["background_merge"] = "0";
   c.ops_per_thread = 500;
   c.key_space = 300;
-  c.fence_one_in = 1;  // every fence a writer reaches while no capture runs
   StatsWatch deletes{"inplace_deletes"};  // §3.4 deletes in place of the live instance
   c.during = watch_during({&deletes}, std::chrono::milliseconds(5));
   auto r = run_concurrent_crash(c);

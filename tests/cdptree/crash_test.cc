@@ -94,17 +94,7 @@ TEST_P(CDPTreeMergeWorkerCrash, EveryEventOfABackgroundMerge) {
   opts["min_merge_records"] = "100000";  // only the merges started below
   {
     auto pool = pm::Pool::create_in_memory(1u << 20);
-    CDPTreeOptions o;
-    o.leaf_capacity = 8;
-    o.log_partitions = 2;
-    o.log_page_size = 1024;
-    o.merge_ratio = 0.5;
-    o.min_merge_records = 100000;
-    o.psize = 2;
-    o.merge_threads = 1;
-    o.recovery_threads = 1;
-    o.background_merge = true;
-    auto tree = CDPTree::create(*pool, o);
+    auto tree = CDPTree::create(*pool, CDPTreeOptions::from_map(opts));
     std::map<Key, Value> model;
     std::mt19937_64 rng(unit == pm::Unit::word8 ? 7 : 5);
     std::size_t images = 0, worker_images = 0;

@@ -115,7 +115,6 @@ INSTANTIATE_TEST_SUITE_P(Images, DPTreeCrashDefaultLeaf,
                          ::testing::Values(Param{21, pm::Unit::line64, "rebuild"},
                                            Param{22, pm::Unit::word8, "rebuild"},
                                            Param{21, pm::Unit::line64, "keep_last"},
-                                           Param{23, pm::Unit::line64, "keep_last"},
                                            Param{24, pm::Unit::word8, "keep_last"}),
                          [](const auto& i) {
                            return std::string(i.param.unit == pm::Unit::word8 ? "word8_"
@@ -159,7 +158,7 @@ struct Torn {
 class DPTreeCrashTornLog : public ::testing::TestWithParam<Torn> {};
 
 TEST_P(DPTreeCrashTornLog, TornRecordsAreDroppedWhole) {
-  auto c = small_config(31, pm::Unit::word8, 700, 150);
+  auto c = small_config(31, pm::Unit::word8, 450, 150);
   c.options["min_merge_records"] = "200";
   c.options["key_bytes"] = GetParam().key_bytes;
   c.options["value_bytes"] = GetParam().value_bytes;

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "dptree/tips.h"
@@ -154,6 +156,45 @@ TEST(ConcurrentCrash, CatchesALostAcknowledgedWrite) {
     named |= std::string(failures.GetTestPartResult(i).message()).find("acknowledged") !=
              std::string::npos;
   EXPECT_TRUE(named) << failures.GetTestPartResult(0).message();
+}
+
+// An fptree whose recovery throws: opening a pool that already holds an index fails.
+void register_throwing_recovery() {
+  register_index(IndexInfo{"throwing-fptree", "test only", true, true, [](const IndexConfig& c) {
+                             if (*c.pool->root_word() != 0)
+                               throw std::runtime_error("recovery refused on purpose");
+                             return find_index("fptree").create(c);
+                           }});
+}
+
+// Failures `run` reports on any thread; each must name the failed recovery.
+void expect_recovery_failures_named(const std::function<void()>& run) {
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
+    run();
+  }
+  ASSERT_GT(failures.size(), 0) << "a recovery that throws was not reported";
+  for (int i = 0; i < failures.size(); ++i) {
+    const std::string m = failures.GetTestPartResult(i).message();
+    EXPECT_NE(m.find("recovery of throwing-fptree"), std::string::npos) << m;
+    EXPECT_NE(m.find("threw: recovery refused on purpose"), std::string::npos) << m;
+  }
+}
+
+// A recovery that throws, on a writer thread of the concurrent fixture or in the crash
+// fixture, is a test failure naming the image and the error; the process goes on (no
+// std::terminate) and so do the other tests.
+TEST(ConcurrentCrash, AFailedRecoveryIsATestFailure) {
+  register_throwing_recovery();
+  auto c = config("throwing-fptree");
+  c.ops_per_thread = 200;
+  expect_recovery_failures_named([&] { run_concurrent_crash(c); });
+  CrashConfig one;
+  one.index = "throwing-fptree";
+  one.ops = 100;
+  expect_recovery_failures_named([&] { run_crash(one); });
 }
 
 }  // namespace

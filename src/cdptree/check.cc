@@ -123,6 +123,14 @@ void CDPTree::Impl::check(CheckReport& r) const {
       }
     }
   }
+  // Records belong to this log: a slot no writer claimed yet holds no word of its version.
+  for (auto [pg, used] : f->log.tails())
+    for (std::size_t rr = used; rr < codec.G.per_page; ++rr)
+      if (codec.any_word_valid(pool.at<u64>(pg + codec.G.offset(rr)), vb)) {
+        fail("log page at " + std::to_string(pg) + ": record " + std::to_string(rr) +
+             ", not written yet, holds a word of the current version");
+        break;
+      }
   if (pages_n != f->log.pages().size())
     fail("log page count differs from the volatile partition state");
   std::map<u64, u64> buf;

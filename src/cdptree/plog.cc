@@ -80,6 +80,15 @@ std::vector<u64> PartitionedLog::read_chain(std::size_t p) const {
   return chain;
 }
 
+std::vector<std::pair<u64, std::size_t>> PartitionedLog::tails() const {
+  std::vector<std::pair<u64, std::size_t>> out;
+  for (std::size_t p = 0; p < sh_.partitions; ++p)
+    if (const Page* t = parts_[p].tail.load(std::memory_order_acquire))
+      out.emplace_back(
+          t->off, std::min<u64>(t->claim.load(std::memory_order_relaxed), sh_.codec.G.per_page));
+  return out;
+}
+
 std::vector<u64> PartitionedLog::pages() const {
   std::vector<u64> out;
   for (std::size_t p = 0; p < sh_.partitions; ++p) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "dptree/layout.h"
@@ -85,6 +86,10 @@ class PartitionedLog {
                             std::size_t max_pages);
   // Every page, in partition and chain order (check, sweep, stats).
   std::vector<u64> pages() const;
+  // Per partition with a page: its tail page and how many of its slots were claimed (check:
+  // the others must hold no word valid for this log, or a torn append there could complete
+  // a stale record).
+  std::vector<std::pair<u64, std::size_t>> tails() const;
   std::vector<u64> read_chain(std::size_t p) const;
 
  private:

@@ -105,12 +105,14 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
     for (std::size_t rr = 0; rr < codec.G.per_page; ++rr) {
       const u64* rec = pool.at<u64>(pg + codec.G.offset(rr));
       u64 k, val;
-      // Past the end every word must be of the other version: a stale word of this one could
-      // complete a valid record with a later torn append.
+      // From the end on every word must be of the other version: a stale word of this one
+      // (or a torn record recovery left in place) could complete a valid record with a
+      // later torn append.
       if (ended || !codec.decode(rec, log_valid_bit(v), k, val)) {
-        if (ended && codec.any_word_valid(rec, log_valid_bit(v)))
+        if (codec.any_word_valid(rec, log_valid_bit(v)))
           fail("log page at " + std::to_string(pg) + ": record " + std::to_string(rr) +
-               " after the end of the log holds a word of the current version");
+               (ended ? " after the end of the log" : ", the end of the log,") +
+               " holds a word of the current version");
         ended = true;
         continue;
       }

@@ -23,12 +23,17 @@ ConcurrentCrashResult crash_while_threads_write(ConcurrentCrashConfig c) {
   c.key_space = 300;  // small: neighbouring keys, so shared links and leaves, across threads
   auto r = run_concurrent_crash(c);
   EXPECT_FALSE(::testing::Test::HasFailure());
-  std::printf("%s (%u threads): %zu concurrent crash images (%zu mid-run, %zu in recovery)\n",
-              c.index.c_str(), c.threads, r.images, r.mid_run_images, r.recovery_images);
-  // The image count depends on the interleaving (observed 435-550 for lbtree): a floor that
-  // shows the run was not vacuous, with room for scheduling.
-  EXPECT_GE(r.images, 200u);
-  EXPECT_GE(r.mid_run_images, 100u);
+  std::printf(
+      "%s (%u threads): %zu concurrent crash images (%zu mid-run, %zu in recovery, %zu "
+      "continued)\n",
+      c.index.c_str(), c.threads, r.images, r.mid_run_images, r.recovery_images,
+      r.continued_images);
+  // The image count depends on the interleaving (runs at load 10 gave 416-772 images, 385-475
+  // of them mid-run): floors near half, so a change that captures far fewer shows, with room
+  // for scheduling.
+  EXPECT_GE(r.images, 250u);
+  EXPECT_GE(r.mid_run_images, 200u);
+  EXPECT_GT(r.continued_images, 0u);
   return r;
 }
 

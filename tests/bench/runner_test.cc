@@ -107,7 +107,14 @@ TEST(Runner, TimedRunStops) {
   s.ops = 0;
   s.seconds = 0.05;
   RunResult r = run(s);
+  // It ran until its duration had passed (not for a count of operations), then stopped.
   EXPECT_GT(r.ops, 0u);
+  EXPECT_GE(r.seconds, s.seconds);
+  // Every operation counted once, each a lookup of a loaded key, and nothing written.
+  EXPECT_EQ(r.ops_by_kind[static_cast<int>(OpKind::read)], r.ops);
+  EXPECT_EQ(r.reads_found, r.ops);
+  EXPECT_EQ(r.final_records, s.records);
+  EXPECT_GT(r.latency_ns.samples, 0u);
 }
 
 TEST(Runner, RefusesThreadsOnANonConcurrentIndex) {

@@ -6,10 +6,17 @@
 // with a small Front most hit keys only in the base tree: deletes in place, whose images
 // must show the delete all-or-nothing, every earlier one kept (also across the lazy
 // metadata rebuild and log replay after the restart), and merges that drop the tombstones.
+// A second run raises the merge trigger so each partition's log grows to several 1 KiB pages
+// of 30 records before a merge (replay and release cross page links); then a merge on the
+// background merge worker, crashed at every one of its events.
 // DPTREE_CRASH_SCALE multiplies the workload.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "dptree/cdptree.h"
+#include "dptree/pm/persist.h"
 #include "fixtures/crash_fixture.h"
 
 namespace dptree::testing {
@@ -21,6 +28,13 @@ std::map<std::string, std::string> small() {
           {"background_merge", "0"}, {"merge_threads", "1"},      {"recovery_threads", "1"}};
 }
 
+double extra_of(const Index& idx, const std::string& name) {
+  for (auto& [k, v] : idx.stats().extra)
+    if (k == name) return v;
+  ADD_FAILURE() << "no stat " << name;
+  return 0;
+}
+
 class CDPTreeCrash : public ::testing::TestWithParam<SeedUnit> {};
 
 TEST_P(CDPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
@@ -28,17 +42,111 @@ TEST_P(CDPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
                         [] { return std::string(to_string(cdptree_current_phase())); });
   c.options = small();
   c.ops = 500;
-  c.continue_one_in = 2500;
   c.key_space = 200;
+  // A continued image merges every few operations (hundreds of events each): 1 in 400 keeps
+  // the run within its time.
+  c.continue_one_in = 400;
   expect_crashes_everywhere(
       c, {"log_append", "log_page", "merge_start", "merge_range", "flush", "version_flip",
           "garbage_collection", "log_release", "inplace_update", "inplace_delete", "recovery"});
+}
+
+// With the trigger at 16 records a merge starts as soon as each partition has its first page
+// (a page counts as 30 records when it is allocated). At 180 a merge starts when the sixth
+// page is allocated: replay, release and the freelists see logs of several pages.
+TEST_P(CDPTreeCrash, LogsOfSeveralPages) {
+  auto c = crash_config("cdptree", GetParam(),
+                        [] { return std::string(to_string(cdptree_current_phase())); });
+  c.options = small();
+  c.options["min_merge_records"] = "180";
+  c.ops = 900;
+  c.key_space = 300;
+  double most_pages = 0;
+  c.after_op = [&](const Index& idx) {
+    most_pages = std::max(most_pages, extra_of(idx, "log_pages"));
+  };
+  expect_crashes_everywhere(c, {"log_append", "log_page", "merge_range", "flush", "version_flip",
+                                "garbage_collection", "log_release", "recovery"});
+  // Two partitions: 5 pages put 3 in one partition's log.
+  EXPECT_GE(most_pages, 5.0) << "the logs must reach several pages before a merge";
 }
 
 INSTANTIATE_TEST_SUITE_P(Images, CDPTreeCrash,
                          ::testing::Values(SeedUnit{1, pm::Unit::line64},
                                            SeedUnit{2, pm::Unit::word8}),
                          seed_unit_name);
+
+// A merge on the background merge worker (background_merge=1; merge_threads=1, so one pool
+// thread runs the whole merge and its events come in one order): while the writer waits,
+// the merge is crashed at each of its flush and fence events, every image opened and
+// checked against the writes, all acknowledged before the merge started. Three merges per
+// unit: the first builds the base tree, the later ones merge into it (splits, removes).
+class CDPTreeMergeWorkerCrash : public ::testing::TestWithParam<pm::Unit> {};
+
+TEST_P(CDPTreeMergeWorkerCrash, EveryEventOfABackgroundMerge) {
+  const pm::Unit unit = GetParam();
+  struct ModeScope {
+    ModeScope() { pm::set_mode(pm::Mode::sim); }
+    ~ModeScope() { pm::set_mode(pm::Mode::dram); }
+  } mode;
+  auto opts = small();
+  opts["background_merge"] = "1";
+  opts["min_merge_records"] = "100000";  // only the merges started below
+  {
+    auto pool = pm::Pool::create_in_memory(1u << 20);
+    auto tree = CDPTree::create(*pool, CDPTreeOptions::from_map(opts));
+    std::map<Key, Value> model;
+    std::mt19937_64 rng(unit == pm::Unit::word8 ? 7 : 5);
+    std::size_t images = 0, worker_images = 0;
+    const auto writer = std::this_thread::get_id();
+    for (int merge = 0; merge < 3 && !HasFailure(); ++merge) {
+      for (int i = 0; i < 120; ++i) {
+        Key k = rng() % 250;
+        if (merge > 0 && rng() % 4 == 0) {
+          tree->remove(k);
+          model.erase(k);
+        } else {
+          tree->upsert(k, rng() % 1000000);
+          model[k] = tree->lookup(k).value();
+        }
+      }
+      pool->sim()->set_hook([&](const pm::Event& e) {
+        if (HasFailure()) return;
+        ++images;
+        worker_images += std::this_thread::get_id() != writer;
+        const std::string where =
+            "unit " + std::string(unit == pm::Unit::word8 ? "word8" : "line64") + ", merge " +
+            std::to_string(merge) + ", event " + std::to_string(e.seq) + " (" +
+            to_string(cdptree_current_phase()) + ")";
+        guard(where, [&] {
+          auto img = e.sim->capture(
+              pm::CaptureOptions{e.seq * 7919 + images, (images % 3) * 0.5, 0.5, unit});
+          auto p2 = pm::Pool::open_image(std::move(img));
+          auto idx = recover_or_fail("cdptree", *p2, opts, where);
+          if (!idx) return;
+          expect_check_ok(*idx, where);
+          std::vector<KV> got;
+          idx->scan(0, model.size() + 10, got);
+          const std::map<Key, Value> image(got.begin(), got.end());
+          EXPECT_EQ(image, model) << where;
+        });
+      });
+      tree->merge(false);  // starts the merge on the worker and returns
+      tree->wait_for_merge();
+      pool->sim()->set_hook(nullptr);
+    }
+    ASSERT_FALSE(HasFailure());
+    std::printf("%zu images of 3 background merges, %zu raised by the merge worker\n", images,
+                worker_images);
+    EXPECT_EQ(tree->stats().merges, 3u);
+    EXPECT_GT(worker_images, 100u) << "the merges must run on the worker and be crashed there";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Units, CDPTreeMergeWorkerCrash,
+                         ::testing::Values(pm::Unit::line64, pm::Unit::word8), [](const auto& i) {
+                           return std::string(i.param == pm::Unit::word8 ? "word8" : "line64");
+                         });
 
 }  // namespace
 }  // namespace dptree::testing

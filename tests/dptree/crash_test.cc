@@ -81,6 +81,47 @@ TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
   EXPECT_GE(r.images, 6250u);  // 8 cases: at least 50,000 images in all
 }
 
+// DPTree at its default leaf size: 352 slots, a multiple of 16, so every lookup and merge
+// takes the sixteen-slot probe (base_leaf.cc) that the 8-slot leaves above never reach, and
+// a leaf's bitmap spans two lines; R and the merge trigger are the defaults too (a merge per
+// 352 buffered writes). 1 KiB log pages keep the images small. Enough keys for several
+// leaves, so merges split them; both split modes, both units.
+class DPTreeCrashDefaultLeaf : public ::testing::TestWithParam<Param> {};
+
+TEST_P(DPTreeCrashDefaultLeaf, EveryImageRecoversWithAcknowledgedOps) {
+  ASSERT_EQ(DPTreeOptions{}.leaf_capacity % 16, 0u) << "the default must take the 16-slot probe";
+  CrashConfig c;
+  c.index = "dptree";
+  c.options = {{"log_page_size", "1024"}, {"split", GetParam().split}};
+  c.pool_bytes = 2u << 20;
+  c.seed = GetParam().seed;
+  c.unit = GetParam().unit;
+  c.ops = 2500;
+  c.key_space = 1500;
+  c.phase = phase_label;
+  auto r = run_crash(c);
+  ASSERT_FALSE(HasFailure());
+  print_images(r);
+  expect_crashed_in(
+      {"log_append", "upsert_merge", "flush", "version_flip", "garbage_collection", "recovery"},
+      [&](const std::string& p) { return in_phase(r, p); });
+  EXPECT_GE(r.extra["leaves"], 3.0);
+  EXPECT_GE(r.extra["merges"], 3.0);
+  EXPECT_GE(r.extra["splits"], 2.0) << "merges must split default-size leaves";
+  EXPECT_GT(r.continued_images, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Images, DPTreeCrashDefaultLeaf,
+                         ::testing::Values(Param{21, pm::Unit::line64, "rebuild"},
+                                           Param{22, pm::Unit::word8, "rebuild"},
+                                           Param{21, pm::Unit::line64, "keep_last"},
+                                           Param{24, pm::Unit::word8, "keep_last"}),
+                         [](const auto& i) {
+                           return std::string(i.param.unit == pm::Unit::word8 ? "word8_"
+                                                                              : "line64_") +
+                                  i.param.split + "_" + std::to_string(i.param.seed);
+                         });
+
 // The experiment switches under the crash simulator (fewer images: the 8 cases above carry
 // the 50,000): out-of-place merges with wide entries (3-line log records), fingerprint
 // probing with 24-byte entries, and kept splits with 40-byte entries.
@@ -102,6 +143,41 @@ TEST_P(DPTreeCrashVariant, EveryImageRecoversWithAcknowledgedOps) {
                     [&](const std::string& p) { return in_phase(r, p); });
   EXPECT_GT(r.recovery_images, 0u);
 }
+
+// Torn log records: in 8-byte units a record of several words reaches PM word by word, so an
+// image captured at an append's flush holds some of its words. Captures at every flush, a
+// merge trigger of 200 records (most events are appends), and three entry widths: 16 bytes (a
+// 3-word record, 2 per line), 40 bytes (6 words, one per line) and 104 bytes (14 words over two
+// lines). Every image must replay the log up to the torn record and drop it (the in-flight write
+// all-or-nothing), and appends after the recovery must invalidate it first (continued images).
+struct Torn {
+  const char* name;
+  const char* key_bytes;
+  const char* value_bytes;
+};
+class DPTreeCrashTornLog : public ::testing::TestWithParam<Torn> {};
+
+TEST_P(DPTreeCrashTornLog, TornRecordsAreDroppedWhole) {
+  auto c = small_config(31, pm::Unit::word8, 450, 150);
+  c.options["min_merge_records"] = "200";
+  c.options["key_bytes"] = GetParam().key_bytes;
+  c.options["value_bytes"] = GetParam().value_bytes;
+  c.pool_bytes = 2u << 20;
+  c.flush_one_in = 1;
+  c.continue_one_in = 40;
+  auto r = run_crash(c);
+  ASSERT_FALSE(HasFailure());
+  print_images(r);
+  // An append is a flush and a fence: both captured, so half its captures are at the flush.
+  EXPECT_GE(in_phase(r, "log_append"), 1000u);
+  EXPECT_GT(r.continued_images, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, DPTreeCrashTornLog,
+                         ::testing::Values(Torn{"entry_8_8", "8", "8"},
+                                           Torn{"entry_24_16", "24", "16"},
+                                           Torn{"entry_48_56", "48", "56"}),
+                         [](const auto& i) { return std::string(i.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(
     Options, DPTreeCrashVariant,

@@ -153,36 +153,117 @@ TEST(DamagedPool, DirectorySlotOwningAStranger) {
   expect_refused(*p, "dptree", {"owner directory slot", std::to_string(r.dir + 40)});
 }
 
-// check() (not open) catches a cached free log page holding a word valid for the log that
-// will take it: the state a log release that cleared the log head before the page's flavour
-// word was durable would leave, whose stale records replay once the page is reused.
-TEST(DamagedPool, CheckFindsAValidWordOnAFreeLogPage) {
-  auto p = seed_pool("dptree");
-  Root& r = dptree_root(*p);
+// Whether idx.check() fails with a problem that holds every one of `parts`.
+bool check_names(const Index& idx, std::initializer_list<std::string> parts) {
+  CheckReport rep = idx.check();
+  for (const auto& s : rep.problems) {
+    bool all = true;
+    for (const auto& part : parts) all = all && s.find(part) != std::string::npos;
+    if (all) return !rep.ok;
+  }
+  return false;
+}
+
+// The log pages of the live logs of `index` in a seed pool (both versions).
+std::set<u64> live_log_pages(pm::Pool& p, const std::string& index) {
   std::set<u64> in_log;
+  if (index == "dptree") {
+    Root& r = dptree_root(p);
+    for (int v = 0; v < 2; ++v)
+      for (u64 pg = r.log_head[v]; pg; pg = p.at<u64>(pg)[2]) in_log.insert(pg);
+    return in_log;
+  }
+  auto* r = p.at<cdp::CRoot>(*p.root_word());
   for (int v = 0; v < 2; ++v)
-    for (u64 pg = r.log_head[v]; pg; pg = p->at<u64>(pg)[2]) in_log.insert(pg);
-  u64 free_page = 0;
-  for (u64 b = r.dir; b && !free_page; b = word(*p, b))
-    for (std::size_t i = 1; i <= detail::kDirSlots && !free_page; ++i) {
-      u64 blk = word(*p, b + 8 * i);
-      if (blk && p->at<u64>(blk)[1] == detail::kPageType && !in_log.contains(blk) &&
-          p->at<u64>(blk)[3] <= 1)
-        free_page = blk;
-    }
-  ASSERT_NE(free_page, 0u) << "the seed needs a cached free log page";
-  u64 fl = p->at<u64>(free_page)[3];
-  p->at<u64>(free_page)[8] =
-      (p->at<u64>(free_page)[8] & ~u64{1}) | detail::log_valid_bit(static_cast<int>(fl));
+    for (u64 part = 0; part < r->partitions; ++part)
+      for (u64 pg = p.at<u64>(r->log_table[v])[part]; pg; pg = p.at<u64>(pg)[2]) in_log.insert(pg);
+  return in_log;
+}
+
+// A closed pool of `index` whose log page cache holds pages: a merge released logs of
+// several full pages (the cdptree seed merges before a page fills, and a release returns
+// pages not wholly written to the allocator).
+std::unique_ptr<pm::Pool> pool_with_free_log_pages(const std::string& index) {
+  if (index == "dptree") return seed_pool(index);
+  auto p = pm::Pool::create_in_memory(4u << 20);
   IndexConfig c;
   c.pool = p.get();
-  c.options = target("dptree").options;
-  auto idx = find_index("dptree").create(c);
-  CheckReport rep = idx->check();
-  EXPECT_FALSE(rep.ok);
-  bool named = false;
-  for (const auto& s : rep.problems) named |= s.find("holds a word valid") != std::string::npos;
-  EXPECT_TRUE(named) << "check() did not name the free page's stale word";
+  c.options = target(index).options;
+  c.options["min_merge_records"] = "1000";  // full pages: a release caches only those
+  auto idx = find_index(index).create(c);
+  for (Key k = 0; k < 400; ++k) idx->upsert(k * 7, k);
+  idx->drain();
+  return p;
+}
+
+// check() (not open) catches a cached free log page holding a valid record of the log that
+// will take it: the state a log release that cleared the log head before the page's flavour
+// word was durable would leave, whose stale records replay once the page is reused. Both
+// trees; a whole record, and a single word of one.
+TEST(DamagedPool, CheckFindsAValidRecordOnAFreeLogPage) {
+  for (const std::string index : {"dptree", "cdptree"})
+    for (bool whole : {true, false}) {
+      auto p = pool_with_free_log_pages(index);
+      const std::set<u64> in_log = live_log_pages(*p, index);
+      u64 free_page = 0;
+      for (u64 b = dptree_root(*p).dir; b && !free_page; b = word(*p, b))
+        for (std::size_t i = 1; i <= detail::kDirSlots && !free_page; ++i) {
+          u64 blk = word(*p, b + 8 * i);
+          if (blk && p->at<u64>(blk)[1] == detail::kPageType && !in_log.contains(blk) &&
+              p->at<u64>(blk)[3] <= 1)
+            free_page = blk;
+        }
+      ASSERT_NE(free_page, 0u) << index << ": the seed needs a cached free log page";
+      const int fl = static_cast<int>(p->at<u64>(free_page)[3]);
+      detail::RecordCodec codec;
+      codec.init(8, 8, 1024);
+      u64* rec = p->at<u64>(free_page + codec.G.offset(2));
+      if (whole)
+        codec.encode(17, 4242, detail::log_valid_bit(fl), rec);
+      else
+        rec[0] = (rec[0] & ~u64{1}) | detail::log_valid_bit(fl);
+      IndexConfig c;
+      c.pool = p.get();
+      c.options = target(index).options;
+      auto idx = find_index(index).create(c);
+      EXPECT_TRUE(check_names(
+          *idx, {"free log page at " + std::to_string(free_page), "record 2 holds a word valid"}))
+          << index << (whole ? ", whole record" : ", one word")
+          << ": check() did not name the free page's stale record";
+    }
+}
+
+// check() of a running tree catches a word of the current log version in a record slot no
+// append has written yet (DPTree: at the end of the log; cdptree: an unclaimed slot of a
+// partition's tail page): a later torn append there could complete it into a record.
+TEST(DamagedPool, CheckFindsAWordOfTheLiveLogPastItsRecords) {
+  for (const std::string index : {"dptree", "cdptree"}) {
+    auto p = pm::Pool::create_in_memory(4u << 20);
+    IndexConfig c;
+    c.pool = p.get();
+    c.options = target(index).options;
+    c.options["min_merge_records"] = "1000";  // no merge: the writes stay in the log
+    auto idx = find_index(index).create(c);
+    for (Key k = 1; k <= 5; ++k) idx->upsert(k, k);
+    ASSERT_TRUE(idx->check().ok) << index;
+    detail::RecordCodec codec;
+    codec.init(8, 8, 1024);
+    const int v = static_cast<int>(dptree_root(*p).gv & 1);
+    u64 page = dptree_root(*p).log_head[v];
+    if (index == "cdptree") {
+      auto* r = p->at<cdp::CRoot>(*p->root_word());
+      page = p->at<u64>(r->log_table[v])[0];  // partition 0's tail page
+    }
+    ASSERT_NE(page, 0u) << index;
+    // The last slot of the page: no append has reached it (5 records in all).
+    const std::size_t last = codec.G.per_page - 1;
+    u64* rec = p->at<u64>(page + codec.G.offset(last));
+    rec[1] = (rec[1] & ~u64{1}) | detail::log_valid_bit(v);
+    EXPECT_TRUE(
+        check_names(*idx, {"log page at " + std::to_string(page), "record " + std::to_string(last),
+                           "holds a word of the current version"}))
+        << index << ": check() did not name the stray word";
+  }
 }
 
 // libFuzzer inputs that failed (fuzz_target.cc's format: a seed byte, then 12-byte patches),

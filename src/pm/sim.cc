@@ -255,11 +255,14 @@ void Simulator::log_store(const std::byte* dst, std::size_t len) {
 }
 
 void Simulator::append(std::uint64_t line, std::uint64_t mask) {
-  auto& log = logs_[line];
+  auto [it, fresh] = logs_.try_emplace(line);
+  auto& log = it->second;
+  if (fresh) std::memcpy(log.predicted, durable_.data() + line * kCacheLine, kCacheLine);
   Store& st = log.stores.emplace_back();
   st.seq = stores_;
   st.mask = mask;
   std::memcpy(st.data, working_ + line * kCacheLine, kCacheLine);
+  apply_masked(log.predicted, st.data, mask);
   if (log.stores.size() > kMaxLog) {
     // Merge the two oldest stores: the states between them are no longer produced.
     log.stores[1].mask |= log.stores[0].mask;
@@ -275,11 +278,8 @@ void Simulator::on_note(const std::byte* p, std::size_t len) {
   for (std::size_t line = from / kCacheLine; line * kCacheLine < to; ++line) {
     auto it = logs_.find(line);
     if (it != logs_.end() && it->second.raw) continue;
-    alignas(8) std::byte want[kCacheLine];
-    if (it == logs_.end())
-      std::memcpy(want, durable_.data() + line * kCacheLine, kCacheLine);
-    else
-      replay(line, it->second, it->second.stores.size(), want);
+    const std::byte* want =
+        it == logs_.end() ? durable_.data() + line * kCacheLine : it->second.predicted;
     const std::byte* have = working_ + line * kCacheLine;
     std::uint64_t mask = 0;
     for (std::size_t b = 0; b < kCacheLine; ++b)
@@ -299,13 +299,10 @@ void Simulator::replay(std::uint64_t line, const LineLog& log, std::size_t k,
 }
 
 void Simulator::check_line(std::uint64_t line, const void* caller) const {
-  alignas(8) std::byte want[kCacheLine];
   auto it = logs_.find(line);
   if (it != logs_.end() && it->second.raw) return;  // reported already
-  if (it == logs_.end())
-    std::memcpy(want, durable_.data() + line * kCacheLine, kCacheLine);
-  else
-    replay(line, it->second, it->second.stores.size(), want);
+  const std::byte* want =
+      it == logs_.end() ? durable_.data() + line * kCacheLine : it->second.predicted;
   const std::byte* have = working_ + line * kCacheLine;
   if (std::memcmp(want, have, kCacheLine) == 0) return;
   std::size_t w = 0;
@@ -328,7 +325,10 @@ void Simulator::on_fence(std::uint32_t thread) {
       if (auto it = logs_.find(p.line); it != logs_.end()) {
         std::erase_if(it->second.stores, [&](const Store& st) { return st.seq <= p.store_seq; });
         it->second.raw = false;
-        if (it->second.stores.empty()) logs_.erase(it);
+        if (it->second.stores.empty())
+          logs_.erase(it);
+        else
+          replay(p.line, it->second, it->second.stores.size(), it->second.predicted);
       }
     }
   if (persisted.empty()) return;
@@ -353,17 +353,14 @@ Image Simulator::capture(const CaptureOptions& opt) const {
   Image img;
   img.bytes = Buffer::copy_of(durable_.span());
   std::byte* out = img.bytes.data();
-  // The detector: every line that differs from its durable bytes must be explained by its log.
-  for (std::size_t page = 0; page < size_; page += kPage) {
-    std::size_t n = std::min(kPage, size_ - page);
-    if (std::memcmp(durable_.data() + page, working_ + page, n) != 0)
-      for (std::size_t l = page; l < page + n; l += kCacheLine) check_line(l / kCacheLine, nullptr);
-  }
-  // Lines whose log explains them land by prefix; landed[line] is, per word, how many of the
-  // logged stores the snapshot that landed last holds.
+  // The detector, on logged lines here and on the other dirty lines below. Lines whose log
+  // explains them land by prefix; landed[line] is, per word, how many of the logged stores
+  // the snapshot that landed last holds.
   std::vector<std::uint64_t> logged;
-  for (const auto& [line, log] : logs_)
+  for (const auto& [line, log] : logs_) {
+    check_line(line, nullptr);
     if (!log.raw && !log.stores.empty()) logged.push_back(line);
+  }
   std::sort(logged.begin(), logged.end());
   std::unordered_map<std::uint64_t, std::array<std::uint32_t, kWords>> landed;
   std::vector<const Pending*> order;
@@ -397,8 +394,10 @@ Image Simulator::capture(const CaptureOptions& opt) const {
     std::size_t n = std::min(kPage, size_ - page);
     if (std::memcmp(out + page, working_ + page, n) == 0) continue;
     for (std::size_t l = page; l < page + n; l += kCacheLine)
-      if (!std::binary_search(logged.begin(), logged.end(), l / kCacheLine))
+      if (!std::binary_search(logged.begin(), logged.end(), l / kCacheLine)) {
+        check_line(l / kCacheLine, nullptr);
         land(out + l, working_ + l, opt.p_evict, opt.unit, rng);
+      }
   }
   return img;
 }

@@ -133,12 +133,15 @@ class Simulator {
     std::uint64_t mask;
     alignas(8) std::byte data[64];
   };
-  // The stores to a line since it was last durable; `raw` once a raw store was found in it.
+  // The stores to a line since it was last durable; `predicted` is its durable bytes with all
+  // of them applied (what the working line holds unless a raw store changed it); `raw` once a
+  // raw store was found in it.
   struct LineLog {
     std::vector<Store> stores;
+    alignas(8) std::byte predicted[64];
     bool raw = false;
   };
-  static constexpr std::size_t kMaxLog = 256;  // older stores of a line beyond this are merged
+  static constexpr std::size_t kMaxLog = 64;  // older stores of a line beyond this are merged
 
   void call_hook(EventKind k);
   void reindex_pending();

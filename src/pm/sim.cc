@@ -437,10 +437,6 @@ std::uint64_t Simulator::raw_store_count() const {
   std::lock_guard g(mu_);
   return raw_count_;
 }
-std::uint64_t Simulator::store_events() const {
-  std::lock_guard g(mu_);
-  return stores_;
-}
 
 std::uint64_t Simulator::flush_events() const {
   std::lock_guard g(mu_);

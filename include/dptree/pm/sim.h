@@ -99,7 +99,6 @@ class Simulator {
   static constexpr std::size_t kMaxRawReports = 16;
   std::vector<RawStore> raw_stores() const;
   std::uint64_t raw_store_count() const;
-  std::uint64_t store_events() const;
 
   // Used by pm::flush / pm::fence / pm::store; not for direct use.
   void on_flush(const std::byte* addr, std::size_t len, std::uint32_t thread, const void* caller);

@@ -59,11 +59,6 @@ thread_local std::vector<std::uint64_t> t_in_hook;  // sims whose hook runs on t
 
 constexpr std::size_t kPage = 4096;
 
-// Pending lines are kept per (line, thread): a fence persists only its own thread's flushes.
-std::uint64_t pending_key(std::uint64_t line, std::uint32_t thread) {
-  return (line << 16) | (thread & 0xffff);
-}
-
 constexpr std::size_t kWords = kCacheLine / 8;
 
 // Lands `src` on `dst` (one cache line) with probability p per unit; returns the words that
@@ -236,7 +231,7 @@ void Simulator::on_flush(const std::byte* addr, std::size_t len, std::uint32_t t
               kCacheLine;
   for (auto line = first; line <= last; ++line) {
     check_line(line, caller);
-    auto [it, inserted] = pending_index_.try_emplace(pending_key(line, thread), pending_.size());
+    auto [it, inserted] = pending_index_.try_emplace(std::pair{line, thread}, pending_.size());
     if (inserted) pending_.push_back(Pending{line, 0, 0, thread, {}});
     pending_[it->second].seq = flushes_;
     pending_[it->second].store_seq = stores_;
@@ -344,7 +339,7 @@ void Simulator::on_fence(std::uint32_t thread) {
 void Simulator::reindex_pending() {
   pending_index_.clear();
   for (std::size_t i = 0; i < pending_.size(); ++i)
-    pending_index_[pending_key(pending_[i].line, pending_[i].thread)] = i;
+    pending_index_[std::pair{pending_[i].line, pending_[i].thread}] = i;
 }
 
 Image Simulator::capture(const CaptureOptions& opt) const {

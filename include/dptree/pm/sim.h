@@ -33,6 +33,7 @@
 #include <mutex>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dptree/pm/buffer.h"
@@ -161,7 +162,15 @@ class Simulator {
   std::uint64_t id_;
   mutable std::mutex mu_;
   std::vector<Pending> pending_;
-  std::unordered_map<std::uint64_t, std::size_t> pending_index_;  // (line, thread) -> slot
+  struct PendingKeyHash {
+    std::size_t operator()(const std::pair<std::uint64_t, std::uint32_t>& k) const {
+      return std::hash<std::uint64_t>()(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
+    }
+  };
+  // (line, thread) -> slot. All 32 bits of a thread id: ids grow with every thread that ever
+  // flushed (a test recovers thousands of images, each with merge workers of its own).
+  std::unordered_map<std::pair<std::uint64_t, std::uint32_t>, std::size_t, PendingKeyHash>
+      pending_index_;
   std::uint64_t flushes_ = 0, fences_ = 0, stores_ = 0;
   // The detector marks lines from capture() too, which is const.
   mutable std::unordered_map<std::uint64_t, LineLog> logs_;

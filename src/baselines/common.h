@@ -8,6 +8,7 @@
 
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 #include "dptree/registry.h"
 
 namespace dptree::baselines {
@@ -15,7 +16,7 @@ namespace dptree::baselines {
 // An 8-byte store the compiler may not reorder with the stores around it: FAST's in-line
 // ordering and the commit words rely on program order reaching the cache line.
 inline void store8(std::uint64_t* p, std::uint64_t v) {
-  std::atomic_ref<std::uint64_t>(*p).store(v, std::memory_order_release);
+  pm::store_release(p, v);
 }
 
 // The matching 8-byte load, for words another thread may be storing to (lock-free readers).

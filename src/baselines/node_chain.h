@@ -16,6 +16,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::baselines {
 
@@ -40,7 +41,7 @@ inline ChainLinks* links(pm::Pool& p, std::uint64_t node) {
 inline void chain_activate(pm::Pool& p, ChainRoot* root, std::uint64_t blk) {
   std::uint64_t* dest = root->last ? &links(p, root->last)->next : &root->first;
   p.allocator().activate(dest, blk);
-  root->last = blk;
+  pm::store(&root->last, blk);
   pm::flush(&root->last, 8);  // a stale hint is repaired by chain_recover_tail
 }
 
@@ -50,7 +51,7 @@ inline std::uint64_t chain_recover_tail(pm::Pool& p, ChainRoot* root) {
   if (t)
     while (links(p, t)->next) t = links(p, t)->next;
   if (t != root->last) {
-    root->last = t;
+    pm::store(&root->last, t);
     pm::persist(&root->last, 8);
   }
   return t;
@@ -61,7 +62,7 @@ inline std::uint64_t chain_recover_tail(pm::Pool& p, ChainRoot* root) {
 inline void chain_drop_tail(pm::Pool& p, ChainRoot* root) {
   std::uint64_t t = root->last;
   std::uint64_t prev = links(p, t)->prev;
-  root->last = prev;
+  pm::store(&root->last, prev);
   pm::persist(&root->last, 8);
   p.allocator().free(prev ? &links(p, prev)->next : &root->first);
 }
@@ -75,9 +76,10 @@ Root* open_root(pm::Pool& p, std::uint64_t magic, const std::string& index,
   if (!*p.root_word()) {
     auto blk = p.allocator().reserve(sizeof(Root));
     auto* r = p.at<Root>(blk);
-    std::memset(static_cast<void*>(r), 0, sizeof(Root));
-    r->magic = magic;
-    r->param = param;
+    Root init{};
+    init.magic = magic;
+    init.param = param;
+    pm::store(r, init);
     pm::flush(r, sizeof(Root));
     p.allocator().activate(p.root_word(), blk);
   }

@@ -7,13 +7,18 @@
 
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::cdp {
 
 namespace {
 
+u64* value_word(Leaf lf, std::size_t s) {
+  return reinterpret_cast<u64*>(lf.entry(s) + lf.L->kbytes);
+}
+
 std::atomic_ref<u64> value_ref(Leaf lf, std::size_t s) {
-  return std::atomic_ref<u64>(*reinterpret_cast<u64*>(lf.entry(s) + lf.L->kbytes));
+  return std::atomic_ref<u64>(*value_word(lf, s));
 }
 
 }  // namespace
@@ -56,9 +61,12 @@ void ensure_meta(const BaseCtx& cx, Leaf lf, int v) {
       continue;
     }
     // Unlocked, or locked under an older restart (a crash's leftover: void).
-    if (!rc.compare_exchange_strong(cur, now | kRcLock, std::memory_order_acquire)) continue;
+    if (!pm::update(&lf.rc(v), [&](std::atomic_ref<u64> w) {
+          return w.compare_exchange_strong(cur, now | kRcLock, std::memory_order_acquire);
+        }))
+      continue;
     detail::rebuild_leaf_meta(lf, v);
-    rc.store(now, std::memory_order_release);
+    pm::store_release(&lf.rc(v), now);
     pm::CategoryScope cat(pm::Category::node);
     pm::persist(&lf.rc(v), 8);
     cx.rebuilds.fetch_add(1, std::memory_order_relaxed);
@@ -132,7 +140,7 @@ bool base_update_in_place(const BaseCtx& cx, BaseSnapshot& s, u64 k, u64 v) {
     s.tombstoned[i].store(true, std::memory_order_relaxed);
     s.tombstones.fetch_add(1, std::memory_order_relaxed);
   }
-  ref.store(v, std::memory_order_release);
+  pm::store_release(value_word(lf, static_cast<std::size_t>(slot)), v);
   pm::CategoryScope cat(pm::Category::node);
   pm::persist(lf.entry(static_cast<std::size_t>(slot)) + cx.L.kbytes, 8);
   return true;

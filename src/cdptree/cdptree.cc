@@ -12,6 +12,7 @@
 #include "cdptree/phase.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 #include "dptree/validate.h"
 
 namespace dptree {
@@ -139,7 +140,7 @@ void CDPTree::Impl::ensure_tables() {
     if (root->log_table[v]) continue;
     pm::CategoryScope cat(pm::Category::alloc);
     u64 t = alloc.reserve(8 * opt.log_partitions);
-    std::memset(pool.at(t), 0, 8 * opt.log_partitions);
+    pm::fill_bytes(pool.at(t), 0, 8 * opt.log_partitions);
     pm::flush(pool.at(t), 8 * opt.log_partitions);
     alloc.activate(&root->log_table[v], t);
   }
@@ -154,13 +155,14 @@ void CDPTree::Impl::create() {
     pm::CategoryScope cat(pm::Category::alloc);
     u64 r = alloc.reserve(sizeof(cdp::CRoot));
     auto* rt = pool.at<cdp::CRoot>(r);
-    std::memset(static_cast<void*>(rt), 0, sizeof(cdp::CRoot));
-    rt->base.magic = cdp::kCRootMagic;
-    rt->base.leaf_capacity = opt.leaf_capacity;
-    rt->base.key_bytes = 8;
-    rt->base.value_bytes = 8;
-    rt->base.log_page_size = opt.log_page_size;
-    rt->partitions = opt.log_partitions;
+    cdp::CRoot init{};
+    init.base.magic = cdp::kCRootMagic;
+    init.base.leaf_capacity = opt.leaf_capacity;
+    init.base.key_bytes = 8;
+    init.base.value_bytes = 8;
+    init.base.log_page_size = opt.log_page_size;
+    init.partitions = opt.log_partitions;
+    pm::store(rt, init);
     pm::flush(rt, sizeof(cdp::CRoot));
     alloc.activate(pool.root_word(), r);
     root = rt;

@@ -10,6 +10,7 @@
 #include "cdptree/phase.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 
 namespace dptree {
 
@@ -58,7 +59,7 @@ void CDPTree::Impl::maybe_start_merge(bool force) {
     // Two logs are live from the first write to the new Front until the version flip.
     cdp::PhaseScope ph(CDPTreePhase::merge_start);
     pm::CategoryScope cat(pm::Category::node);
-    root->base.gv |= cdp::kTwoLogs;
+    pm::store(&root->base.gv, root->base.gv | cdp::kTwoLogs);
     pm::persist(&root->base.gv, 8);
   }
   cdp::Cpbt* f2 = new_cpbt(1 - cv());                           // line 9
@@ -257,12 +258,12 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
     for (auto& r : ranges) {
       if (!r.head) continue;
       if (prev)
-        cx.leaf(prev->tail).next(nv) = r.head;
+        pm::store(&cx.leaf(prev->tail).next(nv), r.head);
       else
         head = r.head;
       prev = &r;
     }
-    if (prev) cx.leaf(prev->tail).next(nv) = 0;
+    if (prev) pm::store(&cx.leaf(prev->tail).next(nv), 0);
     // Lines 9-12: flush in parallel. Each worker fences its own flushes: a fence orders only
     // the flushes of the thread that issues it, and the flip (on this thread) must not reach
     // PM before any of them.

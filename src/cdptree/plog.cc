@@ -7,6 +7,7 @@
 #include "cdptree/phase.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::cdp {
 
@@ -37,7 +38,7 @@ void PartitionedLog::append(u64 k, u64 v) {
       u64 slot = t->claim.fetch_add(1, std::memory_order_relaxed);  // line 4
       if (slot < G.per_page) {                                      // line 5
         u64* dst = record(t->off, slot);
-        std::memcpy(dst, rec, G.words * 8);
+        pm::store_bytes(dst, rec, G.words * 8);
         pm::persist(dst, G.words * 8);  // line 6: one line, one fence
         return;
       }
@@ -53,9 +54,9 @@ void PartitionedLog::new_page(std::size_t p, Page* seen) {
   if (P.tail.load(std::memory_order_relaxed) != seen) return;  // another writer did it
   u64 pg = sh_.cache.take(ver_);                               // line 9: reserve (cached)
   u64* w = sh_.pool.at<u64>(pg);
-  w[2] = seen ? seen->off : 0;  // line 10: prev
+  pm::store(&w[2], seen ? seen->off : 0);  // line 10: prev
   pm::persist(&w[2], 8);
-  table_[p] = pg;  // line 11: activate as the partition's tail
+  pm::store(&table_[p], pg);  // line 11: activate as the partition's tail
   pm::persist(&table_[p], 8);
   P.pages.push_back(std::make_unique<Page>(pg, true));
   P.tail.store(P.pages.back().get(), std::memory_order_release);
@@ -108,7 +109,7 @@ void PartitionedLog::release() {
     for (auto& pg : parts_[p].pages) {
       bool keep = pg->clean && pg->claim.load(std::memory_order_relaxed) >= per_page;
       u64* w = sh_.pool.at<u64>(pg->off);
-      w[3] = keep ? static_cast<u64>(1 - ver_) : detail::kDiscardFlavor;
+      pm::store(&w[3], keep ? static_cast<u64>(1 - ver_) : detail::kDiscardFlavor);
       pm::flush(&w[3], 8);
       all.emplace_back(pg->off, keep);
     }
@@ -117,7 +118,7 @@ void PartitionedLog::release() {
   }
   pm::fence();
   for (std::size_t p = 0; p < sh_.partitions; ++p) {
-    table_[p] = 0;
+    pm::store(&table_[p], 0);
     pm::flush(&table_[p], 8);
   }
   pm::fence();
@@ -139,7 +140,7 @@ void PartitionedLog::release_table(pm::Pool& pool, u64* table, std::size_t parti
     for (u64 pg = table[p]; pg && n <= max_pages; pg = pool.at<u64>(pg)[2], ++n) {
       u64* w = pool.at<u64>(pg);
       if (w[3] == static_cast<u64>(ver)) {
-        w[3] = detail::kDiscardFlavor;
+        pm::store(&w[3], detail::kDiscardFlavor);
         pm::flush(&w[3], 8);
       }
     }
@@ -147,7 +148,7 @@ void PartitionedLog::release_table(pm::Pool& pool, u64* table, std::size_t parti
   pm::fence();
   for (std::size_t p = 0; p < partitions; ++p) {
     if (!table[p]) continue;
-    table[p] = 0;
+    pm::store(&table[p], 0);
     pm::flush(&table[p], 8);
   }
   pm::fence();

@@ -6,6 +6,7 @@
 #include "cdptree/cdptree_impl.h"
 #include "cdptree/phase.h"
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 
 namespace dptree {
 
@@ -28,7 +29,8 @@ void CDPTree::Impl::recover() {
     if (any) cdp::PartitionedLog::release_table(pool, t, opt.log_partitions, 1 - cv(), max_pages);
   }
   dir->load();
-  R.restart_count += 1;  // line 7, first: lock bits of earlier runs become void (base.h)
+  pm::store(&R.restart_count,
+            R.restart_count + 1);  // line 7, first: lock bits of earlier runs become void (base.h)
   {
     pm::CategoryScope cat(pm::Category::node);
     pm::persist(&R.restart_count, 8);

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -15,21 +17,23 @@ namespace dptree::detail {
 
 void rebuild_leaf_meta(Leaf lf, int v) {
   const std::size_t cap = lf.L->cap;
-  std::size_t n = 0;
+  thread_local std::vector<std::uint16_t> ord;
+  ord.clear();
   for (std::size_t s = 0; s < cap; ++s) {
     if (lf.state(v, s) != kOccupied) continue;
-    lf.order(v)[n++] = static_cast<std::uint16_t>(s);
-    lf.fp(v)[s] = fingerprint_of(hash_key(lf.key(s)));
+    ord.push_back(static_cast<std::uint16_t>(s));
+    pm::store(&lf.fp(v)[s], fingerprint_of(hash_key(lf.key(s))));
   }
-  std::sort(lf.order(v), lf.order(v) + n,
+  std::sort(ord.begin(), ord.end(),
             [&](std::uint16_t a, std::uint16_t b) { return lf.key(a) < lf.key(b); });
-  lf.count(v) = n;
+  pm::store_bytes(lf.order(v), ord.data(), ord.size() * sizeof ord[0]);
+  pm::store(&lf.count(v), ord.size());
 }
 
 bool ensure_leaf_meta(Leaf lf, int v, u64 restart_count) {
   if (lf.rc(v) == restart_count) return false;
   rebuild_leaf_meta(lf, v);
-  lf.rc(v) = restart_count;
+  pm::store(&lf.rc(v), restart_count);
   pm::CategoryScope cat(pm::Category::node);
   pm::persist(&lf.rc(v), 8);
   return true;
@@ -147,10 +151,10 @@ void leaf_fill(Leaf lf, int nv, std::span<const KVPair> es) {
     while (lf.state(nv, s) != kEmpty) s = s + 1 == cap ? 0 : s + 1;
     lf.set_entry(s, k, v);
     lf.set_state(nv, s, kOccupied);
-    lf.fp(nv)[s] = fingerprint_of(h);
-    lf.order(nv)[n++] = static_cast<std::uint16_t>(s);
+    pm::store(&lf.fp(nv)[s], fingerprint_of(h));
+    pm::store(&lf.order(nv)[n++], static_cast<std::uint16_t>(s));
   }
-  lf.count(nv) = n;
+  pm::store(&lf.count(nv), n);
 }
 
 void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::uint16_t>& written) {
@@ -173,7 +177,7 @@ void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::u
       s = s + 1 == cap ? 0 : s + 1;
     }
     lf.set_entry(s, k, v);
-    lf.fp(nv)[s] = fingerprint_of(h);
+    pm::store(&lf.fp(nv)[s], fingerprint_of(h));
     lf.set_state(nv, s, kOccupied);
     if (old >= 0) lf.set_state(nv, static_cast<std::size_t>(old), kDeleted);
     written.push_back(static_cast<std::uint16_t>(s));
@@ -188,8 +192,8 @@ void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::u
     ord.push_back(s);
   }
   while (j < added.size()) ord.push_back(added[j++].second);
-  std::copy(ord.begin(), ord.end(), lf.order(nv));
-  lf.count(nv) = ord.size();
+  pm::store_bytes(lf.order(nv), ord.data(), ord.size() * sizeof ord[0]);
+  pm::store(&lf.count(nv), ord.size());
 }
 
 std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks) {
@@ -211,8 +215,8 @@ std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks) {
   if (!hit) return 0;
   std::size_t m = 0;  // line 13: order and count of version nv
   for (std::size_t x = 0; x < n; ++x)
-    if (lf.state(nv, lf.order(nv)[x]) == kOccupied) lf.order(nv)[m++] = lf.order(nv)[x];
-  lf.count(nv) = m;
+    if (lf.state(nv, lf.order(nv)[x]) == kOccupied) pm::store(&lf.order(nv)[m++], lf.order(nv)[x]);
+  pm::store(&lf.count(nv), m);
   return hit;
 }
 
@@ -232,13 +236,6 @@ std::size_t leaf_clear_unreached_deleted(Leaf lf, int v) {
       ++n;
     }
   return n;
-}
-
-bool leaf_meta_never_written(Leaf lf, int v) {
-  const auto* w = reinterpret_cast<const u64*>(lf.meta(v));
-  for (std::size_t i = 0; i < lf.L->meta_p_bytes / 8; ++i)
-    if (w[i]) return false;
-  return true;
 }
 
 namespace {
@@ -271,15 +268,8 @@ void flush_occupied_slots(Leaf lf, int v) {
     if (lf.state(v, s) == kOccupied) flush(lf, s);
 }
 
-void flush_leaf_meta(Leaf lf, int nv, std::vector<u64>& durable) {
-  const std::size_t words = lf.L->meta_p_bytes / 8;
-  const auto* cur = reinterpret_cast<const u64*>(lf.meta(nv));
-  for (std::size_t w = 0; w < words; w += 8) {
-    std::size_t n = std::min<std::size_t>(8, words - w);
-    if (durable.size() == words && std::memcmp(cur + w, durable.data() + w, n * 8) == 0) continue;
-    pm::flush(cur + w, n * 8);
-  }
-  durable.assign(cur, cur + words);
+void flush_leaf_meta(Leaf lf, int nv) {
+  pm::flush(lf.meta(nv), lf.L->meta_p_bytes);
 }
 
 }  // namespace dptree::detail

@@ -74,10 +74,6 @@ std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks);
 // its slots deleted. Afterwards a slot may be empty in v yet hold an entry of the other
 // version; leaf_upsert marks such a slot deleted when it probes past it.
 std::size_t leaf_clear_unreached_deleted(Leaf lf, int v);
-// Whether version v's crash-consistent metadata is all zero: a set never used since the leaf
-// was created (a used set has a next pointer or the largest max key), whose PM contents are
-// unknown because a new leaf's unused set is not written back.
-bool leaf_meta_never_written(Leaf lf, int v);
 // Writes back the cache lines holding the given slots (sorted), each line once (no fence).
 void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots);
 // Writes back the lines holding the slots occupied in version v, each line once (no fence).
@@ -85,9 +81,8 @@ void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots);
 // inside pm::flush (the crash tests recover captured images there), so no thread_local
 // scratch may be live across a flush.
 void flush_occupied_slots(Leaf lf, int v);
-// Writes back the lines of version nv's crash-consistent metadata that differ from
-// `durable` (what PM is known to hold; empty: unknown, write back every line), then sets
-// `durable` to the current contents. No fence.
-void flush_leaf_meta(Leaf lf, int nv, std::vector<u64>& durable);
+// Writes back every line of version nv's crash-consistent metadata (no fence): a line that
+// ends a merge as PM held it passed through other states, and one of them may be in PM.
+void flush_leaf_meta(Leaf lf, int nv);
 
 }  // namespace dptree::detail

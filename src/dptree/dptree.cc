@@ -13,6 +13,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 #include "dptree/validate.h"
 
 namespace dptree {
@@ -84,12 +85,13 @@ void DPTreeCore::Impl::create(std::size_t kb, std::size_t vb) {
   pm::CategoryScope cat(pm::Category::alloc);
   u64 r = alloc.reserve(sizeof(Root));
   auto* rt = pool.at<Root>(r);
-  std::memset(static_cast<void*>(rt), 0, sizeof(Root));
-  rt->magic = kRootMagic;
-  rt->leaf_capacity = opt.leaf_capacity;
-  rt->key_bytes = kb;
-  rt->value_bytes = vb;
-  rt->log_page_size = opt.log_page_size;
+  Root init{};
+  init.magic = kRootMagic;
+  init.leaf_capacity = opt.leaf_capacity;
+  init.key_bytes = kb;
+  init.value_bytes = vb;
+  init.log_page_size = opt.log_page_size;
+  pm::store(rt, init);
   pm::flush(rt, sizeof(Root));
   alloc.activate(pool.root_word(), r);  // its first fence orders the root's contents
   root = rt;

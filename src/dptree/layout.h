@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dptree/pm/store.h"
+
 namespace dptree::detail {
 
 using u64 = std::uint64_t;
@@ -100,9 +102,9 @@ struct Leaf {
   u64 key(std::size_t s) const { return load(entry(s)); }
   u64 value(std::size_t s) const { return load(entry(s) + L->kbytes); }
   void set_entry(std::size_t s, u64 k, u64 v) const {
-    std::memset(entry(s), 0, L->ebytes);
-    std::memcpy(entry(s), &k, 8);
-    std::memcpy(entry(s) + L->kbytes, &v, 8);
+    pm::fill_bytes(entry(s), 0, L->ebytes);
+    pm::store_bytes(entry(s), &k, 8);
+    pm::store_bytes(entry(s) + L->kbytes, &v, 8);
   }
   // 2-bit slot state: 00 empty, 01 occupied, 10 deleted (§2.2).
   unsigned state(int v, std::size_t s) const {
@@ -110,11 +112,11 @@ struct Leaf {
   }
   void set_state(int v, std::size_t s, unsigned st) const {
     u64& w = bitmap(v)[s / 32];
-    w = (w & ~(u64{3} << (2 * (s % 32)))) | (u64{st} << (2 * (s % 32)));
+    pm::store(&w, (w & ~(u64{3} << (2 * (s % 32)))) | (u64{st} << (2 * (s % 32))));
   }
   void copy_meta(int from, int to) const {
-    std::memcpy(p + L->meta_p[to], p + L->meta_p[from], L->meta_p_bytes);
-    std::memcpy(p + L->meta_v[to], p + L->meta_v[from], 8 + 3 * L->cap);
+    pm::store_bytes(p + L->meta_p[to], p + L->meta_p[from], L->meta_p_bytes);
+    pm::store_bytes(p + L->meta_v[to], p + L->meta_v[from], 8 + 3 * L->cap);
   }
 
  private:

@@ -9,6 +9,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::detail {
 
@@ -36,10 +37,10 @@ u64 create_leaf(const MergeContext& cx, RangeMerge& r) {
     cx.dir.return_slot(slot);
     throw;
   }
-  std::memset(cx.pool.at(off), 0, cx.L.bytes);
+  pm::fill_bytes(cx.pool.at(off), 0, cx.L.bytes);
   Leaf lf = cx.leaf(off);
-  lf.owner_slot() = slot;
-  lf.type() = kLeafType;
+  pm::store(&lf.owner_slot(), slot);
+  pm::store(&lf.type(), kLeafType);
   try {
     cx.pending.add(slot);
   } catch (...) {
@@ -72,10 +73,10 @@ std::vector<u64> build_leaves(const MergeContext& cx, RangeMerge& r, std::span<c
     u64 off = create_leaf(cx, r);
     Leaf lf = cx.leaf(off);
     leaf_fill(lf, cx.nv, es.subspan(a, b - a));
-    lf.max_key(cx.nv) = i + 1 == nleaves ? max_key : es[b - 1].first;
-    lf.rc(cx.nv) = cx.restart_count;
+    pm::store(&lf.max_key(cx.nv), i + 1 == nleaves ? max_key : es[b - 1].first);
+    pm::store(&lf.rc(cx.nv), cx.restart_count);
     out.push_back(off);
-    if (i) cx.leaf(out[i - 1]).next(cx.nv) = off;
+    if (i) pm::store(&cx.leaf(out[i - 1]).next(cx.nv), off);
   }
   return out;
 }
@@ -152,8 +153,8 @@ bool split_keep_last(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   auto& d = r.dirty[cur];
   leaf_upsert(lf, nv, std::span(rest, es.end()), d.slots);
   leaf_clear_unreached_deleted(lf, nv);  // in the bitmap line written back anyway
-  *link_of(cx, r, prev) = nl.front();
-  cx.leaf(nl.back()).next(nv) = cur;  // cur's next and max key (version nv) stay
+  pm::store(link_of(cx, r, prev), nl.front());
+  pm::store(&cx.leaf(nl.back()).next(nv), cur);  // cur's next and max key (version nv) stay
   ++r.counters.splits;
   ++r.counters.kept_splits;
   note_kept_split();
@@ -165,15 +166,10 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
                       std::span<const KVPair> es) {
   const int cvv = cx.cv, nv = cx.nv;
   Leaf lf = cx.leaf(cur);
-  // A copy identical to what version nv already holds is durable already (every write of it
-  // was flushed before the flip that ended its merge): phase 4 need not write it back.
-  // The other set of a leaf new since the last restart was never written back: unknown.
+  // Phase 4 writes all of version nv's crash-consistent metadata back, even a line that ends
+  // as PM held it: the stores below pass it through other states, and a line evicted in one
+  // of them would keep it after the flip if it were not written back again.
   auto& d = r.dirty[cur];
-  d.durable.clear();
-  if (!leaf_meta_never_written(lf, nv)) {
-    d.durable.resize(cx.L.meta_p_bytes / 8);
-    std::memcpy(d.durable.data(), lf.meta(nv), cx.L.meta_p_bytes);
-  }
   lf.copy_meta(cvv, nv);  // line 1 (rc is current: the caller ran ensure_leaf_meta on cv)
   std::size_t freeslots = cx.L.cap - lf.count(nv);
   // After freeslots: a dropped slot is still version cv's, not free.
@@ -198,8 +194,8 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
     return cur;
   }
   auto nl = build_leaves(cx, r, all, lf.max_key(cvv), cx.fill_rate);
-  *link_of(cx, r, prev) = nl.front();
-  cx.leaf(nl.back()).next(nv) = lf.next(cvv);
+  pm::store(link_of(cx, r, prev), nl.front());
+  pm::store(&cx.leaf(nl.back()).next(nv), lf.next(cvv));
   ++r.counters.splits;
   return nl.back();
 }
@@ -223,8 +219,8 @@ void consolidate(const MergeContext& cx, RangeMerge& r) {
     if (nxt == r.end) {
       if (c == 0 && r.last_range && (prev || r.first_range)) {
         // An empty last leaf: drop it, its predecessor takes the key range.
-        *link_of(cx, r, prev) = nxt;
-        if (prev) cx.leaf(prev).max_key(nv) = lf.max_key(nv);
+        pm::store(link_of(cx, r, prev), nxt);
+        if (prev) pm::store(&cx.leaf(prev).max_key(nv), lf.max_key(nv));
         ++r.counters.consolidations;
       }
       break;
@@ -241,15 +237,15 @@ void consolidate(const MergeContext& cx, RangeMerge& r) {
         std::sort(written.begin(), written.end());
         flush_leaf_slots(nl, written);
       }
-      *link_of(cx, r, prev) = nxt;
+      pm::store(link_of(cx, r, prev), nxt);
       ++r.counters.consolidations;
       cur = nxt;
       continue;
     }
     leaf_entries(nl, nv, es);
     auto two = build_leaves(cx, r, es, nl.max_key(nv), cx.fill_rate, 2);
-    *link_of(cx, r, prev) = two[0];
-    cx.leaf(two[1]).next(nv) = nl.next(nv);
+    pm::store(link_of(cx, r, prev), two[0]);
+    pm::store(&cx.leaf(two[1]).next(nv), nl.next(nv));
     ++r.counters.consolidations;
     prev = two[1];
     cur = nl.next(nv);
@@ -285,8 +281,8 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
     }
     if (!sel.empty()) {
       auto nl = build_leaves(cx, r, sel, ~u64{0}, cx.fill_rate);
-      *link_of(cx, r, prev) = nl.front();
-      cx.leaf(nl.back()).next(nv) = r.end;
+      pm::store(link_of(cx, r, prev), nl.front());
+      pm::store(&cx.leaf(nl.back()).next(nv), r.end);
     }
   }
   {
@@ -301,7 +297,7 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
       for (; it < es.size() && es[it].first <= mk; ++it)
         if (es[it].second & kTombstone) ks.push_back(es[it].first);
       // A delete needs only the bitmap written back (§2.3 phase 4): do it now, no fence.
-      if (!ks.empty() && leaf_delete(lf, nv, ks)) flush_leaf_meta(lf, nv, r.dirty[cur].durable);
+      if (!ks.empty() && leaf_delete(lf, nv, ks)) flush_leaf_meta(lf, nv);
     }
   }
   {
@@ -334,7 +330,7 @@ void merge_range_out_of_place(const MergeContext& cx, RangeMerge& r, std::span<c
   if (all.empty() && r.first_range && r.last_range) return;  // the tree became empty
   auto nl = build_leaves(cx, r, all, mk, 1.0);
   r.head = nl.front();
-  cx.leaf(nl.back()).next(cx.nv) = r.end;
+  pm::store(&cx.leaf(nl.back()).next(cx.nv), r.end);
   r.counters.splits += r.nleaves;
 }
 
@@ -344,7 +340,8 @@ void begin_merge(pm::Pool& pool, Root* root, PendingLeaves& pending) {
   (void)pool;
   PhaseScope ph(DPTreePhase::merge_start);
   pm::CategoryScope cat(pm::Category::node);
-  root->gv |= kInMerge;  // line 2: recovery reclaims what an interrupted merge created
+  pm::store(&root->gv,
+            root->gv | kInMerge);  // line 2: recovery reclaims what an interrupted merge created
   pm::persist(&root->gv, 8);
   pending.start();  // its first block comes with the first new leaf
 }
@@ -378,7 +375,7 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
       pm::flush(lf.meta(nv), cx.L.meta_p_bytes);
       flush_occupied_slots(lf, nv);
     } else {
-      flush_leaf_meta(lf, nv, d.durable);
+      flush_leaf_meta(lf, nv);
       std::sort(d.slots.begin(), d.slots.end());
       d.slots.erase(std::unique(d.slots.begin(), d.slots.end()), d.slots.end());
       flush_leaf_slots(lf, d.slots);
@@ -391,8 +388,8 @@ void commit_merge(Root* root, int nv, u64 head, u64 count) {
   {
     PhaseScope ph(DPTreePhase::flush);
     pm::CategoryScope cat(pm::Category::node);
-    root->head[nv] = head;
-    root->base_count[nv] = count;
+    pm::store(&root->head[nv], head);
+    pm::store(&root->base_count[nv], count);
     pm::flush(&root->head[nv], 8);
     pm::flush(&root->base_count[nv], 8);
   }
@@ -400,7 +397,7 @@ void commit_merge(Root* root, int nv, u64 head, u64 count) {
   PhaseScope ph(DPTreePhase::version_flip);
   pm::CategoryScope cat(pm::Category::node);
   pm::fence();
-  root->gv = static_cast<u64>(nv) | kInGc;
+  pm::store(&root->gv, static_cast<u64>(nv) | kInGc);
   pm::persist(&root->gv, 8);
 }
 
@@ -431,7 +428,8 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
     }
   }
   pending.destroy();
-  root->gv &= ~kInGc;  // after the destroy: a crash before this line runs it all again
+  pm::store(&root->gv,
+            root->gv & ~kInGc);  // after the destroy: a crash before this line runs it all again
   pm::CategoryScope cat(pm::Category::node);
   pm::persist(&root->gv, 8);
   return freed;
@@ -441,7 +439,7 @@ void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, Pendin
   (void)pool;
   for (u64 slot : pending.slots()) dir.free_owned(slot);
   pending.destroy();
-  root->gv &= ~kInMerge;
+  pm::store(&root->gv, root->gv & ~kInMerge);
   pm::CategoryScope cat(pm::Category::node);
   pm::persist(&root->gv, 8);
 }
@@ -463,10 +461,7 @@ void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const
     pm::CategoryScope cat(pm::Category::node);
     for (RangeMerge* r : ranges)
       for (auto& [off, d] : r->dirty)
-        if (!d.whole) {
-          std::vector<u64> unknown;
-          flush_leaf_meta(cx.leaf(off), cx.nv, unknown);
-        }
+        if (!d.whole) flush_leaf_meta(cx.leaf(off), cx.nv);
   }
   reclaim_interrupted_merge(cx.pool, root, cx.dir, cx.pending);
 }

@@ -72,7 +72,6 @@ struct MergeContext {
 // What phase 4 must write back for one leaf.
 struct LeafDirty {
   bool whole = false;                // a new leaf: its metadata and occupied slots
-  std::vector<u64> durable;          // version nv's crash-consistent metadata as PM holds it
   std::vector<std::uint16_t> slots;  // slots written
 };
 

@@ -7,6 +7,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::detail {
 
@@ -33,7 +34,7 @@ u64 OwnerDir::take_slot() {
     pm::CategoryScope cat(pm::Category::alloc);
     auto& alloc = pool_.allocator();
     u64 b = alloc.reserve(kDirBlockBytes);
-    std::memset(pool_.at(b), 0, kDirBlockBytes);
+    pm::fill_bytes(pool_.at(b), 0, kDirBlockBytes);
     pm::flush(pool_.at(b), kDirBlockBytes);
     alloc.activate(blocks_.empty() ? head_ : word(blocks_.back()), b);
     blocks_.push_back(b);
@@ -80,7 +81,7 @@ void PendingLeaves::new_block_if_full() {
   pm::CategoryScope cat(pm::Category::alloc);
   auto& alloc = pool_.allocator();
   u64 b = alloc.reserve(kPendingBlockBytes);
-  std::memset(pool_.at(b), 0, kPendingBlockBytes);
+  pm::fill_bytes(pool_.at(b), 0, kPendingBlockBytes);
   pm::flush(pool_.at(b), kPendingBlockBytes);
   alloc.activate(blocks_.empty() ? head_ : pool_.at<u64>(blocks_.back()), b);
   blocks_.push_back(b);
@@ -92,7 +93,7 @@ void PendingLeaves::add(u64 slot) {
   pm::CategoryScope cat(pm::Category::alloc);
   new_block_if_full();
   u64* e = pool_.at<u64>(blocks_.back()) + 1 + pos_++;
-  *e = slot;
+  pm::store(e, slot);
   pm::persist(e, 8);
 }
 

@@ -7,6 +7,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::detail {
 
@@ -56,7 +57,7 @@ u64 LogPageCache::take(int ver) {
       u64 pg = free_[ver].back();
       free_[ver].pop_back();
       u64* w = pool_.at<u64>(pg);
-      w[2] = 0;  // the old link must not reach PM after the new one
+      pm::store(&w[2], 0);  // the old link must not reach PM after the new one
       pm::persist(&w[2], 8);
       return pg;
     }
@@ -71,11 +72,14 @@ u64 LogPageCache::take(int ver) {
     throw;
   }
   u64* w = pool_.at<u64>(pg);
-  std::fill(w, w + page_bytes_ / 8, static_cast<u64>(ver));
-  w[0] = slot;
-  w[1] = kPageType;
-  w[2] = 0;
-  w[3] = static_cast<u64>(ver);
+  {
+    std::vector<u64> init(page_bytes_ / 8, static_cast<u64>(ver));
+    init[0] = slot;
+    init[1] = kPageType;
+    init[2] = 0;
+    init[3] = static_cast<u64>(ver);
+    pm::store_bytes(w, init.data(), page_bytes_);
+  }
   pm::flush(w, page_bytes_);
   pm::CategoryScope cat(pm::Category::alloc);
   pool_.allocator().activate(pool_.at<u64>(slot), pg);
@@ -158,7 +162,9 @@ void PLog::invalidate_if_torn(u64* rec, u64 vb) {
   // them with a new record torn by a later crash into a "valid" record: invalidate them all.
   if (!codec_.any_word_valid(rec, vb)) return;
   pm::CategoryScope cat(pm::Category::log);
-  for (std::size_t j = 0; j < codec_.G.words; ++j) rec[j] = 1 - vb;
+  u64 invalid[16];
+  std::fill(invalid, invalid + codec_.G.words, 1 - vb);
+  pm::store_bytes(rec, invalid, codec_.G.words * 8);
   pm::persist(rec, codec_.G.words * 8);
 }
 
@@ -170,7 +176,7 @@ void PLog::append(u64* head, int ver, u64 k, u64 v) {
     } else {
       u64 pg = cache_.take(ver);
       u64* link = pages_.empty() ? head : &pool_.at<u64>(pages_.back())[2];
-      *link = pg;
+      pm::store(link, pg);
       pm::persist(link, 8);
       pages_.push_back(pg);
       page_idx_ = pages_.size() - 1;
@@ -180,7 +186,7 @@ void PLog::append(u64* head, int ver, u64 k, u64 v) {
   u64 rec[16];
   codec_.encode(k, v, log_valid_bit(ver), rec);
   u64* dst = record(pages_[page_idx_], pos_);
-  std::memcpy(dst, rec, codec_.G.words * 8);
+  pm::store_bytes(dst, rec, codec_.G.words * 8);
   pm::persist(dst, codec_.G.words * 8);  // one line, one fence (LogGeometry)
   ++pos_;
 }
@@ -192,11 +198,11 @@ void PLog::release_chain(pm::Pool& pool, u64* head, int old) {
   if (pages.empty()) return;
   for (std::size_t i = 0; i < pages.size(); ++i) {
     u64* w = pool.at<u64>(pages[i]);
-    w[3] = i + 1 < pages.size() ? static_cast<u64>(1 - old) : kDiscardFlavor;
+    pm::store(&w[3], i + 1 < pages.size() ? static_cast<u64>(1 - old) : kDiscardFlavor);
     pm::flush(&w[3], 8);
   }
   pm::fence();
-  *head = 0;
+  pm::store(head, 0);
   pm::persist(head, 8);
 }
 
@@ -225,10 +231,9 @@ void PLog::reuse_last_page(u64 page, std::size_t written, int old) {
   bool fill_rest = lines_total - first_free_line <= lines_written;
   u64 bit = fill_rest ? static_cast<u64>(1 - old) : static_cast<u64>(old);
   std::size_t from = fill_rest ? written : 0, to = fill_rest ? G.per_page : written;
-  for (std::size_t r = from; r < to; ++r) {
-    u64* rec = record(page, r);
-    for (std::size_t j = 0; j < G.words; ++j) rec[j] = bit;
-  }
+  u64 filler[16];
+  std::fill(filler, filler + G.words, bit);
+  for (std::size_t r = from; r < to; ++r) pm::store_bytes(record(page, r), filler, G.words * 8);
   if (from < to) {
     const std::byte* a = pool_.at(page + G.offset(from));
     const std::byte* b = pool_.at(page + G.offset(to - 1)) + G.words * 8;
@@ -236,7 +241,7 @@ void PLog::reuse_last_page(u64 page, std::size_t written, int old) {
     pm::fence();
   }
   u64* w = pool_.at<u64>(page);
-  w[3] = bit;
+  pm::store(&w[3], bit);
   pm::persist(&w[3], 8);
   cache_.give(static_cast<int>(bit), page);
 }

@@ -4,6 +4,7 @@
 #include "dptree/dptree_impl.h"
 #include "dptree/phase.h"
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 
 namespace dptree {
 
@@ -23,7 +24,7 @@ void DPTreeCore::Impl::recover() {
     bloom.add(k);
   });
   pages->sweep({log->pages().begin(), log->pages().end()});
-  root->restart_count += 1;  // line 7
+  pm::store(&root->restart_count, root->restart_count + 1);  // line 7
   {
     pm::CategoryScope cat(pm::Category::node);
     pm::persist(&root->restart_count, 8);

@@ -7,6 +7,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 #include "pm/layout.h"
 
 namespace dptree::pm {
@@ -217,16 +218,16 @@ void Allocator::assign_chunks(std::size_t first, int cls, std::size_t run) {
   auto* desc = pool_.at<layout::ChunkDesc>(desc_off_);
   if (cls < kClasses && kLayouts[cls].inline_owners) {
     auto* owners = pool_.at<std::byte>(heap_off_ + first * kChunkSize);
-    std::memset(owners, 0, kLayouts[cls].blocks * 8);
+    fill_bytes(owners, 0, kLayouts[cls].blocks * 8);
     flush(owners, kLayouts[cls].blocks * 8);
   } else {
-    std::memset(desc[first].owners, 0, sizeof desc[first].owners);
+    fill_bytes(desc[first].owners, 0, sizeof desc[first].owners);
     flush(desc[first].owners, sizeof desc[first].owners);
   }
   fence();
   for (std::size_t i = 0; i < run; ++i) {
     int c = cls == layout::kLargeClass && i > 0 ? layout::kContClass : cls;
-    desc[first + i].state = encode_state(c, c == layout::kLargeClass ? run : 0);
+    store(&desc[first + i].state, encode_state(c, c == layout::kLargeClass ? run : 0));
     flush(&desc[first + i].state, 8);
     chunks_[first + i] =
         ChunkInfo{c, static_cast<std::uint32_t>(c == layout::kLargeClass ? run : 0), 0, {}, false};
@@ -242,7 +243,7 @@ void Allocator::assign_chunks(std::size_t first, int cls, std::size_t run) {
 void Allocator::release_chunks(std::size_t first, std::size_t run) {
   auto* desc = pool_.at<layout::ChunkDesc>(desc_off_);
   for (std::size_t i = first; i < first + run; ++i) {
-    desc[i].state = layout::kStateFree;
+    store(&desc[i].state, layout::kStateFree);
     flush(&desc[i].state, 8);
     chunks_[i] = ChunkInfo{};
   }
@@ -306,10 +307,10 @@ void Allocator::activate(std::uint64_t* dest, std::uint64_t block) {
                 "itself: store the pointer outside the block");
   // Owner first: once *dest = block is durable, the block must be known to be owned by dest.
   std::uint64_t* owner = owner_word(chunk, slot);
-  *owner = dest_off;
+  store(owner, dest_off);
   flush(owner, 8);
   fence();
-  *dest = block;  // the commit point: one 8-byte failure-atomic store
+  store(dest, block);  // the commit point: one 8-byte failure-atomic store
   flush(dest, 8);
   fence();
   reserved_.erase(block);
@@ -343,12 +344,12 @@ void Allocator::free(std::uint64_t* dest) {
                                    " is not owned by the word at offset " +
                                    std::to_string(pool_.offset_of(dest)) +
                                    ": free through the pointer it was activated into");
-  *dest = 0;  // the commit point
+  store(dest, 0);  // the commit point
   flush(dest, 8);
   fence();
   // The owner word is stale now (*owner != block); clear it without a fence of its own. The
   // next fence of this thread makes it durable, and recovery clears it if a crash comes first.
-  *owner = 0;
+  store(owner, 0);
   flush(owner, 8);
   give_back(chunk, slot);
 }
@@ -427,7 +428,7 @@ void Allocator::recover() {
     }
     if (code == 0) {
       if (st != layout::kStateFree) {
-        desc[c].state = layout::kStateFree;
+        store(&desc[c].state, layout::kStateFree);
         flush(&desc[c].state, 8);
         wrote = true;
       }
@@ -451,7 +452,7 @@ void Allocator::recover() {
         continue;
       }
       if (*owner != 0) {
-        *owner = 0;
+        store(owner, 0);
         flush(owner, 8);
       }
       release_chunks(c, 1);  // followers are freed when reached: not covered
@@ -471,7 +472,7 @@ void Allocator::recover() {
       if (owner_is_valid(*owner, block_offset(c, s))) {
         mark(c, s, true);
       } else {
-        *owner = 0;  // an activate that did not commit, or a free whose clear did not land
+        store(owner, 0);  // an activate that did not commit, or a free whose clear did not land
         flush(owner, 8);
         wrote = true;
       }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dptree/error.h"
+#include "dptree/pm/store.h"
 #include "pm/sim_registry.h"
 
 namespace dptree::pm {
@@ -146,6 +147,7 @@ std::string_view to_string(Category c) {
 
 void set_mode(Mode m) {
   g_mode.store(m, std::memory_order_relaxed);
+  detail::g_track_stores.store(m == Mode::sim, std::memory_order_relaxed);
 }
 Mode mode() {
   return g_mode.load(std::memory_order_relaxed);
@@ -175,7 +177,7 @@ void flush(const void* addr, std::size_t len) {
         clflush_range(p, end);
       break;
     case Mode::sim:
-      sim_registry_flush(static_cast<const std::byte*>(addr), len);
+      sim_registry_flush(static_cast<const std::byte*>(addr), len, __builtin_return_address(0));
       break;
     case Mode::eadr:
     case Mode::dram:

@@ -15,6 +15,7 @@
 
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 #include "pm/layout.h"
 
 #ifndef MAP_SHARED_VALIDATE
@@ -137,7 +138,7 @@ void Pool::init_header(std::size_t size) {
   h.desc_off = g.desc_off;
   h.heap_off = g.heap_off;
   h.checksum = header_checksum(h);
-  std::memcpy(base_, &h, sizeof h);
+  store_bytes(base_, &h, sizeof h);
   persist(base_, sizeof h);
 }
 

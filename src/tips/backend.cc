@@ -20,6 +20,7 @@
 
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 #include "tips/engine.h"
 
 namespace dptree::tips {
@@ -79,7 +80,7 @@ std::uint64_t Engine::take_slot() {
     pm::CategoryScope cat(pm::Category::alloc);
     auto& a = pool_.allocator();
     std::uint64_t blk = a.reserve(layout::kSlotsPerPage * 8);
-    std::memset(pool_.at(blk), 0, layout::kSlotsPerPage * 8);
+    pm::fill_bytes(pool_.at(blk), 0, layout::kSlotsPerPage * 8);
     pm::flush(pool_.at(blk), layout::kSlotsPerPage * 8);
     a.activate(&dir_[page], blk);
     for (std::size_t i = layout::kSlotsPerPage; i-- > 0;)
@@ -96,15 +97,21 @@ void Engine::mlog_append(Partition& p, std::uint64_t word) {
                 "tips: one operation needed more than mlog_entries allocation/free entries; "
                 "raise the mlog_entries option");
   if (p.mlog_used == 0) {  // the entries that follow belong to the epoch that began at `tag`
-    p.hdr->mlog_base = p.tag;
+    pm::store(&p.hdr->mlog_base, p.tag);
     pm::persist(&p.hdr->mlog_base, 8);
   }
-  p.mlog[p.mlog_used] = word;
+  pm::store(&p.mlog[p.mlog_used], word);
   pm::flush(&p.mlog[p.mlog_used], 8);  // made durable by the next fence (activate's first)
   ++p.mlog_used;
 }
 
+void Engine::note_announced(Partition& p) {
+  if (p.announced) pm::note_stores(p.announced, p.announced_len);
+  p.announced = nullptr;
+}
+
 void* Engine::alloc(Partition& p, std::size_t bytes) {
+  note_announced(p);
   PhaseScope phase("mlog");
   pm::CategoryScope cat(pm::Category::alloc);
   auto& a = pool_.allocator();
@@ -118,8 +125,8 @@ void* Engine::alloc(Partition& p, std::size_t bytes) {
   }
   mlog_append(p, layout::kMlogUsed | slot);
   auto* h = pool_.at<std::uint64_t>(blk);
-  h[0] = slot;
-  h[1] = layout::kNodeMagic;
+  pm::store(&h[0], slot);
+  pm::store(&h[1], layout::kNodeMagic);
   pm::flush(h, 16);
   a.activate(slot_word(slot), blk);  // fence 1: MLog entry, header, owner; fence 2: the slot
   const auto start = reinterpret_cast<std::uintptr_t>(pool_.at(blk));
@@ -129,6 +136,7 @@ void* Engine::alloc(Partition& p, std::size_t bytes) {
 }
 
 void Engine::release(Partition& p, void* node) {
+  note_announced(p);
   PhaseScope phase("mlog");
   auto* h = reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(node) - layout::kNodeHeader);
   if (!pool_.contains(h, 16) || h[1] != layout::kNodeMagic)
@@ -139,7 +147,12 @@ void Engine::release(Partition& p, void* node) {
 }
 
 void Engine::will_write(Partition& p, const void* addr, std::size_t len) {
+  note_announced(p);
   if (len == 0) return;
+  if (pm::tracking_stores()) {
+    p.announced = addr;
+    p.announced_len = len;
+  }
   const auto first = reinterpret_cast<std::uintptr_t>(addr) & ~std::uintptr_t{63};
   const auto end = reinterpret_cast<std::uintptr_t>(addr) + len;
   bool logged = false;
@@ -164,10 +177,12 @@ void Engine::will_write(Partition& p, const void* addr, std::size_t len) {
     PhaseScope phase("ulog");
     pm::CategoryScope cat(pm::Category::log);
     layout::UndoEntry& u = p.ulog[p.ulog_used++];
-    std::memcpy(u.data, reinterpret_cast<const void*>(line), 64);
-    u.off = pool_.offset_of(reinterpret_cast<const void*>(line));
-    u.tag = p.tag;
-    u.sum = layout::undo_sum(u.off, u.tag, u.data);
+    layout::UndoEntry undo{};
+    std::memcpy(undo.data, reinterpret_cast<const void*>(line), 64);
+    undo.off = pool_.offset_of(reinterpret_cast<const void*>(line));
+    undo.tag = p.tag;
+    undo.sum = layout::undo_sum(undo.off, undo.tag, undo.data);
+    pm::store(&u, undo);
     pm::flush(&u, sizeof(u));
     p.dirty.insert(line);
     ++p.undo_lines;
@@ -189,19 +204,20 @@ void Engine::begin_epoch(Partition& p) {
 }
 
 void Engine::commit_epoch(Partition& p, std::uint64_t ts) {
+  note_announced(p);
   PhaseScope phase("commit");
   {
     pm::CategoryScope cat(pm::Category::node);
     for (std::uintptr_t line : p.dirty) pm::flush(reinterpret_cast<const void*>(line), 64);
     pm::fence();
   }
-  p.hdr->applied = ts;
+  pm::store(&p.hdr->applied, ts);
   pm::persist(&p.hdr->applied, 8);  // the commit point
   if (p.mlog_used) {
     PhaseScope mphase("mlog");
     pm::CategoryScope cat(pm::Category::alloc);
     for (std::uint64_t s : p.deferred) pool_.allocator().free(slot_word(s));
-    std::memset(p.mlog, 0, p.mlog_used * 8);
+    pm::fill_bytes(p.mlog, 0, p.mlog_used * 8);
     pm::flush(p.mlog, p.mlog_used * 8);
     pm::fence();
     std::lock_guard g(slot_mu_);
@@ -319,7 +335,7 @@ void Engine::replay_round() {
       std::lock_guard g(lane.mu);
       if (lane.head == new_head[l]) continue;
       lane.head = new_head[l];
-      lane.hdr->head = lane.head;
+      pm::store(&lane.hdr->head, lane.head);
       pm::flush(&lane.hdr->head, 8);
     }
     pm::fence();

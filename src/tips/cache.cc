@@ -14,6 +14,7 @@
 #include "dptree/error.h"
 #include "dptree/layout.h"
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 #include "tips/engine.h"
 
 namespace dptree::tips::detail {
@@ -95,11 +96,11 @@ bool Engine::write(Kind kind, Key k, Value v) {
     pm::CategoryScope cat(pm::Category::log);
     const std::uint64_t ts = global_ts_.fetch_add(1) + 1;
     layout::Record& r = lane.rec[lane.tail % opt_.lane_records];
-    r = {ts, kind == Kind::remove ? layout::kRemove : layout::kPut, k,
-         kind == Kind::remove ? 0 : v};
+    pm::store(&r, layout::Record{ts, kind == Kind::remove ? layout::kRemove : layout::kPut, k,
+                                 kind == Kind::remove ? 0 : v});
     pm::persist(&r, sizeof(r));  // barrier 1: the record
     ++lane.tail;
-    std::atomic_ref<std::uint64_t>(lane.hdr->tail).store(lane.tail, std::memory_order_release);
+    pm::store_release(&lane.hdr->tail, lane.tail);
     pm::persist(&lane.hdr->tail, 8);  // barrier 2: the tail; the write is durable
     lg.unlock();
     if (e) {

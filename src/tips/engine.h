@@ -47,6 +47,10 @@ struct Partition {
   std::map<std::uintptr_t, std::uintptr_t> fresh;  // blocks allocated in this epoch
   std::vector<std::uint64_t> deferred;             // slots to free after commit
   std::vector<layout::Record> batch;               // records of the current round
+  // The range the index announced last (will_write): its plain stores are noted with the
+  // crash simulator (pm::note_stores) at the next announcement, allocation, free or commit.
+  const void* announced = nullptr;
+  std::size_t announced_len = 0;
   // Counters (read by stats under the replay lock).
   std::uint64_t undo_lines = 0, undo_skipped = 0, epochs = 0, records = 0;
 };
@@ -82,6 +86,7 @@ class Engine {
   void* alloc(Partition& p, std::size_t bytes);
   void release(Partition& p, void* node);
   void will_write(Partition& p, const void* addr, std::size_t len);
+  static void note_announced(Partition& p);
 
  private:
   // cache.cc

@@ -12,6 +12,7 @@
 
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
 #include "tips/engine.h"
 
 namespace dptree::tips::detail {
@@ -28,7 +29,7 @@ std::size_t pow2_at_least(std::size_t n) {
 std::uint64_t make_block(pm::Pool& pool, std::uint64_t* dest, std::size_t bytes) {
   auto& a = pool.allocator();
   std::uint64_t blk = a.reserve(bytes);
-  std::memset(pool.at(blk), 0, bytes);
+  pm::fill_bytes(pool.at(blk), 0, bytes);
   pm::flush(pool.at(blk), bytes);
   a.activate(dest, blk);
   return blk;
@@ -83,16 +84,17 @@ void Engine::create_layout() {
   auto& a = pool_.allocator();
   std::uint64_t blk = a.reserve(sizeof(layout::Root));
   auto* r = pool_.at<layout::Root>(blk);
-  std::memset(r, 0, sizeof(*r));
-  r->magic = layout::kMagic;
-  r->format = layout::kFormat;
-  r->partitions = opt_.partitions;
-  r->lanes = opt_.lanes;
-  r->lane_records = opt_.lane_records;
-  r->ulog_lines = opt_.ulog_lines;
-  r->mlog_entries = opt_.mlog_entries;
-  r->header_bytes = adapter_->header_bytes();
-  std::strncpy(r->adapter, adapter_->name().c_str(), sizeof(r->adapter) - 1);
+  layout::Root init{};
+  init.magic = layout::kMagic;
+  init.format = layout::kFormat;
+  init.partitions = opt_.partitions;
+  init.lanes = opt_.lanes;
+  init.lane_records = opt_.lane_records;
+  init.ulog_lines = opt_.ulog_lines;
+  init.mlog_entries = opt_.mlog_entries;
+  init.header_bytes = adapter_->header_bytes();
+  std::strncpy(init.adapter, adapter_->name().c_str(), sizeof(init.adapter) - 1);
+  pm::store(r, init);
   pm::flush(r, sizeof(*r));
   a.activate(pool_.root_word(), blk);
   open_layout();
@@ -154,10 +156,11 @@ void Engine::open_layout() {
       // block is not reachable until activated, and a crash before that leaves it free).
       auto& a = pool_.allocator();
       std::uint64_t blk = a.reserve(playout_.bytes);
-      std::memset(pool_.at(blk), 0, playout_.bytes);
+      pm::fill_bytes(pool_.at(blk), 0, playout_.bytes);
       auto* u = pool_.at<layout::UndoEntry>(blk + playout_.ulog_off);
-      for (std::size_t j = 0; j < opt_.ulog_lines; ++j) u[j].tag = layout::kClearedTag;
-      adapter_->create(pool_.at(blk + playout_.header_off));
+      for (std::size_t j = 0; j < opt_.ulog_lines; ++j) pm::store(&u[j].tag, layout::kClearedTag);
+      adapter_->create(pool_.at(blk + playout_.header_off));  // plain stores: noted
+      pm::note_stores(pool_.at(blk + playout_.header_off), adapter_->header_bytes());
       pm::flush(pool_.at(blk), playout_.bytes);
       a.activate(&root_->part[i], blk);
     }
@@ -198,7 +201,7 @@ void Engine::recover_partition(Partition& p) {
     if (u.tag != applied || u.sum != layout::undo_sum(u.off, u.tag, u.data)) continue;
     if (u.off < 64 || u.off % 64 || u.off + 64 > pool_.size())
       throw Error(Errc::corrupt, "pool '" + pool_.name() + "': a TIPS undo entry points outside");
-    std::memcpy(pool_.at(u.off), u.data, 64);
+    pm::store_bytes(pool_.at(u.off), u.data, 64);
     pm::flush(pool_.at(u.off), 64);
     restored = true;
   }
@@ -220,12 +223,12 @@ void Engine::recover_partition(Partition& p) {
   bool cleared = false;
   for (std::size_t i = 0; i < opt_.ulog_lines; ++i)
     if (p.ulog[i].tag == applied) {
-      p.ulog[i].tag = layout::kClearedTag;
+      pm::store(&p.ulog[i].tag, layout::kClearedTag);
       pm::flush(&p.ulog[i].tag, 8);
       cleared = true;
     }
   if (any) {
-    std::memset(p.mlog, 0, opt_.mlog_entries * 8);
+    pm::fill_bytes(p.mlog, 0, opt_.mlog_entries * 8);
     pm::flush(p.mlog, opt_.mlog_entries * 8);
     cleared = true;
   }
@@ -294,7 +297,7 @@ void Engine::replay_logs_at_open() {
   for (auto& lp : lanes_) {
     if (lp->head == lp->tail) continue;
     lp->head = lp->tail;
-    lp->hdr->head = lp->head;
+    pm::store(&lp->hdr->head, lp->head);
     pm::flush(&lp->hdr->head, 8);
     moved = true;
   }

@@ -7,6 +7,7 @@
 
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::pm {
 namespace {
@@ -39,7 +40,7 @@ class Sim : public ::testing::Test {
 };
 
 TEST_F(Sim, UnflushedStoreLostWithoutEvictionKeptWithIt) {
-  *word(0) = 42;
+  store(word(0), 42);
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
     EXPECT_EQ(word_in(capture(seed, 0.0), off_, 0), 0u);
     EXPECT_EQ(word_in(capture(seed, 1.0), off_, 0), 42u);
@@ -47,7 +48,7 @@ TEST_F(Sim, UnflushedStoreLostWithoutEvictionKeptWithIt) {
 }
 
 TEST_F(Sim, FlushedUnfencedLineIsDecidedBySeed) {
-  *word(0) = 7;
+  store(word(0), 7);
   flush(word(0), 8);
   int kept = 0, dropped = 0;
   for (std::uint64_t seed = 0; seed < 200; ++seed) {
@@ -63,7 +64,7 @@ TEST_F(Sim, FlushedUnfencedLineIsDecidedBySeed) {
 }
 
 TEST_F(Sim, FencedLineAlwaysSurvives) {
-  *word(3) = 99;
+  store(word(3), 99);
   persist(word(3), 8);
   for (std::uint64_t seed = 0; seed < 50; ++seed)
     EXPECT_EQ(word_in(capture(seed, 0.0, 0.0), off_, 3), 99u);
@@ -72,9 +73,9 @@ TEST_F(Sim, FencedLineAlwaysSurvives) {
 
 // clwb writes back the line as it is at the flush; a later store is not covered by the fence.
 TEST_F(Sim, FenceMakesTheFlushedContentDurableNotLaterStores) {
-  *word(0) = 1;
+  store(word(0), 1);
   flush(word(0), 8);
-  *word(0) = 2;
+  store(word(0), 2);
   fence();
   EXPECT_EQ(word_in(capture(0, 0.0), off_, 0), 1u);
   EXPECT_EQ(word_in(capture(0, 1.0), off_, 0), 2u);
@@ -83,7 +84,9 @@ TEST_F(Sim, FenceMakesTheFlushedContentDurableNotLaterStores) {
 TEST_F(Sim, WordUnitTearsLinesAndLineUnitNever) {
   int torn = 0;
   for (std::uint64_t seed = 0; seed < 100; ++seed) {
-    for (std::size_t i = 0; i < 8; ++i) *word(i) = seed * 100 + i + 1;
+    std::uint64_t line[8];
+    for (std::size_t i = 0; i < 8; ++i) line[i] = seed * 100 + i + 1;
+    store_bytes(word(0), line, sizeof line);  // one store: a line lands before or after it
     auto img8 = capture(seed, 0.5, 0.5, Unit::word8);
     auto img64 = capture(seed, 0.5, 0.5, Unit::line64);
     int fresh8 = 0, fresh64 = 0;
@@ -100,10 +103,10 @@ TEST_F(Sim, WordUnitTearsLinesAndLineUnitNever) {
 
 // A fence orders only the calling thread's flushes.
 TEST_F(Sim, FenceOfAnotherThreadDoesNotPersistMyFlush) {
-  *word(0) = 5;
+  store(word(0), 5);
   flush(word(0), 8);
   std::thread([&] {
-    *word(8) = 6;  // another line, flushed and fenced by the other thread
+    store(word(8), 6);  // another line, flushed and fenced by the other thread
     persist(word(8), 8);
   }).join();
   auto img = capture(0, 0.0, 0.0);
@@ -116,10 +119,10 @@ TEST_F(Sim, FenceOfAnotherThreadDoesNotPersistMyFlush) {
 // Coherence: once another thread has made a newer copy of a line durable, this thread's older
 // unfenced snapshot of the line can no longer land over it; a newer snapshot still can.
 TEST_F(Sim, OlderSnapshotNeverLandsOverANewerDurableLine) {
-  *word(0) = 1;
+  store(word(0), 1);
   flush(word(0), 8);  // this thread's snapshot: 1, never fenced
   std::thread([&] {
-    *word(1) = 2;  // same line
+    store(word(1), 2);  // same line
     persist(word(1), 8);
   }).join();
   for (std::uint64_t seed = 0; seed < 8; ++seed) {
@@ -127,7 +130,7 @@ TEST_F(Sim, OlderSnapshotNeverLandsOverANewerDurableLine) {
     EXPECT_EQ(word_in(img, off_, 0), 1u);
     EXPECT_EQ(word_in(img, off_, 1), 2u) << "the older snapshot (word 1 = 0) landed last";
   }
-  *word(1) = 3;
+  store(word(1), 3);
   flush(word(1), 8);  // a newer snapshot of the line by this thread lands over the durable one
   EXPECT_EQ(word_in(capture(0, 0.0, 1.0), off_, 1), 3u);
   EXPECT_EQ(word_in(capture(0, 0.0, 0.0), off_, 1), 2u);
@@ -146,7 +149,7 @@ TEST_F(Sim, HookCapturesAtTheKthFenceAndImagesOpen) {
     persist(pool->at<std::uint64_t>(off_), 8);  // events of the image do not re-enter the hook
   });
   for (std::uint64_t i = 1; i <= 5; ++i) {
-    *word(0) = i;
+    store(word(0), i);
     persist(word(0), 8);
   }
   pool_->sim()->set_hook(nullptr);
@@ -155,8 +158,77 @@ TEST_F(Sim, HookCapturesAtTheKthFenceAndImagesOpen) {
   EXPECT_GE(pool_->sim()->flush_events(), 5u);
 }
 
+// The detector: a store that bypasses pm::store is reported at the flush of its line, with
+// the word's offset and the code that flushed; stores through the helper never are.
+TEST_F(Sim, RawStoreIsReportedAtItsFlush) {
+  store(word(1), 4);
+  persist(word(1), 8);
+  EXPECT_EQ(pool_->sim()->raw_store_count(), 0u);
+  *word(2) = 5;
+  flush(word(2), 8);
+  auto raw = pool_->sim()->raw_stores();
+  ASSERT_EQ(raw.size(), 1u);
+  EXPECT_EQ(raw[0].offset, off_ + 16);
+  EXPECT_NE(raw[0].caller, nullptr);
+  fence();
+  store(word(3), 6);
+  persist(word(3), 8);
+  EXPECT_EQ(pool_->sim()->raw_store_count(), 1u) << "the line is consistent again once durable";
+}
+
+TEST_F(Sim, RawStoreNeverFlushedIsFoundByACapture) {
+  *word(9) = 9;
+  capture(1, 0.0);
+  auto raw = pool_->sim()->raw_stores();
+  ASSERT_EQ(raw.size(), 1u);
+  EXPECT_EQ(raw[0].offset, off_ + 72);
+  EXPECT_EQ(raw[0].caller, nullptr);
+  EXPECT_EQ(word_in(capture(1, 1.0), off_, 9), 9u) << "a raw line lands as it is now";
+}
+
+// Plain stores noted afterwards (pm::note_stores) are one logged store, not raw.
+TEST_F(Sim, NotedStoresAreLoggedAsOneStore) {
+  *word(0) = 1;
+  *word(1) = 2;
+  note_stores(word(0), 16);
+  persist(word(0), 16);
+  EXPECT_EQ(pool_->sim()->raw_store_count(), 0u);
+  EXPECT_EQ(word_in(capture(0, 0.0), off_, 1), 2u);
+}
+
+// A word written twice lands with either value once evicted; the old model only the last.
+TEST_F(Sim, EvictedWordMayHoldAnEarlierValue) {
+  store(word(0), 1);
+  store(word(0), 2);
+  int first = 0, last = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    auto v = word_in(capture(seed, 1.0), off_, 0);
+    ASSERT_TRUE(v == 1 || v == 2) << v;
+    (v == 1 ? first : last)++;
+    CaptureOptions old{seed, 1.0, 0.5, Unit::line64, false};
+    EXPECT_EQ(word_in(pool_->sim()->capture(old), off_, 0), 2u);
+  }
+  EXPECT_GT(first, 20);
+  EXPECT_GT(last, 20);
+}
+
+// A flushed snapshot that landed bounds the eviction: no state older than it comes back.
+TEST_F(Sim, NoStateOlderThanALandedSnapshot) {
+  store(word(0), 1);
+  flush(word(0), 8);
+  store(word(0), 2);
+  for (std::uint64_t seed = 0; seed < 100; ++seed) {
+    auto v = word_in(capture(seed, 1.0, 1.0), off_, 0);
+    EXPECT_TRUE(v == 1 || v == 2) << v;
+    EXPECT_NE(word_in(capture(seed, 0.0, 1.0), off_, 0), 0u);
+  }
+  fence();
+  for (std::uint64_t seed = 0; seed < 100; ++seed)
+    EXPECT_NE(word_in(capture(seed, 1.0, 0.0), off_, 0), 0u) << "the durable state is 1";
+}
+
 TEST_F(Sim, ImageOfACleanPoolIsTheWorkingImage) {
-  *word(1) = 11;
+  store(word(1), 11);
   persist(word(1), 8);
   auto img = capture(3, 0.0, 0.0);
   EXPECT_EQ(std::memcmp(img.bytes.data(), pool_->base(), pool_->size()), 0);

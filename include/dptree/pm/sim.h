@@ -1,23 +1,31 @@
 // The crash simulator (docs/pm-layer.md). A pool opened in `sim` mode keeps a
 // durable image beside its working image:
+//   - a store through pm::store (store.h) is applied and recorded in the store log of each
+//     line it touches: the stores made to the line since it was last durable, in order;
 //   - flush records the flushed lines of the calling thread as pending, with their content at
 //     the time of the flush (clwb writes back what the line holds then);
-//   - fence copies this thread's pending lines into the durable image, and drops the other
-//     threads' pending snapshots of those lines that are older (coherence: once a newer copy
-//     of a line is in PM, an older write-back can no longer land over it);
+//   - fence copies this thread's pending lines into the durable image, drops the stores those
+//     snapshots hold from the line's log, and drops the other threads' pending snapshots of
+//     those lines that are older (coherence: once a newer copy of a line is in PM, an older
+//     write-back can no longer land over it);
 //   - capture() builds a crash image: the durable image, then each pending line with
-//     probability p_pending, then each line whose working copy still differs with probability
-//     p_evict (a dirty line may reach PM at any time); snapshots of one line land oldest
-//     first, so a newer one that lands wins. The unit that reaches PM whole is a
-//     64-byte line or an 8-byte word (x86 promises only 8-byte failure atomicity).
+//     probability p_pending, then each unit written since it was durable with probability
+//     p_evict (a dirty line may reach PM at any time). An evicted unit lands as it stood after
+//     a prefix of its logged stores, drawn at random: half the time all of them (the working
+//     content), otherwise a shorter prefix not older than a snapshot that landed. So a 64-byte
+//     line may hold any state it passed through since it was durable, and with the 8-byte unit
+//     each word any value it took. The unit that reaches PM whole is a 64-byte line or an
+//     8-byte word (x86 promises only 8-byte failure atomicity).
 // Capturing does not disturb the run. A hook, called before every flush and fence of the pool
 // takes effect, lets a test capture at the k-th event.
 //
-// Limits of the model: an intermediate value of a line that was evicted and then overwritten
-// before the capture is not produced (each capture sees the durable, pending and current
-// contents only).
+// Raw stores: at each flush, and at each capture for every dirty line, the simulator checks
+// that the line's working bytes are its durable bytes with the logged stores applied. A line
+// that differs was written by a store that bypassed pm::store; it is listed in raw_stores()
+// and lands as before (its current content, no intermediate states).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -25,6 +33,7 @@
 #include <mutex>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dptree/pm/buffer.h"
@@ -38,11 +47,19 @@ struct CaptureOptions {
   double p_evict = 0.0;    // chance that a dirty, unflushed unit reached PM
   double p_pending = 0.5;  // chance that a flushed, unfenced unit reached PM
   Unit unit = Unit::line64;
+  bool intermediate = true;  // false: an evicted unit lands as it is now (no earlier state)
+};
+
+// A line whose working bytes no logged store explains: a store to PM bypassed pm::store.
+struct RawStore {
+  std::uint64_t offset;  // the first differing 8-byte word, from the pool's base
+  const void* caller;    // the code that flushed the line (null: found by a capture)
 };
 
 enum class EventKind : std::uint8_t { flush, fence };
 
 class Simulator;
+struct SimRng;
 
 struct Event {
   const Simulator* sim;  // the pool's simulator: capture() from here
@@ -82,9 +99,23 @@ class Simulator {
   std::uint64_t fence_events() const;
   std::size_t pending_lines() const;
 
-  // Used by pm::flush / pm::fence; not for direct use.
-  void on_flush(const std::byte* addr, std::size_t len, std::uint32_t thread);
+  // Stores that bypassed pm::store, as found so far (the first kMaxRawReports) and counted.
+  static constexpr std::size_t kMaxRawReports = 16;
+  std::vector<RawStore> raw_stores() const;
+  std::uint64_t raw_store_count() const;
+
+  // Used by pm::flush / pm::fence / pm::store; not for direct use.
+  void on_flush(const std::byte* addr, std::size_t len, std::uint32_t thread, const void* caller);
   void on_fence(std::uint32_t thread);
+  // Logs what plain stores changed in [p, p + len) as one store (pm::note_stores).
+  void on_note(const std::byte* p, std::size_t len);
+  // Applies `write` to [dst, dst + len) and logs the bytes it leaves, under the lock.
+  template <class Write>
+  void on_store(std::byte* dst, std::size_t len, Write write) {
+    std::lock_guard g(mu_);
+    write();
+    log_store(dst, len);
+  }
   bool contains(const void* p) const {
     auto* b = static_cast<const std::byte*>(p);
     return b >= working_ && b < working_ + size_;
@@ -95,11 +126,38 @@ class Simulator {
   struct Pending {
     std::uint64_t line;
     std::uint64_t seq;  // the flush event that took this snapshot (orders snapshots of a line)
+    std::uint64_t store_seq;  // the stores it holds: those numbered up to this
     std::uint32_t thread;
     alignas(8) std::byte data[64];
   };
+  // One store's bytes within one line: `mask` bit i set when byte i was written.
+  struct Store {
+    std::uint64_t seq;
+    std::uint64_t mask;
+    alignas(8) std::byte data[64];
+  };
+  // The stores to a line since it was last durable; `predicted` is its durable bytes with all
+  // of them applied (what the working line holds unless a raw store changed it); `raw` once a
+  // raw store was found in it.
+  struct LineLog {
+    std::vector<Store> stores;
+    alignas(8) std::byte predicted[64];
+    bool raw = false;
+  };
+  static constexpr std::size_t kMaxLog = 64;  // older stores of a line beyond this are merged
+
   void call_hook(EventKind k);
   void reindex_pending();
+  void log_store(const std::byte* dst, std::size_t len);
+  // Appends a store of the bytes `mask` selects, as the line holds them now.
+  void append(std::uint64_t line, std::uint64_t mask);
+  // The line as it stood after the first k logged stores, from its durable bytes.
+  void replay(std::uint64_t line, const LineLog& log, std::size_t k, std::byte* out) const;
+  // Checks a line against its log; reports and marks it when a raw store changed it.
+  void check_line(std::uint64_t line, const void* caller) const;
+  // Lands the units of a logged line, each not older than the prefix `from` of a snapshot.
+  void evict(std::uint64_t line, const LineLog& log, const std::array<std::uint32_t, 8>& from,
+             const CaptureOptions& opt, SimRng& rng, std::byte* out) const;
 
   std::byte* working_;
   std::size_t size_;
@@ -107,8 +165,20 @@ class Simulator {
   std::uint64_t id_;
   mutable std::mutex mu_;
   std::vector<Pending> pending_;
-  std::unordered_map<std::uint64_t, std::size_t> pending_index_;  // (line, thread) -> slot
-  std::uint64_t flushes_ = 0, fences_ = 0;
+  struct PendingKeyHash {
+    std::size_t operator()(const std::pair<std::uint64_t, std::uint32_t>& k) const {
+      return std::hash<std::uint64_t>()(k.first * 0x9e3779b97f4a7c15ULL ^ k.second);
+    }
+  };
+  // (line, thread) -> slot. All 32 bits of a thread id: ids grow with every thread that ever
+  // flushed (a test recovers thousands of images, each with merge workers of its own).
+  std::unordered_map<std::pair<std::uint64_t, std::uint32_t>, std::size_t, PendingKeyHash>
+      pending_index_;
+  std::uint64_t flushes_ = 0, fences_ = 0, stores_ = 0;
+  // The detector marks lines from capture() too, which is const.
+  mutable std::unordered_map<std::uint64_t, LineLog> logs_;
+  mutable std::vector<RawStore> raw_;
+  mutable std::uint64_t raw_count_ = 0;
   Hook hook_;
 };
 

@@ -32,6 +32,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 #include "dptree/registry.h"
 
 namespace dptree::baselines {
@@ -145,7 +146,7 @@ class Cawbt final : public Index {
     if (rec->value & kTombstone) return false;
     if (is_sep_[id]) {
       // Inner nodes still name this ID: keep the record so the table can be rebuilt (§4.4).
-      rec->value |= kTombstone;
+      pm::store(&rec->value, rec->value | kTombstone);
       pm::persist(&rec->value, 8);
     } else {
       Node c = *leaf;
@@ -325,7 +326,7 @@ class Cawbt final : public Index {
 
   // One flush per in-node update (§3.2.2): the whole line is written, then written back.
   void write_node(Node* dst, const Node& src) {
-    std::memcpy(static_cast<void*>(dst), &src, sizeof(Node));
+    pm::store(dst, src);
     pm::persist(dst, sizeof(Node));
   }
 
@@ -349,7 +350,7 @@ class Cawbt final : public Index {
         auto* rec = pool_.at<Record>(leaf->ptr[i]);
         bool present = !(rec->value & kTombstone);
         if (present ? !may_update : !may_insert) return false;
-        rec->value = v;  // an 8-byte store: also revives a tombstone
+        pm::store(&rec->value, v);  // an 8-byte store: also revives a tombstone
         pm::persist(&rec->value, 8);
         if (!present) ++live_;
         return true;
@@ -361,8 +362,8 @@ class Cawbt final : public Index {
       }
       std::uint64_t roff = records_->alloc();
       auto* rec = pool_.at<Record>(roff);
-      rec->key = k;
-      rec->value = v;
+      pm::store(&rec->key, k);
+      pm::store(&rec->value, v);
       pm::persist(rec, sizeof(Record));  // durable before the leaf names it
       std::uint32_t id = new_id(k, roff);
       Node c = *leaf;
@@ -424,7 +425,7 @@ class Cawbt final : public Index {
     lg.status = kLogValid;
     {
       pm::CategoryScope cat(pm::Category::log);
-      std::memcpy(static_cast<void*>(&root_->log), &lg, sizeof lg);
+      pm::store(&root_->log, lg);
       pm::persist(&root_->log, sizeof lg);
     }
     redo();
@@ -452,12 +453,12 @@ class Cawbt final : public Index {
     fresh.meta = (p_off ? p_off : r_off) | (lg.leaf ? kLeafBit : 0);
     for (std::uint32_t i = 0; i < lg.moved; ++i) fresh.id[i] = lg.id[i];
     for (int i = 0; i < 2; ++i) fresh.ptr[i] = dec(lg.ptr[i]);  // leaf 2 records, inner 2 children
-    std::memcpy(static_cast<void*>(node(n_off)), &fresh, sizeof(Node));
+    pm::store(node(n_off), fresh);
     pm::flush(node(n_off), sizeof(Node));
     if (!lg.leaf)
       for (int i = 0; i < 2; ++i) {
         Node* ch = node(fresh.ptr[i]);
-        ch->meta = n_off | (ch->meta & kLeafBit);
+        pm::store(&ch->meta, n_off | (ch->meta & kLeafBit));
         pm::flush(ch, sizeof(Node));
       }
     Node left = *s;  // truncate: keep IDs 0-1 (and children 0-2 of an inner node)
@@ -466,17 +467,17 @@ class Cawbt final : public Index {
     left.ptr[lg.leaf ? 3 : 4] = 0;
     if (lg.leaf) left.ptr[4] = 0;
     if (!p_off) left.meta = r_off | (s->meta & kLeafBit);
-    std::memcpy(static_cast<void*>(s), &left, sizeof(Node));
+    pm::store(s, left);
     pm::flush(s, sizeof(Node));
     if (!p_off) {
       Node r{};
       r.id[0] = lg.sep;
       r.ptr[0] = s_off;
       r.ptr[1] = n_off;
-      std::memcpy(static_cast<void*>(node(r_off)), &r, sizeof(Node));
+      pm::store(node(r_off), r);
       pm::flush(node(r_off), sizeof(Node));
       pm::fence();  // the new root's line before the root word names it
-      root_->root_node = r_off;
+      pm::store(&root_->root_node, r_off);
       pm::flush(&root_->root_node, 8);
     } else {
       Node p = *node(p_off);
@@ -493,13 +494,13 @@ class Cawbt final : public Index {
         for (int i = c + 1; i > j + 1; --i) p.ptr[i] = p.ptr[i - 1];
         p.id[j] = lg.sep;
         p.ptr[j + 1] = n_off;
-        std::memcpy(static_cast<void*>(node(p_off)), &p, sizeof(Node));
+        pm::store(node(p_off), p);
         pm::flush(node(p_off), sizeof(Node));
       }
     }
     pm::fence();
     pm::CategoryScope cat(pm::Category::log);
-    root_->log.status = 0;
+    pm::store(&root_->log.status, 0);
     pm::persist(&root_->log, 8);
   }
 
@@ -544,7 +545,7 @@ class Cawbt final : public Index {
       Node n{};
       n.meta = kLeafBit;
       write_node(node(leaf), n);
-      root_->root_node = leaf;
+      pm::store(&root_->root_node, leaf);
       pm::persist(&root_->root_node, 8);
       nodes_->open();  // forget the volatile mark; the walk below marks it
     }

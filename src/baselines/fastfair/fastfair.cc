@@ -40,6 +40,7 @@
 #include "baselines/peers.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::baselines {
 namespace {
@@ -305,23 +306,24 @@ class FastFair final : public Index {
         continue;
       }
       const std::uint64_t want = (current(w) ? w : epoch_ << 32) | kLocked;
-      if (a.compare_exchange_weak(w, want, std::memory_order_acquire)) return;
+      if (pm::update(sync(n), [&](std::atomic_ref<std::uint64_t> x) {
+            return x.compare_exchange_weak(w, want, std::memory_order_acquire);
+          }))
+        return;
     }
   }
   void unlock(std::uint64_t n) const {
-    std::atomic_ref<std::uint64_t>(*sync(n)).fetch_and(~kLocked, std::memory_order_release);
+    pm::update(sync(n), [](std::atomic_ref<std::uint64_t> x) {
+      x.fetch_and(~kLocked, std::memory_order_release);
+    });
   }
   // Around a change that moves entries left (the lock is held): readers see the version move.
-  void begin_change(std::uint64_t n) {
-    auto a = std::atomic_ref<std::uint64_t>(*sync(n));
-    const std::uint64_t w = a.load(std::memory_order_relaxed);
-    a.store((w & ~kVersionMask) | ((w + 2) & kVersionMask), std::memory_order_relaxed);
+  void bump_version(std::uint64_t n) {
+    const std::uint64_t w = load8(sync(n));
+    pm::store_release(sync(n), (w & ~kVersionMask) | ((w + 2) & kVersionMask));
   }
-  void end_change(std::uint64_t n) {
-    auto a = std::atomic_ref<std::uint64_t>(*sync(n));
-    const std::uint64_t w = a.load(std::memory_order_relaxed);
-    a.store((w & ~kVersionMask) | ((w + 2) & kVersionMask), std::memory_order_release);
-  }
+  void begin_change(std::uint64_t n) { bump_version(n); }
+  void end_change(std::uint64_t n) { bump_version(n); }
 
   struct NodeLock {  // releases a node lock on every way out, exceptions included
     const FastFair& t;
@@ -463,13 +465,14 @@ class FastFair final : public Index {
   std::uint64_t new_node(std::uint32_t level, Key low, std::uint64_t creator) {
     auto blk = pool_.allocator().reserve(node_bytes_);
     auto* h = hdr(blk);
-    std::memset(static_cast<void*>(h), 0, sizeof(Header));
-    h->links.prev = root_->chain.last;
-    h->links.creator = creator;
-    h->level = level;
-    h->low_key = low;
+    Header init{};
+    init.links.prev = root_->chain.last;
+    init.links.creator = creator;
+    init.level = level;
+    init.low_key = low;
+    pm::store(h, init);
     auto* e = ents(blk);
-    for (std::size_t i = 0; i < slots_; ++i) e[i] = {0, kEnd};
+    for (std::size_t i = 0; i < slots_; ++i) pm::store(&e[i], Entry{0, kEnd});
     return blk;
   }
 
@@ -487,14 +490,14 @@ class FastFair final : public Index {
       s = new_node(h->level, sep, x);
       auto* sh = hdr(s);
       auto* se = ents(s);
-      sh->sync = epoch_ << 32 | kLocked;  // no write to it before x is truncated
-      sh->sibling = h->sibling;
+      pm::store(&sh->sync, epoch_ << 32 | kLocked);  // no write to it before x is truncated
+      pm::store(&sh->sibling, h->sibling);
       std::size_t from = m;
       if (h->level) {  // the separator moves up; its child becomes the sibling's leftmost
-        sh->leftmost = e[m].val;
+        pm::store(&sh->leftmost, e[m].val);
         from = m + 1;
       }
-      for (std::size_t i = from; i < n; ++i) se[i - from] = e[i];
+      pm::store_bytes(se, e + from, (n - from) * sizeof(Entry));
       pm::flush(pool_.at<std::byte>(s), node_bytes_);
       chain_activate(pool_, &root_->chain, s);
       store8(&h->sibling, s);  // FAIR commit: the sibling is reachable
@@ -517,8 +520,8 @@ class FastFair final : public Index {
       const auto top = load8(&root_->tree_root);
       if (hdr(top)->level + 1 == level) {
         auto r = new_node(level, 0, 0);
-        hdr(r)->leftmost = top;  // the root is always its level's leftmost node
-        ents(r)[0] = {k, child};
+        pm::store(&hdr(r)->leftmost, top);  // the root is always its level's leftmost node
+        pm::store(&ents(r)[0], Entry{k, child});
         pm::flush(pool_.at<std::byte>(r), node_bytes_);
         chain_activate(pool_, &root_->chain, r);
         store8(&root_->tree_root, r);
@@ -605,7 +608,7 @@ class FastFair final : public Index {
     epoch_ = (root_->epoch + 1) & 0xffffffff;
     if (epoch_ == 0) epoch_ = 1;
     validate(epoch_);
-    root_->epoch = epoch_;
+    pm::store(&root_->epoch, epoch_);
     pm::persist(&root_->epoch, 8);
     if (auto t = chain_recover_tail(pool_, &root_->chain)) {
       auto c = links(pool_, t)->creator;

@@ -26,6 +26,7 @@
 #include "baselines/peers.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::baselines {
 namespace {
@@ -202,8 +203,8 @@ class FPTree final : public Index {
         continue;
       }
       int j = std::countr_zero(~bm);
-      kvs(l)[j] = {k, v};
-      l->fp[j] = fingerprint(k);
+      pm::store(&kvs(l)[j], Entry{k, v});
+      pm::store(&l->fp[j], fingerprint(k));
       // The pair and its fingerprint are durable before the bit that makes them visible.
       pm::flush(&kvs(l)[j], sizeof(Entry));
       pm::flush(&l->fp[j], 1);
@@ -228,9 +229,10 @@ class FPTree final : public Index {
     }
     // 2. allocate the new leaf (activate below)
     auto* sl = leaf(s);
-    std::memset(static_cast<void*>(sl), 0, sizeof(Leaf));
-    sl->links.prev = root_->chain.last;
-    sl->links.creator = off;
+    Leaf init{};
+    init.links.prev = root_->chain.last;
+    init.links.creator = off;
+    pm::store(sl, init);
     pm::flush(sl, sizeof(Leaf));
     chain_activate(pool_, &root_->chain, s);
     {
@@ -240,8 +242,8 @@ class FPTree final : public Index {
     }
     finish_split(off, s);
     pm::CategoryScope cat(pm::Category::log);
-    root_->log_leaf = 0;  // 6. clear the log
-    root_->log_new_leaf = 0;
+    pm::store(&root_->log_leaf, 0);  // 6. clear the log
+    pm::store(&root_->log_new_leaf, 0);
     pm::persist(&root_->log_leaf, 16);
     refs_.push_back(std::make_unique<LeafRef>(s));
     LeafRef* nr = refs_.back().get();
@@ -262,11 +264,11 @@ class FPTree final : public Index {
     std::uint64_t upper = 0;
     for (std::size_t i = 0; i < cap_; ++i)
       if (kvs(l)[i].key >= median) upper |= std::uint64_t{1} << i;
-    std::memcpy(kvs(sl), kvs(l), cap_ * sizeof(Entry));
-    std::memcpy(sl->fp, l->fp, cap_);
-    if (l->next != s) sl->next = l->next;  // a redo after step 4 must not link to itself
-    sl->low_key = median;
-    sl->bitmap = upper;
+    pm::store_bytes(kvs(sl), kvs(l), cap_ * sizeof(Entry));
+    pm::store_bytes(sl->fp, l->fp, cap_);
+    if (l->next != s) pm::store(&sl->next, l->next);  // a redo after step 4 must not link to itself
+    pm::store(&sl->low_key, median);
+    pm::store(&sl->bitmap, upper);
     pm::persist(sl, leaf_bytes_);  // 3.
     store8(&l->next, s);           // 4. link the new leaf
     pm::persist(&l->next, 8);
@@ -315,8 +317,8 @@ class FPTree final : public Index {
       // the split either did not allocate (undo: the chain tail is freed below) or is done.
       if (off && s && leaf(off)->bitmap == full_) finish_split(off, s);
       pm::CategoryScope lc(pm::Category::log);
-      root_->log_leaf = 0;
-      root_->log_new_leaf = 0;
+      pm::store(&root_->log_leaf, 0);
+      pm::store(&root_->log_new_leaf, 0);
       pm::persist(&root_->log_leaf, 16);
     }
     if (auto t = chain_recover_tail(pool_, &root_->chain)) {
@@ -325,7 +327,7 @@ class FPTree final : public Index {
     }
     if (!root_->chain.first) {
       auto s = pool_.allocator().reserve(leaf_bytes_);
-      std::memset(pool_.at<std::byte>(s), 0, sizeof(Leaf));
+      pm::fill_bytes(pool_.at<std::byte>(s), 0, sizeof(Leaf));
       pm::flush(pool_.at<std::byte>(s), sizeof(Leaf));
       chain_activate(pool_, &root_->chain, s);
     }

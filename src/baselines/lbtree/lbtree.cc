@@ -46,6 +46,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 #include "dptree/registry.h"
 
 namespace dptree::baselines {
@@ -337,22 +338,23 @@ class LBTree final : public Index {
     std::sort(order, order + kSlots, [&](int a, int b) { return l->ent[a].key < l->ent[b].key; });
     std::uint64_t n_off = leaves_->alloc();
     Leaf* n = leaf(n_off);
-    std::memset(static_cast<void*>(n), 0, sizeof(Leaf));
+    Leaf fresh{};
     std::uint16_t moved = 0;
     constexpr int kKeep = kSlots / 2;
     for (int i = kKeep; i < kSlots; ++i) {
       int src = order[i], dst = i - kKeep;
-      n->ent[dst] = l->ent[src];
-      n->fp[dst] = l->fp[src];
-      n->bits = static_cast<std::uint16_t>(n->bits | (1u << dst));
+      fresh.ent[dst] = l->ent[src];
+      fresh.fp[dst] = l->fp[src];
+      fresh.bits = static_cast<std::uint16_t>(fresh.bits | (1u << dst));
       moved |= 1u << src;
     }
-    n->next[0] = l->sibling();
+    fresh.next[0] = l->sibling();
+    pm::store(n, fresh);
     pm::persist(n, sizeof(Leaf));
     int alt = (l->bits & kAltBit) ? 1 : 0;
-    l->next[1 - alt] = n_off;
+    pm::store(&l->next[1 - alt], n_off);
     pm::persist(&l->next[1 - alt], 8);
-    l->bits = static_cast<std::uint16_t>((l->bits & ~moved) ^ kAltBit);  // the commit
+    st(l->bits, static_cast<std::uint16_t>((l->bits & ~moved) ^ kAltBit));  // the commit
     pm::persist(l, 8);
     inner_.insert(n->ent[0].key, n_off);
     ++splits_;
@@ -366,9 +368,9 @@ class LBTree final : public Index {
     leaves_->open();
     if (root_->head == 0) {
       std::uint64_t off = leaves_->alloc();
-      std::memset(static_cast<void*>(leaf(off)), 0, sizeof(Leaf));
+      pm::fill_bytes(leaf(off), 0, sizeof(Leaf));
       pm::persist(leaf(off), sizeof(Leaf));
-      root_->head = off;
+      pm::store(&root_->head, off);
       pm::persist(&root_->head, 8);
       leaves_->open();
     }

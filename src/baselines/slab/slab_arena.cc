@@ -11,6 +11,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::baselines {
 
@@ -31,7 +32,7 @@ std::size_t SlabArena::slab_size_for(std::size_t pool_size) {
 void SlabArena::open() {
   if (*dir_word_ == 0) {
     std::uint64_t d = pool_.allocator().reserve(kDirBytes);
-    std::memset(pool_.at(d), 0, kDirBytes);
+    pm::fill_bytes(pool_.at(d), 0, kDirBytes);
     pm::flush(pool_.at(d), kDirBytes);  // ordered by activate's first fence
     pool_.allocator().activate(dir_word_, d);
   }
@@ -150,10 +151,10 @@ void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
   if (*pool.root_word() == 0) {
     auto& a = pool.allocator();
     std::uint64_t b = a.reserve(bytes);
-    std::memset(pool.at(b), 0, bytes);
+    pm::fill_bytes(pool.at(b), 0, bytes);
     auto* h = pool.at<ArenaRootHeader>(b);
-    h->magic = magic;
-    h->slab_size = SlabArena::slab_size_for(pool.size());
+    pm::store(&h->magic, magic);
+    pm::store(&h->slab_size, SlabArena::slab_size_for(pool.size()));
     pm::flush(h, bytes);  // ordered by activate's first fence
     a.activate(pool.root_word(), b);
   }

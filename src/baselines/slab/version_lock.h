@@ -14,20 +14,24 @@
 #include <cstdint>
 #include <thread>
 
+#include "dptree/pm/store.h"
+
 namespace dptree::baselines {
 
 template <class T>
 inline T ld(const T& x) {
   return std::atomic_ref<T>(const_cast<T&>(x)).load(std::memory_order_acquire);
 }
+// Through the PM store helpers: the fields may live in PM (pm/store.h).
 template <class T>
 inline void st(T& x, T v) {
-  std::atomic_ref<T>(x).store(v, std::memory_order_release);
+  pm::store_release(&x, v);
 }
 template <class T>
 inline bool cas(T& x, T& expected, T desired) {
-  return std::atomic_ref<T>(x).compare_exchange_strong(expected, desired,
-                                                       std::memory_order_acq_rel);
+  return pm::update(&x, [&](std::atomic_ref<T> a) {
+    return a.compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
+  });
 }
 
 // Spins politely: the machine may run more threads than cores, and the holder may be waiting

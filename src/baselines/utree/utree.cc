@@ -59,6 +59,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
 #include "dptree/registry.h"
 
 namespace dptree::baselines {
@@ -360,10 +361,14 @@ class UTree final : public Index {
           if (!may_update) return false;
           // In place, bracketed by the version bit (put-get conflicts).
           ListNode* ln = node(l->offs[pos]);
-          std::atomic_ref<std::uint64_t>(ln->next).fetch_or(kBusy, std::memory_order_acq_rel);
+          pm::update(&ln->next, [](std::atomic_ref<std::uint64_t> x) {
+            x.fetch_or(kBusy, std::memory_order_acq_rel);
+          });
           st(ln->value, v);
           pm::persist(&ln->value, 8);
-          std::atomic_ref<std::uint64_t>(ln->next).fetch_and(~kBusy, std::memory_order_release);
+          pm::update(&ln->next, [](std::atomic_ref<std::uint64_t> x) {
+            x.fetch_and(~kBusy, std::memory_order_release);
+          });
           return true;
         }
         if (!may_insert) return false;
@@ -387,9 +392,9 @@ class UTree final : public Index {
       off = list_->alloc();
     }
     ListNode* ln = node(off);
-    ln->key = k;
-    ln->value = v;
-    ln->pad = 0;
+    pm::store(&ln->key, k);
+    pm::store(&ln->value, v);
+    pm::store(&ln->pad, 0);
     std::uint64_t p = pos ? l->offs[pos - 1] : left_pred(l);
     for (unsigned spins = 0;;) {
       std::uint64_t* w = link_word(p);
@@ -409,7 +414,7 @@ class UTree final : public Index {
         p = succ;
         continue;
       }
-      ln->next = succ;  // the node is not reachable yet
+      pm::store(&ln->next, succ);  // the node is not reachable yet
       pm::persist(ln, sizeof(ListNode));
       if (publish(w, s, off)) break;  // the commit: one 8-byte CAS, persisted
     }
@@ -471,14 +476,14 @@ class UTree final : public Index {
     std::unordered_set<std::uint64_t> unlinked;  // marked nodes passed: no cycle of them
     for (;;) {
       std::uint64_t off = *w & ~kFlags;
-      if (*w != off) *w = off;
+      if (*w != off) pm::store(w, off);
       if (!off) break;
       if (!list_->is_slot(off) || list_->is_used(off) || unlinked.contains(off))
         problem("list node " + std::to_string(off) + " is not a slot or is reached twice");
       ListNode& ln = *node(off);
       if (ln.next & kMark) {  // a remove in flight at the crash: finish it
         unlinked.insert(off);
-        *w = ln.next & ~kFlags;
+        pm::store(w, ln.next & ~kFlags);
         pm::persist(w, 8);
         continue;
       }

@@ -371,7 +371,7 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
       // A new leaf: its crash-consistent metadata and occupied slots; not the count / order
       // / fingerprints (partial persistence, §2.2) nor its empty slots.
       // The other (zeroed) set is not written back: nothing reads it before a merge copies
-      // the current set over it, and that merge flushes all of it (meta_never_written).
+      // the current set over it, and that merge flushes all of it (flush_leaf_meta).
       pm::flush(lf.meta(nv), cx.L.meta_p_bytes);
       flush_occupied_slots(lf, nv);
     } else {

@@ -2,7 +2,7 @@
 namespace dptree {
 
 void register_volatile_indexes();  // btree/volatile_indexes.cc
-void register_olc_btree_index();   // cdptree/olc_btree_index.cc
+void register_olc_btree_index();   // btree/olc_btree_index.cc
 void register_dptree_indexes();    // dptree/dptree_index.cc
 void register_cdptree_index();     // cdptree/cdptree_index.cc
 void register_cawbt_index();       // baselines/cawbt/cawbt.cc

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -40,13 +41,15 @@ namespace dptree {
 namespace cdp {
 
 inline constexpr u64 kCRootMagic = 0x4344505472655231ull;  // "CDPTreR1"
-inline constexpr u64 kTwoLogs = 4;                         // gv bit 2 (see above)
+using detail::kTwoLogs;  // gv bit 2 (see above; every gv bit lives in dptree/layout.h)
 
 struct CRoot {
   detail::Root base;  // base.magic = kCRootMagic; base.log_head unused
   u64 log_table[2];   // owner words of the header table of each log version
   u64 partitions;
 };
+static_assert(sizeof(CRoot) == 144);
+static_assert(offsetof(CRoot, log_table) == 120 && offsetof(CRoot, partitions) == 136);
 
 enum MergeState : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
 

@@ -47,7 +47,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
     std::vector<std::pair<u64, std::size_t>> keys;
     std::size_t leaf_tombstones = 0;
     for (std::size_t s = 0; s < L.cap; ++s) {
-      if (lf.state(v, s) == 3) fail(at + ": bitmap code 11");
+      if (lf.state(v, s) == kBadState) fail(at + ": bitmap code 11");
       if (lf.state(v, s) != kOccupied) continue;
       u64 k = lf.key(s);
       keys.emplace_back(k, s);

@@ -45,7 +45,7 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
     for (std::size_t s = 0; s < L.cap; ++s) {
       // Only the current set: a new leaf's other set is not written back (merge.cc) and
       // may hold anything after a crash until a merge copies the current set over it.
-      if (lf.state(v, s) == 3) fail(at + ": bitmap code 11");
+      if (lf.state(v, s) == kBadState) fail(at + ": bitmap code 11");
       if (lf.state(v, s) != kOccupied) continue;
       u64 k = lf.key(s);
       keys.emplace_back(k, s);

@@ -23,11 +23,15 @@ inline constexpr u64 kInMerge = 2;                        // gv bit set during a
 // existence; a merge that creates no leaf then needs no PM block at all, so one that only
 // removes still runs in a pool too full for a pendingLeaves block (bit 2 is cdptree's).
 inline constexpr u64 kInGc = 8;
+// gv bit 2: the concurrent DPTree has two live logs (the Front's and the Middle's, §3.2); kept
+// here so that every gv bit of both trees has one home.
+inline constexpr u64 kTwoLogs = 4;
 inline constexpr u64 kDiscardFlavor = 2;  // a log page to give back (§2.1)
 
 struct Root {
   u64 magic;
-  u64 gv;  // bit 0: the global version, bit 1: in_merge (§2.2, Algorithm 1), bit 3: in GC
+  u64 gv;  // bit 0: the global version, bit 1: in_merge (§2.2, Algorithm 1), bit 2: two logs
+           // (cdptree), bit 3: in GC
   u64 restart_count;  // §2.2 partial persistence
   u64 head[2];        // first leaf of each version (the next pointer of the head sentinel)
   u64 base_count[2];  // live keys of the base tree of each version (merge trigger, stats)
@@ -36,6 +40,12 @@ struct Root {
   u64 dir;            // owner word of the first owner-directory block
   u64 leaf_capacity, key_bytes, value_bytes, log_page_size;  // format, checked on open
 };
+// The persistent layout: a change here changes the pool format.
+static_assert(sizeof(Root) == 120);
+static_assert(offsetof(Root, gv) == 8 && offsetof(Root, head) == 24 &&
+              offsetof(Root, base_count) == 40 && offsetof(Root, log_head) == 56 &&
+              offsetof(Root, pending) == 72 && offsetof(Root, dir) == 80 &&
+              offsetof(Root, leaf_capacity) == 88 && offsetof(Root, log_page_size) == 112);
 
 // The allocator's owner words (pm/allocator.h) of leaves and log pages. The words linking a
 // leaf change with every version, so none of them can own it: each leaf or page is owned by
@@ -129,6 +139,7 @@ struct Leaf {
 };
 
 inline constexpr unsigned kEmpty = 0, kOccupied = 1, kDeleted = 2;
+inline constexpr unsigned kBadState = 3;  // bitmap code 11: no slot may hold it
 
 inline u64 hash_key(u64 x) {
   x ^= x >> 33;

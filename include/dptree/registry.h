@@ -21,8 +21,10 @@ struct IndexConfig {
   // root in the pool's root word: on a pool that already holds one, the factory opens (and so
   // recovers) that index instead of creating a new one.
   pm::Pool* pool = nullptr;
-  std::size_t expected_records = 0;            // a sizing hint, may be 0
-  unsigned threads = 1;                        // threads that will use the index at once
+  std::size_t expected_records = 0;  // a sizing hint, may be 0
+  // The most threads that will use the index at once; 0: not known. Only 1 lets an index
+  // leave out its locks (FPTree, LB+-Tree and FAST_FAIR do), so say 1 only when it is true.
+  unsigned threads = 0;
   std::map<std::string, std::string> options;  // index-specific, e.g. {"leaf_capacity","64"}
 };
 

@@ -23,6 +23,21 @@ TEST(LBTree, EntryMovingAndSplits) {
   EXPECT_GT(r.extra["splits"], 100);
 }
 
+// IndexConfig::threads = 1: no inner or leaf lock is taken; the same model holds.
+TEST(LBTree, OneThreadConfiguration) {
+  ModelConfig c;
+  c.index = "lbtree";
+  c.ops = 20000;
+  c.key_space = 3000;
+  c.seed = 2;
+  c.reopen_every = 6000;  // three reopens: the one-thread index recovers too
+  c.threads = 1;
+  auto r = run_model(c);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(r.reopens, 3u);
+  EXPECT_GT(r.records, 1000u);
+}
+
 // The line-0 insert writes entry, fingerprint and bitmap into one line and flushes it once:
 // if only 8-byte words reach PM whole, the bitmap can land without the entry.
 TEST(LBTree, Line0InsertNeedsWholeLines) {

@@ -109,6 +109,19 @@ TEST_P(Peer, MatchesStdMapWithManySplits) {
   }
 }
 
+// IndexConfig::threads = 1: FPTree, LB+-Tree and FAST_FAIR take no lock (the one-thread
+// configuration the benchmark's 1-thread runs use); the others ignore it.
+TEST_P(Peer, OneThreadConfigurationMatchesStdMap) {
+  auto v = GetParam();
+  auto c = model_config(v.index, 4, 8000, 1500, 1000, 2500);
+  c.options = options_of(v);
+  c.pool_bytes = 4u << 20;
+  c.threads = 1;
+  auto r = run_model(c);
+  ASSERT_FALSE(HasFailure()) << v.index;
+  EXPECT_EQ(r.reopens, 3u);
+}
+
 TEST_P(Peer, ExtremeKeysAndValues) {
   auto v = GetParam();
   pm::set_mode(pm::Mode::dram);

@@ -82,8 +82,8 @@ constexpr std::uint64_t kVersionMask = 0xfffffffe;
 
 class FastFair final : public Index {
  public:
-  FastFair(pm::Pool& pool, std::size_t node_bytes_opt, bool explicit_size)
-      : claim_(pool, "fastfair"), pool_(pool) {
+  FastFair(pm::Pool& pool, std::size_t node_bytes_opt, bool explicit_size, bool shared)
+      : claim_(pool, "fastfair"), pool_(pool), shared_(shared) {
     pm::CategoryScope cat(pm::Category::node);
     root_ = open_root<Root>(pool_, kMagic, "fastfair", "node_bytes", node_bytes_opt, explicit_size);
     node_bytes_ = root_->param;
@@ -297,7 +297,9 @@ class FastFair final : public Index {
 
   // --- writers' locks ------------------------------------------------------------------
 
+  // With one thread (IndexConfig::threads == 1) no lock is taken: nothing else writes.
   void lock(std::uint64_t n) const {
+    if (!shared_) return;
     auto a = std::atomic_ref<std::uint64_t>(*sync(n));
     for (;;) {
       std::uint64_t w = a.load(std::memory_order_relaxed);
@@ -313,6 +315,7 @@ class FastFair final : public Index {
     }
   }
   void unlock(std::uint64_t n) const {
+    if (!shared_) return;
     pm::update(sync(n), [](std::atomic_ref<std::uint64_t> x) {
       x.fetch_and(~kLocked, std::memory_order_release);
     });
@@ -630,6 +633,7 @@ class FastFair final : public Index {
   std::size_t node_bytes_ = 0, slots_ = 0, cap_ = 0;
   std::byte* base_ = nullptr;  // the pool's mapping: offset 0
   std::uint64_t epoch_ = 0;
+  bool shared_ = true;  // several threads may use the index: writers lock
   std::mutex grow_mu_;  // node creation through publication; the root's growth
 };
 
@@ -729,7 +733,8 @@ std::unique_ptr<Index> make_fastfair(const IndexConfig& cfg) {
   if (nb & (nb - 1))
     throw Error(Errc::invalid_argument,
                 "fastfair: node_bytes=" + std::to_string(nb) + " is not a power of two");
-  return std::make_unique<FastFair>(*cfg.pool, nb, cfg.options.count("node_bytes") > 0);
+  return std::make_unique<FastFair>(*cfg.pool, nb, cfg.options.count("node_bytes") > 0,
+                                    cfg.threads != 1);
 }
 
 }  // namespace dptree::baselines

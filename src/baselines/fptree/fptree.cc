@@ -24,6 +24,7 @@
 #include "baselines/fptree/inner_tree.h"
 #include "baselines/node_chain.h"
 #include "baselines/peers.h"
+#include "baselines/slab/version_lock.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
@@ -71,8 +72,9 @@ std::uint8_t fingerprint(Key k) {
 
 class FPTree final : public Index {
  public:
-  FPTree(pm::Pool& pool, std::size_t capacity_opt, bool explicit_cap)
-      : claim_(pool, "fptree"), pool_(pool) {
+  FPTree(pm::Pool& pool, std::size_t capacity_opt, bool explicit_cap, bool shared)
+      : claim_(pool, "fptree"), pool_(pool), shared_(shared) {
+    inner_mu_.set_on(shared_);
     {
       pm::CategoryScope cat(pm::Category::node);
       root_ = open_root<Root>(pool_, kMagic, "fptree", "leaf_capacity", capacity_opt, explicit_cap);
@@ -163,9 +165,9 @@ class FPTree final : public Index {
   // A leaf as the DRAM inner nodes see it: its offset, the lock that serialises its readers
   // and writers, and the next leaf's (scans walk these in key order).
   struct LeafRef {
-    explicit LeafRef(std::uint64_t o) : off(o) {}
+    LeafRef(std::uint64_t o, bool shared) : off(o) { mu.set_on(shared); }
     std::uint64_t off;
-    std::mutex mu;
+    Switchable<std::mutex> mu;
     LeafRef* next = nullptr;
   };
 
@@ -245,7 +247,7 @@ class FPTree final : public Index {
     pm::store(&root_->log_leaf, 0);  // 6. clear the log
     pm::store(&root_->log_new_leaf, 0);
     pm::persist(&root_->log_leaf, 16);
-    refs_.push_back(std::make_unique<LeafRef>(s));
+    refs_.push_back(std::make_unique<LeafRef>(s, shared_));
     LeafRef* nr = refs_.back().get();
     nr->next = ref->next;
     ref->next = nr;
@@ -335,7 +337,7 @@ class FPTree final : public Index {
     // their low keys, then the levels bottom-up.
     std::vector<std::pair<Key, LeafRef*>> order;
     for (auto off = root_->chain.first; off; off = leaf(off)->next) {
-      refs_.push_back(std::make_unique<LeafRef>(off));
+      refs_.push_back(std::make_unique<LeafRef>(off, shared_));
       if (!order.empty()) order.back().second->next = refs_.back().get();
       order.emplace_back(leaf(off)->low_key, refs_.back().get());
     }
@@ -347,8 +349,10 @@ class FPTree final : public Index {
   Root* root_ = nullptr;
   std::size_t cap_ = 0, leaf_bytes_ = 0;
   std::uint64_t full_ = 0;
-  // Lock fallback: readers and writers of leaves share it, splits take it alone.
-  mutable std::shared_mutex inner_mu_;
+  // Lock fallback: readers and writers of leaves share it, splits take it alone. Off, with
+  // the leaf locks, when one thread uses the index (IndexConfig::threads == 1).
+  const bool shared_;
+  mutable Switchable<std::shared_mutex> inner_mu_;
   InnerTree<LeafRef> inner_;                    // DRAM inner nodes over the leaves
   std::vector<std::unique_ptr<LeafRef>> refs_;  // owns the LeafRefs the inner nodes point at
 };
@@ -416,7 +420,8 @@ std::unique_ptr<Index> make_fptree(const IndexConfig& cfg) {
   if (!cfg.pool)
     throw Error(Errc::invalid_argument, "fptree is persistent: pass a pool (IndexConfig.pool)");
   auto cap = option_u64(cfg, "fptree", "leaf_capacity", kMaxCapacity, 2, kMaxCapacity);
-  return std::make_unique<FPTree>(*cfg.pool, cap, cfg.options.count("leaf_capacity") > 0);
+  return std::make_unique<FPTree>(*cfg.pool, cap, cfg.options.count("leaf_capacity") > 0,
+                                  cfg.threads != 1);
 }
 
 }  // namespace dptree::baselines

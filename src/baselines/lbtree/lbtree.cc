@@ -100,7 +100,8 @@ using Inner = btree::BPlusTree<Key, std::uint64_t, 64, 64, std::greater<Key>>;
 
 class LBTree final : public Index {
  public:
-  explicit LBTree(pm::Pool& pool) : claim_(pool, "lbtree"), pool_(pool) {
+  LBTree(pm::Pool& pool, bool shared) : claim_(pool, "lbtree"), pool_(pool), shared_(shared) {
+    inner_mu_.set_on(shared_);
     root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "lbtree"));
     leaves_ = std::make_unique<SlabArena>(pool, &root_->leaf_dir, sizeof(Leaf), root_->slab_size);
     recover();
@@ -115,7 +116,7 @@ class LBTree final : public Index {
   bool remove(Key k) override {
     std::shared_lock inner(inner_mu_);
     Leaf* l = leaf_for(k);
-    std::lock_guard g(lock_of(l));
+    LeafLock g(lock_of(l), shared_);
     int s = find(*l, k);
     if (s < 0) return false;
     pm::CategoryScope cat(pm::Category::node);
@@ -244,6 +245,18 @@ class LBTree final : public Index {
     return l;
   }
   // A leaf's lock: one of a fixed table, chosen by address (a writer holds one at a time).
+  // A writer's hold on a leaf's lock (none when one thread uses the index).
+  struct LeafLock {
+    VersionLock* lk;
+    LeafLock(VersionLock& l, bool on) : lk(on ? &l : nullptr) {
+      if (lk) lk->lock();
+    }
+    ~LeafLock() {
+      if (lk) lk->unlock();
+    }
+    LeafLock(const LeafLock&) = delete;
+    LeafLock& operator=(const LeafLock&) = delete;
+  };
   VersionLock& lock_of(const Leaf* l) const {
     return locks_[(reinterpret_cast<std::uintptr_t>(l) >> 8) % locks_.size()];
   }
@@ -263,7 +276,7 @@ class LBTree final : public Index {
       {
         std::shared_lock inner(inner_mu_);
         Leaf* l = leaf_for(k);
-        std::lock_guard g(lock_of(l));
+        LeafLock g(lock_of(l), shared_);
         int s = find(*l, k);
         if (s >= 0) {
           if (!may_update) return false;
@@ -410,7 +423,9 @@ class LBTree final : public Index {
   Inner inner_;
   // Stands in for the paper's HTM over the inner nodes: shared by every operation, held alone
   // by a split.
-  mutable SharedSpinLock inner_mu_;
+  // Off, with the leaf locks, when one thread uses the index (IndexConfig::threads == 1).
+  const bool shared_;
+  mutable Switchable<SharedSpinLock> inner_mu_;
   mutable std::array<VersionLock, 1024> locks_;
   std::atomic<std::size_t> records_{0}, moves_{0};
   std::size_t splits_ = 0;  // changed under inner_mu_ alone
@@ -435,7 +450,7 @@ void register_lbtree_index() {
            throw Error(Errc::invalid_argument, "lbtree takes no index options (got '" +
                                                    cfg.options.begin()->first +
                                                    "'): its leaves are 256 bytes");
-         return std::make_unique<baselines::LBTree>(*cfg.pool);
+         return std::make_unique<baselines::LBTree>(*cfg.pool, cfg.threads != 1);
        }});
 }
 

@@ -103,4 +103,30 @@ class SharedSpinLock {
   std::atomic<std::uint32_t> s_{0};  // reader count | kWaiting | kWriter
 };
 
+// A lock that a peer takes only when several threads may share the index: with
+// IndexConfig::threads == 1 it is switched off and lock / unlock do nothing, so a one-thread
+// run pays for no synchronisation, as the single-threaded DPTree does not. The standard
+// guards (lock_guard, unique_lock, shared_lock) work on it either way.
+template <class M>
+class Switchable {
+ public:
+  void set_on(bool on) { on_ = on; }
+  void lock() {
+    if (on_) m_.lock();
+  }
+  void unlock() {
+    if (on_) m_.unlock();
+  }
+  void lock_shared() {
+    if (on_) m_.lock_shared();
+  }
+  void unlock_shared() {
+    if (on_) m_.unlock_shared();
+  }
+
+ private:
+  M m_;
+  bool on_ = true;
+};
+
 }  // namespace dptree::baselines

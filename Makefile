@@ -68,7 +68,7 @@ bench: build
 # DPTree, the concurrent DPTree, FAST_FAIR and LB+-Tree as ratios to absl::btree_map at 10M keys,
 # 1 and 2 threads, beside the project's targets: docs/results/yardstick.md (a few minutes).
 yardstick: build
-	/usr/bin/python3 scripts/reproduce --keys $(or $(KEYS),10M) --only yardstick
+	/usr/bin/python3 scripts/reproduce --keys $(or $(KEYS),10M) --seconds 4 --only yardstick
 
 install: build
 	cmake --install build/release --prefix $(or $(PREFIX),/usr/local)

@@ -116,7 +116,7 @@ class LBTree final : public Index {
   bool remove(Key k) override {
     std::shared_lock inner(inner_mu_);
     Leaf* l = leaf_for(k);
-    LeafLock g(lock_of(l), shared_);
+    auto g = write_lock(l);
     int s = find(*l, k);
     if (s < 0) return false;
     pm::CategoryScope cat(pm::Category::node);
@@ -246,17 +246,11 @@ class LBTree final : public Index {
   }
   // A leaf's lock: one of a fixed table, chosen by address (a writer holds one at a time).
   // A writer's hold on a leaf's lock (none when one thread uses the index).
-  struct LeafLock {
-    VersionLock* lk;
-    LeafLock(VersionLock& l, bool on) : lk(on ? &l : nullptr) {
-      if (lk) lk->lock();
-    }
-    ~LeafLock() {
-      if (lk) lk->unlock();
-    }
-    LeafLock(const LeafLock&) = delete;
-    LeafLock& operator=(const LeafLock&) = delete;
-  };
+  std::unique_lock<VersionLock> write_lock(const Leaf* l) const {
+    std::unique_lock g(lock_of(l), std::defer_lock);
+    if (shared_) g.lock();
+    return g;
+  }
   VersionLock& lock_of(const Leaf* l) const {
     return locks_[(reinterpret_cast<std::uintptr_t>(l) >> 8) % locks_.size()];
   }
@@ -276,7 +270,7 @@ class LBTree final : public Index {
       {
         std::shared_lock inner(inner_mu_);
         Leaf* l = leaf_for(k);
-        LeafLock g(lock_of(l), shared_);
+        auto g = write_lock(l);
         int s = find(*l, k);
         if (s >= 0) {
           if (!may_update) return false;

@@ -2,8 +2,8 @@
 // (tests/fixtures/): model-based runs with nodes small enough that the structure grows many
 // times (asserted), reopen (recovery rebuilds the volatile part), bad input, and crash
 // simulation with at least 10,000 images per index. The tests are parameterized by Peer;
-// each binary instantiates them for its indexes (peers8_test.cc: utree and lbtree,
-// peers8_cawbt_test.cc: cawbt, whose crash run is the slowest) so that each stays well
+// each binary instantiates them for its indexes (generic_peers_test.cc: utree and lbtree,
+// generic_cawbt_test.cc: cawbt, whose crash run is the slowest) so that each stays well
 // within its time under ASan. Index-specific tests are in <index>_test.cc.
 #pragma once
 
@@ -33,9 +33,9 @@ void PrintTo(const Peer& p, std::ostream* os) {
   *os << p.name;
 }
 
-class Peers8 : public ::testing::TestWithParam<Peer> {};
+class GenericPeer : public ::testing::TestWithParam<Peer> {};
 
-TEST_P(Peers8, ModelManySplitsAndReopens) {
+TEST_P(GenericPeer, ModelManySplitsAndReopens) {
   for (std::uint64_t seed : {1, 2, 3}) {
     auto c = model_config(GetParam().name, seed, 30000, 3000, 3000, 7000);
     c.options = GetParam().small;
@@ -46,7 +46,7 @@ TEST_P(Peers8, ModelManySplitsAndReopens) {
   }
 }
 
-TEST_P(Peers8, ModelMostlyRemoves) {
+TEST_P(GenericPeer, ModelMostlyRemoves) {
   for (std::uint64_t seed : {51, 52, 53}) {
     auto c = model_config(GetParam().name, seed, 15000, 400, 500, 3000);
     c.remove_weight = 45;
@@ -55,7 +55,7 @@ TEST_P(Peers8, ModelMostlyRemoves) {
   }
 }
 
-TEST_P(Peers8, RefusesBadInput) {
+TEST_P(GenericPeer, RefusesBadInput) {
   pm::set_mode(pm::Mode::dram);
   const std::string& name = GetParam().name;
   EXPECT_FALSE(find_index(name).description.empty());
@@ -68,7 +68,7 @@ TEST_P(Peers8, RefusesBadInput) {
   EXPECT_THROW(make_index(name, pool.get(), {}), Error);
 }
 
-TEST_P(Peers8, CrashImagesRecoverWithAcknowledgedOps) {
+TEST_P(GenericPeer, CrashImagesRecoverWithAcknowledgedOps) {
   std::size_t images = 0, recovery = 0, continued = 0;
   for (int run = 0; run < 2; ++run) {
     CrashConfig c;

@@ -1,11 +1,11 @@
-// The peers uTree and LB+-Tree through the generic fixtures (peers8_fixture.h; CAWBT's
-// run is peers8_cawbt_test.cc), and both crashed while several threads write at once.
+// The peers uTree and LB+-Tree through the generic fixtures (generic_peer_fixture.h; CAWBT's
+// run is generic_cawbt_test.cc), and both crashed while several threads write at once.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 
-#include "baselines/peers8_fixture.h"
+#include "baselines/generic_peer_fixture.h"
 #include "fixtures/concurrent_crash_fixture.h"
 
 namespace dptree::testing {
@@ -37,7 +37,7 @@ ConcurrentCrashResult crash_while_threads_write(ConcurrentCrashConfig c) {
   return r;
 }
 
-TEST(Peers8Concurrent, LBTreeCrashWhileThreadsWrite) {
+TEST(ConcurrentWriterCrash, LBTreeCrashWhileThreadsWrite) {
   ConcurrentCrashConfig c;
   c.index = "lbtree";
   crash_while_threads_write(c);
@@ -48,11 +48,10 @@ TEST(Peers8Concurrent, LBTreeCrashWhileThreadsWrite) {
 // threads in 64-byte units, and four threads in 8-byte units (uTree assumes only 8-byte
 // failure atomicity), both with 16-slot array leaves so that many links are shared. Every
 // image's recovery is crashed at each of its events (it has some only when it finishes a
-// remove that a crash interrupted). This test was disabled while it ran against the simulator
-// before its coherence fix (dd1b38c), where an older unfenced snapshot of a line could land
-// over a newer durable one: a node another thread had persisted read back as zero (see
-// docs/indexes.md, uTree).
-TEST(Peers8Concurrent, UTreeCrashWhileThreadsWrite) {
+// remove that a crash interrupted). It depends on the simulator never landing a thread's older
+// unfenced snapshot of a line over a newer durable one (docs/indexes.md, uTree): with such a
+// simulator a node another thread had persisted reads back as zero.
+TEST(ConcurrentWriterCrash, UTreeCrashWhileThreadsWrite) {
   std::size_t images = 0;
   for (unsigned threads : {3u, 4u}) {
     ConcurrentCrashConfig c;
@@ -68,7 +67,7 @@ TEST(Peers8Concurrent, UTreeCrashWhileThreadsWrite) {
   std::printf("utree: %zu concurrent crash images in all\n", images);
 }
 
-INSTANTIATE_TEST_SUITE_P(Index, Peers8, ::testing::ValuesIn(kPeers),
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
                          [](const auto& i) { return i.param.name; });
 
 }  // namespace

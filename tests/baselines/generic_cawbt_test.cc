@@ -1,10 +1,10 @@
-// CAWBT through the generic fixtures (peers8_fixture.h): its crash run, the slowest of the
+// CAWBT through the generic fixtures (generic_peer_fixture.h): its crash run, the slowest of the
 // three peers', in a binary of its own.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "baselines/peers8_fixture.h"
+#include "baselines/generic_peer_fixture.h"
 
 namespace dptree::testing {
 namespace {
@@ -13,7 +13,7 @@ const Peer kPeers[] = {
     {"cawbt", {}, "nodes", 500, pm::Unit::line64, 2400},
 };
 
-INSTANTIATE_TEST_SUITE_P(Index, Peers8, ::testing::ValuesIn(kPeers),
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
                          [](const auto& i) { return i.param.name; });
 
 }  // namespace

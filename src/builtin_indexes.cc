@@ -3,7 +3,7 @@ namespace dptree {
 
 void register_volatile_indexes();  // btree/volatile_indexes.cc
 void register_olc_btree_index();   // btree/olc_btree_index.cc
-void register_dptree_indexes();    // dptree/dptree_index.cc
+void register_dptree_indexes();    // st/dptree_index.cc
 void register_cdptree_index();     // cdptree/cdptree_index.cc
 void register_cawbt_index();       // baselines/cawbt/cawbt.cc
 void register_utree_index();       // baselines/utree/utree.cc

@@ -34,6 +34,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -622,7 +623,7 @@ namespace dptree {
 
 void register_cawbt_index() {
   using baselines::Cawbt;
-  register_index(
+  add_builtin_index(
       {"cawbt",
        "CAWBT (Lee et al., IEICE 2019): 64-byte PM nodes with 4-byte IDs through a DRAM ID "
        "table, one-line redo log for splits, global write lock; assumes 64-byte atomic writes "

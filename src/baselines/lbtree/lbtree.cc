@@ -48,6 +48,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -431,7 +432,7 @@ class LBTree final : public Index {
 namespace dptree {
 
 void register_lbtree_index() {
-  register_index(
+  add_builtin_index(
       {"lbtree",
        "LB+-Tree (Liu et al., VLDB 2020): DRAM inner nodes over 256-byte PM leaves (header "
        "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "

@@ -61,6 +61,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -529,7 +530,7 @@ class UTree final : public Index {
 namespace dptree {
 
 void register_utree_index() {
-  register_index(
+  add_builtin_index(
       {"utree",
        "uTree (Chen et al., VLDB 2020): DRAM B+-tree array layer over a persistent sorted "
        "list of PM key-value nodes; one node write + one 8-byte CAS link per insert; "

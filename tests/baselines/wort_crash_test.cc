@@ -104,11 +104,11 @@ class WortCrashRuns : public ::testing::TestWithParam<SeedUnit> {};
 TEST_P(WortCrashRuns, EveryPhaseRecovers) {
   auto c = crash_config("wort", GetParam(), [] { return std::string(wort_current_phase()); });
   c.pool_bytes = 512 << 10;
-  c.ops = 1500;
+  c.ops = 4000;
   c.key_space = GetParam().seed % 2 ? 300 : std::uint64_t{1} << 40;
   c.flush_one_in = 2;
-  c.recovery_crash_one_in = 1;         // only a recovery that fixes a header writes: cheap
-  if (c.key_space > 300) c.ops = 800;  // removes and updates rarely hit: few ops suffice
+  c.recovery_crash_one_in = 1;          // only a recovery that fixes a header writes: cheap
+  if (c.key_space > 300) c.ops = 2000;  // removes and updates rarely hit: few ops suffice
   auto r = expect_crashes_everywhere(c, {"alloc", "leaf", "node", "fence", "publish", "header"});
   if (c.key_space == 300) expect_crashed_in({"value", "unlink"}, r.per_phase);
 }

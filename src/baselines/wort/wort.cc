@@ -132,6 +132,21 @@ Key splice(const Header& h, Key k) {
   return (k & ~m) | (d & m);
 }
 
+// What a walk of the whole trie (recovery, check()) knows: the digits every key below must have.
+struct Expect {
+  Key want = 0, mask = 0;
+};
+
+// Expect for child c of a node at `depth` with header h: the digits of the path, the node's
+// prefix (its stored digits from h, the rest from rep, a key below) and c at the branch.
+Expect below(Expect e, int depth, const Header& h, Key rep, int c) {
+  int b = h.branch();
+  Key stored = digit_mask(depth, depth + h.stored()), rest = digit_mask(depth + h.stored(), b);
+  e.want |= (splice(h, 0) & stored) | (rep & rest) | Key(c) << (60 - 4 * b);
+  e.mask |= stored | rest | digit_mask(b, b + 1);
+  return e;
+}
+
 bool is_leaf(std::uint64_t w) {
   return w & kLeafBit;
 }
@@ -378,54 +393,79 @@ class Wort final : public Index {
     return false;
   }
 
-  // Walks the trie: marks every slot reached, counts the records, and rewrites each header a
-  // crash left stale. Every write is one idempotent 8-byte store, so a crash inside recovery
-  // is recovered the same way.
+  // Walks the trie: marks every slot reached, counts the records, checks every key against
+  // its path, then rewrites each header a crash left stale. Each rewrite is one idempotent
+  // 8-byte store, so a crash inside recovery is recovered the same way; none is made before
+  // the whole trie is found sound.
   void recover() {
     pm::CategoryScope cat(pm::Category::node);
     Phase ph("recover");
     nodes_->open();
     leaves_->open();
     records_ = 0;
-    if (root_->tree) recover_walk(root_->tree, 0);
+    std::vector<std::pair<Node*, std::uint64_t>> stale;  // node, its rewritten header
+    if (root_->tree) recover_walk(root_->tree, 0, {}, stale);
+    for (auto [n, h] : stale) {
+      Phase hp("header");
+      set_header(n, h);
+      ++headers_fixed_;
+    }
     nodes_->finish();
     leaves_->finish();
   }
 
-  // Returns the key of a leaf below w, at `depth`.
-  Key recover_walk(std::uint64_t w, int depth) {
+  void recover_walk(std::uint64_t w, int depth, const Expect& e,
+                    std::vector<std::pair<Node*, std::uint64_t>>& stale) {
     if (is_leaf(w)) {
       if (!leaves_->mark_used(w & ~kLeafBit))
         problem("leaf " + std::to_string(w & ~kLeafBit) +
                 " is not a leaf slot or is reached twice");
+      if ((leaf(w)->key & e.mask) != e.want)
+        problem("leaf " + std::to_string(w & ~kLeafBit) + " (key " + std::to_string(leaf(w)->key) +
+                ") is not on its path");
       ++records_;
-      return leaf(w)->key;
+      return;
     }
     if (!nodes_->mark_used(w))
       problem("node " + std::to_string(w) + " is not a node slot or is reached twice");
     Node* n = node(w);
     Header h = decode(n->header);
-    int b = h.branch();
-    if (h.depth >= kDigits || b >= kDigits || b < depth)
-      problem("node " + std::to_string(w) + " at depth " + std::to_string(depth) +
-              " has a header that branches at digit " + std::to_string(b));
+    bool is_stale = h.depth != depth;  // a split or collapse published it, then crashed
+    Key rep = is_stale || h.length > kStored ? leftmost_key(w, depth) : 0;
+    if (is_stale) {
+      stale.emplace_back(n, encode(depth, h.branch(), rep));
+      h = decode(stale.back().second);
+    }
     int kids = 0;
-    Key some = 0;
-    for (int c = 0; c < kFanout; ++c) {
-      if (!n->child[c]) continue;
-      Key k = recover_walk(n->child[c], b + 1);
-      if (digit(k, b) != c)
-        problem("node " + std::to_string(w) + " holds key " + std::to_string(k) + " under child " +
-                std::to_string(c));
-      if (!kids++) some = k;
-    }
+    for (int c = 0; c < kFanout; ++c)
+      if (n->child[c]) {
+        ++kids;
+        recover_walk(n->child[c], h.branch() + 1, below(e, depth, h, rep, c), stale);
+      }
     if (kids < 2) problem("node " + std::to_string(w) + " has fewer than two children");
-    if (h.depth != depth) {  // a split or collapse published it and crashed before this write
-      Phase hp("header");
-      set_header(n, encode(depth, b, some));
-      ++headers_fixed_;
+  }
+
+  // The key of the leftmost leaf below w (at `depth`), each step checked (PM is untrusted):
+  // every header must branch at a digit in [depth, 16).
+  Key leftmost_key(std::uint64_t w, int depth) const {
+    for (;;) {
+      if (is_leaf(w)) {
+        if (!leaves_->is_slot(w & ~kLeafBit))
+          problem("leaf " + std::to_string(w & ~kLeafBit) + " is not a leaf slot");
+        return leaf(w)->key;
+      }
+      if (!nodes_->is_slot(w)) problem("node " + std::to_string(w) + " is not a node slot");
+      const Node* n = node(w);
+      int b = decode(n->header).branch();
+      if (b >= kDigits || b < depth)
+        problem("node " + std::to_string(w) + " at depth " + std::to_string(depth) +
+                " has a header that branches at digit " + std::to_string(b));
+      int c = 0;
+      while (c < kFanout && !n->child[c]) ++c;
+      if (c == kFanout) problem("node " + std::to_string(w) + " has no child");
+      w = n->child[c];
+      depth = b + 1;
     }
-    return some;
   }
 
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
@@ -440,11 +480,6 @@ class Wort final : public Index {
   Root* root_ = nullptr;
   std::unique_ptr<SlabArena> nodes_, leaves_;
   std::size_t records_ = 0, splits_ = 0, collapses_ = 0, headers_fixed_ = 0;
-};
-
-// What check() knows while it walks: the digits every key below must have.
-struct Expect {
-  Key want = 0, mask = 0;
 };
 
 CheckReport Wort::check() const {
@@ -494,22 +529,10 @@ CheckReport Wort::check() const {
     for (std::uint64_t c : n->child) kids += c != 0;
     if (kids < 2) r.fail(at + " has " + std::to_string(kids) + " children");
     if (kids == 0) continue;
-    // Stored digits from the header, the rest of the prefix from a key below.
-    Expect e = f.e;
-    Key hm = digit_mask(f.depth, f.depth + h.stored());
-    e.want |= splice(h, 0) & hm;
-    e.mask |= hm;
-    Key rest = digit_mask(f.depth + h.stored(), b);
-    e.want |= any_key(f.w) & rest;
-    e.mask |= rest;
-    for (int c = 0; c < kFanout; ++c) {
-      if (!n->child[c]) continue;
-      Expect ce = e;
-      Key dm = digit_mask(b, b + 1);
-      ce.want |= (Key(c) << (60 - 4 * b)) & dm;
-      ce.mask |= dm;
-      stack.push_back({n->child[c], b + 1, f.level + 1, ce});
-    }
+    Key rep = h.length > kStored ? any_key(f.w) : 0;
+    for (int c = 0; c < kFanout; ++c)
+      if (n->child[c])
+        stack.push_back({n->child[c], b + 1, f.level + 1, below(f.e, f.depth, h, rep, c)});
   }
   if (leaves != records_)
     r.fail("record count " + std::to_string(records_) + " but the trie holds " +

@@ -430,6 +430,7 @@ class Wort final : public Index {
       problem("node " + std::to_string(w) + " is not a node slot or is reached twice");
     Node* n = node(w);
     Header h = decode(n->header);
+    expect_branch(w, depth, h.branch());
     bool is_stale = h.depth != depth;  // a split or collapse published it, then crashed
     Key rep = is_stale || h.length > kStored ? leftmost_key(w, depth) : 0;
     if (is_stale) {
@@ -445,6 +446,13 @@ class Wort final : public Index {
     if (kids < 2) problem("node " + std::to_string(w) + " has fewer than two children");
   }
 
+  // A node reached at `depth` branches at a digit of the key not above its depth.
+  void expect_branch(std::uint64_t w, int depth, int b) const {
+    if (b >= kDigits || b < depth)
+      problem("node " + std::to_string(w) + " at depth " + std::to_string(depth) +
+              " has a header that branches at digit " + std::to_string(b));
+  }
+
   // The key of the leftmost leaf below w (at `depth`), each step checked (PM is untrusted):
   // every header must branch at a digit in [depth, 16).
   Key leftmost_key(std::uint64_t w, int depth) const {
@@ -457,9 +465,7 @@ class Wort final : public Index {
       if (!nodes_->is_slot(w)) problem("node " + std::to_string(w) + " is not a node slot");
       const Node* n = node(w);
       int b = decode(n->header).branch();
-      if (b >= kDigits || b < depth)
-        problem("node " + std::to_string(w) + " at depth " + std::to_string(depth) +
-                " has a header that branches at digit " + std::to_string(b));
+      expect_branch(w, depth, b);
       int c = 0;
       while (c < kFanout && !n->child[c]) ++c;
       if (c == kFanout) problem("node " + std::to_string(w) + " has no child");

@@ -130,5 +130,54 @@ TEST(Wort, SplitsAndCollapsesRewriteHeaders) {
   EXPECT_EQ(idx->lookup(0x11), std::optional<Value>(3));
 }
 
+// A full pool is an error (pool_full) that loses nothing: no slot taken for the refused insert
+// stays used (check() counts them), removes work, and their slots serve new inserts. Pools of
+// several sizes, so that the refused insert is sometimes a split whose node slot was taken.
+void fill_then_shrink(std::size_t pool_bytes) {
+  DramMode mode;
+  auto pool = pm::Pool::create_in_memory(pool_bytes);
+  auto idx = make_index("wort", pool.get(), {});
+  std::map<Key, Value> m;
+  std::mt19937_64 rng(pool_bytes);
+  bool full = false;
+  for (int i = 0; i < 1000000 && !full; ++i) {
+    Key k = rng();
+    try {
+      idx->upsert(k, i);
+      m[k] = i;
+    } catch (const Error& e) {
+      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();
+      full = true;
+    }
+  }
+  ASSERT_TRUE(full) << "the pool never filled";
+  EXPECT_GT(m.size(), 1000u);
+  expect_check_ok(*idx, "after pool_full");
+  expect_same_contents(*idx, m, "after pool_full");
+  for (auto it = m.begin(); it != m.end();) {
+    if (it->first % 2) {
+      ASSERT_TRUE(idx->remove(it->first));
+      it = m.erase(it);
+    } else {
+      ASSERT_TRUE(idx->update(it->first, 7));
+      (it++)->second = 7;
+    }
+  }
+  for (int i = 0; i < 100; ++i) {
+    Key k = rng();
+    idx->upsert(k, 9);
+    m[k] = 9;
+  }
+  expect_check_ok(*idx, "after removes, updates and inserts");
+  expect_same_contents(*idx, m, "after removes, updates and inserts");
+}
+
+TEST(Wort, FullPoolIsAnErrorAndLosesNothing) {
+  for (std::size_t kib = 1024; kib < 1024 + 24 * 16; kib += 24) {
+    fill_then_shrink(kib << 10);
+    ASSERT_FALSE(HasFailure()) << kib << " KiB";
+  }
+}
+
 }  // namespace
 }  // namespace dptree::testing

@@ -343,8 +343,13 @@ class Wort final : public Index {
   // Puts a new node that branches at digit m in the place of child word w (at `depth`): its
   // children are w (whose keys have the digits of `old` up to m) and k's new leaf.
   void split(std::uint64_t* slot, int depth, int m, std::uint64_t w, Key old, Key k, Value v) {
-    std::uint64_t lw = new_leaf(k, v);
-    std::uint64_t fresh = take(*nodes_);
+    std::uint64_t fresh = take(*nodes_), lw = 0;
+    try {
+      lw = new_leaf(k, v);
+    } catch (const Error&) {  // a full pool: the slot goes back, nothing was published
+      nodes_->release(fresh);
+      throw;
+    }
     {
       Phase ph("node");
       Node n{};

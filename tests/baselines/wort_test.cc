@@ -137,20 +137,9 @@ void fill_then_shrink(std::size_t pool_bytes) {
   DramMode mode;
   auto pool = pm::Pool::create_in_memory(pool_bytes);
   auto idx = make_index("wort", pool.get(), {});
-  std::map<Key, Value> m;
   std::mt19937_64 rng(pool_bytes);
-  bool full = false;
-  for (int i = 0; i < 1000000 && !full; ++i) {
-    Key k = rng();
-    try {
-      idx->upsert(k, i);
-      m[k] = i;
-    } catch (const Error& e) {
-      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();
-      full = true;
-    }
-  }
-  ASSERT_TRUE(full) << "the pool never filled";
+  std::map<Key, Value> m = fill_until_full(*idx, rng);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   EXPECT_GT(m.size(), 1000u);
   expect_check_ok(*idx, "after pool_full");
   expect_same_contents(*idx, m, "after pool_full");

@@ -33,6 +33,7 @@ const std::vector<Target>& targets() {
       {"cawbt", {}},
       {"utree", {{"leaf_slots", "16"}}},
       {"lbtree", {}},
+      {"wort", {}},
       {"tips-btree",
        {{"replay", "inline"},
         {"replay_every", "12"},

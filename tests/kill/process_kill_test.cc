@@ -79,5 +79,10 @@ TEST(ProcessKill, LBTreeTwoWriters) {
   expect_kills("lbtree", 2, {});
 }
 
+// WORT is single-threaded: one writer.
+TEST(ProcessKill, Wort) {
+  expect_kills("wort", 1, {});
+}
+
 }  // namespace
 }  // namespace dptree::testing

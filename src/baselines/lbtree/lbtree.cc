@@ -406,10 +406,7 @@ class LBTree final : public Index {
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const {
-    throw Error(Errc::corrupt, "lbtree in " + pool_.name() + ": " + s +
-                                   ": the pool is damaged; restore it from a copy");
-  }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "lbtree", s); }
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;

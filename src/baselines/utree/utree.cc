@@ -505,10 +505,7 @@ class UTree final : public Index {
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const {
-    throw Error(Errc::corrupt, "utree in " + pool_.name() + ": " + s +
-                                   ": the pool is damaged; restore it from a copy");
-  }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "utree", s); }
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;

@@ -40,6 +40,7 @@ const char* const kDefaultWorkloads = "insert_only,read_only,read_update,scan_in
 struct BenchOptions {
   std::string indexes;  // empty: every registered index
   bool list = false;
+  std::string help_options;  // an index whose options to describe
   std::string workloads = kDefaultWorkloads;
   std::uint64_t records = 500'000;  // with the defaults, every index x 5 mixes in ~1 minute
   std::uint64_t ops = 0;
@@ -79,6 +80,22 @@ void print_list() {
   for (const auto& i : registered_indexes())
     fmt::print("{:<12} {:<10} {:<10} {}\n", i.name, i.persistent ? "yes" : "no",
                i.concurrent ? "yes" : "no", i.description);
+}
+
+// The options `index` takes: key, kind, default, accepted values and a line of help each.
+void print_options(const std::string& index) {
+  const IndexInfo& info = find_index(index);
+  if (info.options.empty()) {
+    fmt::print(
+        "{}: no options are described here; its errors name the keys it takes "
+        "(docs/ has each index's page)\n",
+        info.name);
+    return;
+  }
+  fmt::print("options of {} (--option KEY=VALUE):\n", info.name);
+  for (const auto& o : info.options)
+    fmt::print("  {:<22} {:<13} default {:<8} {}\n  {:<22} {}\n", o.key, o.kind, o.dflt, o.range,
+               "", o.help);
 }
 
 std::vector<unsigned> parse_threads(const std::string& s) {
@@ -357,6 +374,10 @@ void run_bench(const BenchOptions& o) {
     print_list();
     return;
   }
+  if (!o.help_options.empty()) {
+    print_options(o.help_options);
+    return;
+  }
   // Validate everything before the first run, so a typo does not waste a long benchmark.
   std::vector<RunSpec> specs = plan_runs(o, base_spec(o));
   const std::size_t persistent_runs = assign_pools(o, specs);
@@ -397,6 +418,8 @@ void setup(CLI::App& app) {
                  "Indexes to compare, comma-separated; the table shows each one's throughput "
                  "relative to the first (default: every registered index; see --list)");
   app.add_flag("--list", o->list, "List the registered indexes and exit");
+  app.add_option("--help-options", o->help_options,
+                 "Describe the options (--option) INDEX takes, with defaults and ranges, and exit");
   app.add_option("--workload", o->workloads,
                  "Workloads, comma-separated (default: the DPTree paper's five):" + workload_names)
       ->capture_default_str();

@@ -28,12 +28,22 @@ struct IndexConfig {
   std::map<std::string, std::string> options;  // index-specific, e.g. {"leaf_capacity","64"}
 };
 
+// One option an index takes (`dptree bench --help-options INDEX` prints them).
+struct OptionDoc {
+  std::string key;
+  std::string kind;   // "whole number", "number", "boolean", "choice"
+  std::string dflt;   // the default, as the option would be written
+  std::string range;  // the accepted values
+  std::string help;   // one line
+};
+
 struct IndexInfo {
   std::string name;         // e.g. "dptree", "btree"
   std::string description;  // one line for `dptree bench --list` (assumptions included)
   bool persistent = false;
   bool concurrent = false;  // safe for several threads at once
   std::function<std::unique_ptr<Index>(const IndexConfig&)> create;
+  std::vector<OptionDoc> options = {};  // empty: the index documents no options here
 };
 
 // All registered indexes, in registration order. The first call registers the built-in ones.

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "cdptree/options.h"
 #include "dptree/cdptree.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
@@ -41,7 +42,8 @@ void register_cdptree_index() {
                 "concurrent DPTree (§3): OLC buffer tree + partitioned PM log, parallel merge "
                 "into the PM base tree (in the background from 2 threads on), parallel recovery; "
                 "merge and recovery workers = --threads unless set",
-                true, true, [](const IndexConfig& c) -> std::unique_ptr<Index> {
+                true, true,
+                [](const IndexConfig& c) -> std::unique_ptr<Index> {
                   pm::Pool& pool = detail::require_pool(c, "cdptree");
                   auto opt = CDPTreeOptions::from_map(c.options);
                   // Every thread the tree uses counts in the caller's thread count: as many
@@ -55,7 +57,8 @@ void register_cdptree_index() {
                   if (*pool.root_word())
                     return std::make_unique<CDPTreeIndex>(CDPTree::open(pool, opt));
                   return std::make_unique<CDPTreeIndex>(CDPTree::create(pool, opt));
-                }});
+                },
+                cdptree_option_docs()});
 }
 
 }  // namespace dptree

@@ -2,22 +2,14 @@
 #include <cstdio>
 #include <string>
 
+#include "cdptree/options.h"
 #include "dptree/cdptree.h"
 #include "dptree/error.h"
 #include "format/verify.h"
+#include "registry/option_table.h"
 #include "registry/option_values.h"
 
 namespace dptree {
-
-namespace {
-
-std::string num(double x) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%g", x);
-  return b;
-}
-
-}  // namespace
 
 void CDPTreeOptions::validate() const {
   auto bad = [](const std::string& what) {
@@ -26,9 +18,11 @@ void CDPTreeOptions::validate() const {
   if (log_partitions < 1 || log_partitions > 4096)
     bad("log_partitions=" + std::to_string(log_partitions) + " is out of range: use 1..4096");
   if (!(merge_ratio > 0 && merge_ratio < 1))
-    bad("merge_ratio (R)=" + num(merge_ratio) + " is out of range: use a value in (0, 1)");
+    bad("merge_ratio (R)=" + option_values::shown(merge_ratio) +
+        " is out of range: use a value in (0, 1)");
   if (!(bloom_error_rate > 0 && bloom_error_rate < 1))
-    bad("bloom_error_rate=" + num(bloom_error_rate) + " is out of range: use a value in (0, 1)");
+    bad("bloom_error_rate=" + option_values::shown(bloom_error_rate) +
+        " is out of range: use a value in (0, 1)");
   if (leaf_capacity == 0 && (leaf_bytes < 512 || leaf_bytes > (1u << 20)))
     bad("leaf_bytes=" + std::to_string(leaf_bytes) + " is out of range: use 512..1048576");
   if (leaf_capacity != 0 &&
@@ -39,9 +33,10 @@ void CDPTreeOptions::validate() const {
     bad("log_page_size=" + std::to_string(log_page_size) +
         " is out of range: use a multiple of 1024 from 1024 to 64 MiB");
   if (!(fill_rate > 0.5 && fill_rate <= 1))
-    bad("fill_rate (FR)=" + num(fill_rate) + " is out of range: use a value in (0.5, 1]");
+    bad("fill_rate (FR)=" + option_values::shown(fill_rate) +
+        " is out of range: use a value in (0.5, 1]");
   if (!(consolidate_threshold > 0 && consolidate_threshold <= 0.5))
-    bad("consolidate_threshold (CT)=" + num(consolidate_threshold) +
+    bad("consolidate_threshold (CT)=" + option_values::shown(consolidate_threshold) +
         " is out of range: use a value in (0, 0.5]");
   if (merge_threads > 256)
     bad("merge_threads=" + std::to_string(merge_threads) +
@@ -55,60 +50,54 @@ void CDPTreeOptions::validate() const {
   if (psize < 1) bad("psize=0 is out of range: use at least 1 leaf per merge partition");
 }
 
+namespace {
+
+const option_values::OptionTable<CDPTreeOptions>& table() {
+  using O = CDPTreeOptions;
+  static const auto built = [] {
+    option_values::OptionTable<O> t("CDPTree");
+    t.whole("log_partitions", &O::log_partitions, "1..4096", "N hash partitions of the log (§3.1)")
+        .number("merge_ratio", &O::merge_ratio, "(0, 1)",
+                "R: merge when the Front holds R x the base's records")
+        .number("bloom_error_rate", &O::bloom_error_rate, "(0, 1)",
+                "false-positive rate of each buffer's Bloom filter")
+        .whole("leaf_bytes", &O::leaf_bytes, "512..1048576",
+               "base leaf size; sets the leaf capacity when leaf_capacity is 0")
+        .whole("leaf_capacity", &O::leaf_capacity, "0 or 4..4096",
+               "slots per base leaf; 0: the most that fit leaf_bytes")
+        .whole("log_page_size", &O::log_page_size, "1 KiB..64 MiB, a multiple of 1 KiB",
+               "bytes per PM log page")
+        .number("fill_rate", &O::fill_rate, "(0.5, 1]", "FR: occupancy of split leaves (§2.3)")
+        .number("consolidate_threshold", &O::consolidate_threshold, "(0, 0.5]",
+                "CT: leaves below it are consolidated (§2.3)")
+        .whole("min_merge_records", &O::min_merge_records, "0..2^30",
+               "no merge below this many Front records")
+        .whole("merge_threads", &O::merge_threads, "0..256",
+               "merge workers (Algorithm 9); 0: the hardware threads")
+        .whole("recovery_threads", &O::recovery_threads, "0..256",
+               "log partitions replayed in parallel; 0: the hardware threads")
+        .whole("psize", &O::psize, "1 or more", "PSize: base leaves per merge partition (§3.3)")
+        .boolean("background_merge", &O::background_merge,
+                 "merge on a background thread (else the writer that fills the Front merges)")
+        .boolean("inplace_update", &O::inplace_update,
+                 "§3.4: update a key found only in the base tree in place")
+        .boolean("inplace_delete", &O::inplace_delete,
+                 "§3.4: delete a key found only in the base tree in place");
+    return t;
+  }();
+  return built;
+}
+
+}  // namespace
+
 CDPTreeOptions CDPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
-  CDPTreeOptions o;
-  for (const auto& kv : m) {
-    // Named copies of the pair (not a structured binding): lambdas capture them on every
-    // compiler the fuzz build uses (clang 14).
-    const std::string& k = kv.first;
-    const std::string& v = kv.second;
-    auto as_size = [&] { return option_values::whole("CDPTree", k, v); };
-    auto as_double = [&] { return option_values::number("CDPTree", k, v); };
-    auto as_bool = [&] { return option_values::boolean("CDPTree", k, v); };
-    auto as_threads = [&] {
-      std::size_t x = as_size();
-      return static_cast<unsigned>(x > 100000 ? 100000 : x);
-    };
-    if (k == "log_partitions")
-      o.log_partitions = as_size();
-    else if (k == "merge_ratio")
-      o.merge_ratio = as_double();
-    else if (k == "bloom_error_rate")
-      o.bloom_error_rate = as_double();
-    else if (k == "leaf_bytes")
-      o.leaf_bytes = as_size();
-    else if (k == "leaf_capacity")
-      o.leaf_capacity = as_size();
-    else if (k == "log_page_size")
-      o.log_page_size = as_size();
-    else if (k == "fill_rate")
-      o.fill_rate = as_double();
-    else if (k == "consolidate_threshold")
-      o.consolidate_threshold = as_double();
-    else if (k == "min_merge_records")
-      o.min_merge_records = as_size();
-    else if (k == "merge_threads")
-      o.merge_threads = as_threads();
-    else if (k == "recovery_threads")
-      o.recovery_threads = as_threads();
-    else if (k == "psize")
-      o.psize = as_size();
-    else if (k == "background_merge")
-      o.background_merge = as_bool();
-    else if (k == "inplace_update")
-      o.inplace_update = as_bool();
-    else if (k == "inplace_delete")
-      o.inplace_delete = as_bool();
-    else
-      throw Error(Errc::invalid_argument,
-                  "unknown CDPTree option '" + k +
-                      "': use log_partitions, merge_ratio, bloom_error_rate, leaf_bytes, "
-                      "leaf_capacity, log_page_size, fill_rate, consolidate_threshold, "
-                      "min_merge_records, merge_threads, recovery_threads, psize, "
-                      "background_merge, inplace_update or inplace_delete");
-  }
+  CDPTreeOptions o = table().parse(m);
   o.validate();
   return o;
+}
+
+std::vector<OptionDoc> cdptree_option_docs() {
+  return table().docs();
 }
 
 }  // namespace dptree

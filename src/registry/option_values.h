@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,13 @@
 #include "dptree/error.h"
 
 namespace dptree::option_values {
+
+// A value as an error message shows it ("%g": 0.5, 1e-06).
+inline std::string shown(double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%g", x);
+  return b;
+}
 
 // A whole number >= 0 ("-1", "12x" and "" are refused).
 inline std::size_t whole(const std::string& index, const std::string& key, const std::string& v) {

@@ -10,6 +10,7 @@
 #include "format/layout.h"
 #include "registry/index_table.h"
 #include "st/family.h"
+#include "st/options.h"
 #include "st/validate.h"
 
 namespace dptree {
@@ -56,7 +57,8 @@ void register_dptree_indexes() {
   add_builtin_index(IndexInfo{
       "dptree",
       "DPTree (§2): DRAM buffer tree + PM log, in-place merged PM base tree; single-threaded", true,
-      false, [](const IndexConfig& c) -> std::unique_ptr<Index> {
+      false,
+      [](const IndexConfig& c) -> std::unique_ptr<Index> {
         pm::Pool& pool = require_pool(c, "dptree");
         auto opt = DPTreeOptions::from_map(c.options);
         bool exists = *pool.root_word() != 0;
@@ -66,7 +68,8 @@ void register_dptree_indexes() {
         if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
         if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;
         return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(pool, opt, !exists));
-      }});
+      },
+      dptree_option_docs()});
 }
 
 }  // namespace dptree

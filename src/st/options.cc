@@ -7,7 +7,9 @@
 #include "dptree/dptree_options.h"
 #include "dptree/error.h"
 #include "format/verify.h"
+#include "registry/option_table.h"
 #include "registry/option_values.h"
+#include "st/options.h"
 
 namespace dptree {
 
@@ -15,16 +17,6 @@ using detail::entry_width_ok;
 using detail::kMaxLeafCapacity;
 using detail::kMinLeafCapacity;
 using detail::log_page_size_ok;
-
-namespace {
-
-std::string num(double x) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%g", x);
-  return b;
-}
-
-}  // namespace
 
 const char* to_string(ProbeMode p) {
   switch (p) {
@@ -53,11 +45,13 @@ void DPTreeOptions::validate() const {
   if (leaf_capacity < kMinLeafCapacity || leaf_capacity > kMaxLeafCapacity)
     bad("leaf_capacity=" + std::to_string(leaf_capacity) + " is out of range: use 4..4096");
   if (!(merge_ratio > 0 && merge_ratio < 1))
-    bad("merge_ratio (R)=" + num(merge_ratio) + " is out of range: use a value in (0, 1)");
+    bad("merge_ratio (R)=" + option_values::shown(merge_ratio) +
+        " is out of range: use a value in (0, 1)");
   if (!(fill_rate > 0.5 && fill_rate <= 1))
-    bad("fill_rate (FR)=" + num(fill_rate) + " is out of range: use a value in (0.5, 1]");
+    bad("fill_rate (FR)=" + option_values::shown(fill_rate) +
+        " is out of range: use a value in (0.5, 1]");
   if (!(consolidate_threshold > 0 && consolidate_threshold <= 0.5))
-    bad("consolidate_threshold (CT)=" + num(consolidate_threshold) +
+    bad("consolidate_threshold (CT)=" + option_values::shown(consolidate_threshold) +
         " is out of range: use a value in (0, 0.5]");
   if (!log_page_size_ok(log_page_size))
     bad("log_page_size=" + std::to_string(log_page_size) +
@@ -66,7 +60,8 @@ void DPTreeOptions::validate() const {
     bad("min_merge_records=" + std::to_string(min_merge_records) +
         " is out of range: use 0..2^30 (it sizes the buffer's Bloom filter)");
   if (!(bloom_error_rate > 0 && bloom_error_rate < 1))
-    bad("bloom_error_rate=" + num(bloom_error_rate) + " is out of range: use a value in (0, 1)");
+    bad("bloom_error_rate=" + option_values::shown(bloom_error_rate) +
+        " is out of range: use a value in (0, 1)");
   if (key_bytes && !entry_width_ok(key_bytes))
     bad("key_bytes=" + std::to_string(key_bytes) +
         " is out of range: use 8, 16, 24, 32, 40, 48 or 56");
@@ -81,71 +76,58 @@ void DPTreeOptions::validate() const {
     bad("split is not one of rebuild, keep_last");
 }
 
+namespace {
+
+const option_values::OptionTable<DPTreeOptions>& table() {
+  using O = DPTreeOptions;
+  static const auto built = [] {
+    option_values::OptionTable<O> t("DPTree");
+    t.whole("leaf_capacity", &O::leaf_capacity, "4..4096",
+            "entries per base leaf (§2.2); 352 fill an 8 KiB block")
+        .number("merge_ratio", &O::merge_ratio, "(0, 1)",
+                "R: merge when the buffer holds R x the base's records (§2)")
+        .number("fill_rate", &O::fill_rate, "(0.5, 1]",
+                "FR: occupancy of the leaves a split creates (§2.3)")
+        .number("consolidate_threshold", &O::consolidate_threshold, "(0, 0.5]",
+                "CT: leaves below it are consolidated with a neighbour (§2.3)")
+        .whole("log_page_size", &O::log_page_size, "1 KiB..64 MiB, a multiple of 1 KiB",
+               "bytes per PM log page (§2.1)")
+        .number("bloom_error_rate", &O::bloom_error_rate, "(0, 1)",
+                "false-positive rate of the buffer's Bloom filter (§2)")
+        .whole("min_merge_records", &O::min_merge_records, "0..2^30",
+               "no merge below this many buffered records (0: leaf_capacity)")
+        .choice("probe", &O::probe,
+                {{"both", ProbeMode::both},
+                 {"linear", ProbeMode::linear},
+                 {"fingerprint", ProbeMode::fingerprint}},
+                "leaf lookup (Figure 10): hash probe with fingerprints, probe reading keys, or "
+                "a scan of all fingerprints")
+        .choice("merge_mode", &O::merge_mode,
+                {{"in_place", MergeMode::in_place}, {"out_of_place", MergeMode::out_of_place}},
+                "the §2.3 merge, or one that rewrites the whole base tree (Figure 8d)")
+        .choice("split", &O::split,
+                {{"keep_last", SplitMode::keep_last}, {"rebuild", SplitMode::rebuild}},
+                "keep_last: a split leaf keeps its last part; rebuild: Algorithm 2, every entry "
+                "into new leaves")
+        .whole("key_bytes", &O::key_bytes, "8..56, a multiple of 8",
+               "key field width in PM (0: the type's); the key is its first 8 bytes")
+        .whole("value_bytes", &O::value_bytes, "8..56, a multiple of 8",
+               "value field width in PM (0: the type's)");
+    return t;
+  }();
+  return built;
+}
+
+}  // namespace
+
 DPTreeOptions DPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
-  DPTreeOptions o;
-  for (const auto& kv : m) {
-    // Named copies of the pair (not a structured binding): lambdas capture them on every
-    // compiler the fuzz build uses (clang 14).
-    const std::string& k = kv.first;
-    const std::string& v = kv.second;
-    auto as_size = [&] { return option_values::whole("DPTree", k, v); };
-    auto as_double = [&] { return option_values::number("DPTree", k, v); };
-    if (k == "leaf_capacity")
-      o.leaf_capacity = as_size();
-    else if (k == "merge_ratio")
-      o.merge_ratio = as_double();
-    else if (k == "fill_rate")
-      o.fill_rate = as_double();
-    else if (k == "consolidate_threshold")
-      o.consolidate_threshold = as_double();
-    else if (k == "log_page_size")
-      o.log_page_size = as_size();
-    else if (k == "bloom_error_rate")
-      o.bloom_error_rate = as_double();
-    else if (k == "min_merge_records")
-      o.min_merge_records = as_size();
-    else if (k == "key_bytes")
-      o.key_bytes = as_size();
-    else if (k == "value_bytes")
-      o.value_bytes = as_size();
-    else if (k == "probe") {
-      if (v == "both")
-        o.probe = ProbeMode::both;
-      else if (v == "linear")
-        o.probe = ProbeMode::linear;
-      else if (v == "fingerprint")
-        o.probe = ProbeMode::fingerprint;
-      else
-        throw Error(Errc::invalid_argument,
-                    "DPTree option probe='" + v + "' is unknown: use both, linear or fingerprint");
-    } else if (k == "merge_mode") {
-      if (v == "in_place")
-        o.merge_mode = MergeMode::in_place;
-      else if (v == "out_of_place")
-        o.merge_mode = MergeMode::out_of_place;
-      else
-        throw Error(Errc::invalid_argument, "DPTree option merge_mode='" + v +
-                                                "' is unknown: use in_place or out_of_place");
-    } else if (k == "split") {
-      if (v == "rebuild")
-        o.split = SplitMode::rebuild;
-      else if (v == "keep_last")
-        o.split = SplitMode::keep_last;
-      else
-        throw Error(Errc::invalid_argument,
-                    "DPTree option split='" + v +
-                        "' is unknown: use rebuild (Algorithm 2: a split writes every entry "
-                        "into new leaves) or keep_last (the old leaf keeps its last part)");
-    } else {
-      throw Error(Errc::invalid_argument,
-                  "unknown DPTree option '" + k +
-                      "': use leaf_capacity, merge_ratio, fill_rate, consolidate_threshold, "
-                      "log_page_size, bloom_error_rate, min_merge_records, probe, merge_mode, "
-                      "split, key_bytes or value_bytes");
-    }
-  }
+  DPTreeOptions o = table().parse(m);
   o.validate();
   return o;
+}
+
+std::vector<OptionDoc> dptree_option_docs() {
+  return table().docs();
 }
 
 }  // namespace dptree

@@ -46,7 +46,7 @@ TEST(Cli, HelpForEveryCommand) {
                            "--sample-rate",    "--pm-mode",     "--pool",
                            "--pool-size",      "--keep",        "--flush-delay-ns",
                            "--fence-delay-ns", "--json",        "--csv",
-                           "--recovery"})
+                           "--recovery",       "--help-options"})
     EXPECT_TRUE(has(r.output, flag)) << flag;
 }
 
@@ -63,6 +63,7 @@ TEST(Cli, BadFlagsExitNonZeroSayingWhatIsAccepted) {
         Case{"bench --threads 0", "thread counts from 1"}, Case{"bench --theta 1.5", "--theta"},
         Case{"bench --read 50 --insert 20", "must sum to 100"},
         Case{"bench --index nope", "registered indexes (btree"},
+        Case{"bench --help-options nope", "registered indexes (btree"},
         Case{"bench --index stdmap --threads 2", "not safe for concurrent use"},
         Case{"bench --ops 10 --seconds 1", "excludes"}, Case{"bench --option x", "KEY=VALUE"},
         Case{"frobnicate", "accepts"}}) {
@@ -77,6 +78,20 @@ TEST(Cli, ListShowsTheRegisteredIndexes) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "btree        no         yes")) << r.output;
   EXPECT_TRUE(has(r.output, "stdmap       no         no")) << r.output;
+}
+
+TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {
+  Result r = run("bench --help-options dptree");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "leaf_capacity          whole number  default 352      4..4096"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "split") && has(r.output, "keep_last or rebuild")) << r.output;
+  r = run("bench --help-options cdptree");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "inplace_delete         boolean       default 1")) << r.output;
+  r = run("bench --help-options stdmap");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "no options are described here")) << r.output;
 }
 
 TEST(Cli, JsonAndCsvOfATinyRun) {

@@ -129,14 +129,18 @@ TEST(CliMisuse, EachMistakeIsRefusedWithItsExitCodeAndLeavesNothing) {
   }
 }
 
+// A kept pool of 200 DPTree records, made by `dptree bench`.
+bool make_dptree_pool(const std::string& pool) {
+  return run_cli({"bench", "--index", "dptree", "--workload", "insert_only", "--records", "100",
+                  "--ops", "100", "--quiet", "--keep", "--pool", pool})
+             .status == 0;
+}
+
 // A pool file held by another process: named as such, with its pid; the file is untouched.
 TEST(CliMisuse, APoolHeldByAnotherProcessIsNamedAsSuch) {
   TempDir dir("cli-held");
   const std::string pool = dir / "held.pool";
-  ASSERT_EQ(run_cli({"bench", "--index", "dptree", "--workload", "insert_only", "--records", "100",
-                     "--ops", "100", "--quiet", "--keep", "--pool", pool})
-                .status,
-            0);
+  ASSERT_TRUE(make_dptree_pool(pool));
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   const pid_t holder = fork();
@@ -173,10 +177,7 @@ namespace {
 TEST(CliMisuse, DamagedEntryWidthsAreNamed) {
   TempDir dir("cli-widths");
   const std::string pool = dir / "widths.pool";
-  ASSERT_EQ(run_cli({"bench", "--index", "dptree", "--workload", "insert_only", "--records", "100",
-                     "--ops", "100", "--quiet", "--keep", "--pool", pool})
-                .status,
-            0);
+  ASSERT_TRUE(make_dptree_pool(pool));
   {
     auto p = dptree::pm::Pool::open(pool);
     auto* root = p->at<dptree::detail::Root>(*p->root_word());

@@ -1,0 +1,134 @@
+// One table per index family of the options it takes (IndexConfig::options, `dptree bench
+// --option k=v`): each key with its kind, the field it sets, the accepted values and a line of
+// help. The table parses a map into an options struct (starting from the struct's defaults),
+// refuses an unknown key by listing the known ones, and describes itself for `dptree bench
+// --help-options INDEX`. The struct's validate() still checks the ranges, as the typed
+// interface (DPTreeOptions, CDPTreeOptions) needs the same checks.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dptree/error.h"
+#include "dptree/registry.h"
+#include "registry/option_values.h"
+
+namespace dptree::option_values {
+
+template <class Opts>
+class OptionTable {
+ public:
+  explicit OptionTable(std::string family) : family_(std::move(family)) {}
+
+  // A whole number >= 0 into an unsigned field.
+  template <class T>
+  OptionTable& whole(std::string key, T Opts::*field, std::string range, std::string help) {
+    return add(
+        std::move(key), "whole number", range, std::move(help),
+        [fam = family_, field, range](Opts& o, const std::string& k, const std::string& v) {
+          const std::size_t x = option_values::whole(fam, k, v);
+          if (x > std::numeric_limits<T>::max())
+            throw Error(Errc::invalid_argument,
+                        fam + " option " + k + "=" + v + " is out of range: use " + range);
+          o.*field = static_cast<T>(x);
+        },
+        [field](const Opts& o) { return std::to_string(o.*field); });
+  }
+  OptionTable& number(std::string key, double Opts::*field, std::string range, std::string help) {
+    return add(
+        std::move(key), "number", std::move(range), std::move(help),
+        [fam = family_, field](Opts& o, const std::string& k, const std::string& v) {
+          o.*field = option_values::number(fam, k, v);
+        },
+        [field](const Opts& o) { return shown(o.*field); });
+  }
+  OptionTable& boolean(std::string key, bool Opts::*field, std::string help) {
+    return add(
+        std::move(key), "boolean", "0 or 1", std::move(help),
+        [fam = family_, field](Opts& o, const std::string& k, const std::string& v) {
+          o.*field = option_values::boolean(fam, k, v);
+        },
+        [field](const Opts& o) { return std::string(o.*field ? "1" : "0"); });
+  }
+  // One of named values; `names` in the order the help lists them.
+  template <class E>
+  OptionTable& choice(std::string key, E Opts::*field, std::vector<std::pair<std::string, E>> names,
+                      std::string help) {
+    std::string range;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      range += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i].first;
+    return add(
+        std::move(key), "choice", range, std::move(help),
+        [fam = family_, field, names, range](Opts& o, const std::string& k, const std::string& v) {
+          for (const auto& [name, e] : names)
+            if (name == v) {
+              o.*field = e;
+              return;
+            }
+          throw Error(Errc::invalid_argument,
+                      fam + " option " + k + "='" + v + "' is unknown: use " + range);
+        },
+        [field, names](const Opts& o) {
+          for (const auto& [name, e] : names)
+            if (o.*field == e) return name;
+          return std::string("?");
+        });
+  }
+
+  // The options of `m` set on the defaults (validate() is the caller's).
+  Opts parse(const std::map<std::string, std::string>& m) const {
+    Opts o;
+    for (const auto& [k, v] : m) {
+      const Entry* e = find(k);
+      if (!e)
+        throw Error(Errc::invalid_argument,
+                    "unknown " + family_ + " option '" + k + "': use " + keys());
+      e->set(o, k, v);
+    }
+    return o;
+  }
+
+  // Every key with its kind, default, accepted values and help.
+  std::vector<OptionDoc> docs() const {
+    const Opts defaults{};
+    std::vector<OptionDoc> out;
+    for (const auto& e : entries_)
+      out.push_back({e.key, e.kind, e.shown(defaults), e.range, e.help});
+    return out;
+  }
+
+ private:
+  struct Entry {
+    std::string key, kind, range, help;
+    std::function<void(Opts&, const std::string&, const std::string&)> set;
+    std::function<std::string(const Opts&)> shown;
+  };
+
+  OptionTable& add(std::string key, std::string kind, std::string range, std::string help,
+                   decltype(Entry::set) set, decltype(Entry::shown) show) {
+    entries_.push_back({std::move(key), std::move(kind), std::move(range), std::move(help),
+                        std::move(set), std::move(show)});
+    return *this;
+  }
+  const Entry* find(const std::string& key) const {
+    for (const auto& e : entries_)
+      if (e.key == key) return &e;
+    return nullptr;
+  }
+  std::string keys() const {
+    std::string s;
+    for (std::size_t i = 0; i < entries_.size(); ++i)
+      s += (i == 0 ? "" : i + 1 == entries_.size() ? " or " : ", ") + entries_[i].key;
+    return s;
+  }
+
+  std::string family_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace dptree::option_values

@@ -32,6 +32,61 @@ struct FenceOnExit {
   ~FenceOnExit() { pm::fence(); }
 };
 
+// The Middle's entries in key order. With `newer` (a retry after pool_full, or recovery),
+// the entries of the Front are laid over them: its removes then cancel the Middle's inserts
+// and delete base entries, so the retried merge needs fewer leaves. The Front keeps them (and
+// its log), so reads and a replay after a crash still find them first; merging them again
+// later writes the same values.
+std::vector<KVPair> entries_to_merge(const cdp::Cpbt* m, const cdp::Cpbt* newer) {
+  std::vector<KVPair> es;
+  m->tree.for_each_frozen([&](u64 k, u64 v) { es.emplace_back(k, v); });
+  if (!newer) return es;
+  // Writers may still take removes in the Front: an optimistic scan sees each key's value at
+  // one moment (only values already logged: the log is written first, §3.1).
+  std::vector<KVPair> fr, both;
+  newer->tree.scan(0, [&](u64 k, u64 v) {
+    fr.emplace_back(k, v);
+    return true;
+  });
+  both.reserve(es.size() + fr.size());
+  std::size_t i = 0, j = 0;
+  while (i < es.size() || j < fr.size()) {
+    if (j == fr.size() || (i < es.size() && es[i].first < fr[j].first)) {
+      both.push_back(es[i++]);
+    } else {
+      if (i < es.size() && es[i].first == fr[j].first) ++i;  // the Front's is newer
+      both.push_back(fr[j++]);
+    }
+  }
+  return both;
+}
+
+// Algorithm 9 line 1: partitions of `ps` consecutive leaves of `old`, each with the entries
+// of its key range [P.MKS, P.MKE) (ranges and input are sized to the partition count).
+void partition(const cdp::BaseSnapshot& old, std::size_t ps, const std::vector<KVPair>& es,
+               std::vector<RangeMerge>& ranges, std::vector<std::span<const KVPair>>& input) {
+  const std::size_t nl = old.leaf.size(), np = ranges.size();
+  std::size_t e0 = 0;
+  for (std::size_t i = 0; i < np; ++i) {
+    std::size_t a = i * ps, b = std::min(nl, a + ps);
+    RangeMerge& r = ranges[i];
+    r.first_cv = nl ? old.leaf[a] : 0;
+    r.nleaves = b - a;
+    r.first_range = i == 0;
+    r.last_range = i + 1 == np;
+    std::size_t e1 = es.size();
+    if (i + 1 < np) {
+      u64 mk = old.max[b - 1];
+      e1 = static_cast<std::size_t>(
+          std::upper_bound(es.begin() + static_cast<long>(e0), es.end(), mk,
+                           [](u64 key, const KVPair& e) { return key < e.first; }) -
+          es.begin());
+    }
+    input[i] = std::span<const KVPair>(es.data() + e0, e1 - e0);
+    e0 = e1;
+  }
+}
+
 }  // namespace
 
 // Algorithm 7 lines 6-16: one writer wins MergeState nomerge -> premerge, turns the Front
@@ -170,34 +225,10 @@ void CDPTree::Impl::wait_idle() const {
   done_cv.wait(lk, [&] { return merge_state.load() == cdp::kNoMerge || merge_broken.load(); });
 }
 
-// Algorithm 9. With `newer` (a retry after pool_full, or recovery), the entries of the
-// Front are laid over the Middle's: its removes then cancel the Middle's inserts and delete
-// base entries, so the retried merge needs fewer leaves. The Front keeps them (and its log),
-// so reads and a replay after a crash still find them first; merging them again later
-// writes the same values.
+// Algorithm 9, kept in one function (about 100 lines) so that its numbered lines read in order
+// from the start of the merge to the version flip and garbage collection.
 void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
-  std::vector<KVPair> es;
-  m->tree.for_each_frozen([&](u64 k, u64 v) { es.emplace_back(k, v); });
-  if (newer) {
-    // Writers may still take removes in the Front: an optimistic scan sees each key's
-    // value at one moment (only values already logged: the log is written first, §3.1).
-    std::vector<KVPair> fr, both;
-    newer->tree.scan(0, [&](u64 k, u64 v) {
-      fr.emplace_back(k, v);
-      return true;
-    });
-    both.reserve(es.size() + fr.size());
-    std::size_t i = 0, j = 0;
-    while (i < es.size() || j < fr.size()) {
-      if (j == fr.size() || (i < es.size() && es[i].first < fr[j].first)) {
-        both.push_back(es[i++]);
-      } else {
-        if (i < es.size() && es[i].first == fr[j].first) ++i;  // the Front's is newer
-        both.push_back(fr[j++]);
-      }
-    }
-    es.swap(both);
-  }
+  const std::vector<KVPair> es = entries_to_merge(m, newer);
   cdp::BaseSnapshot* old = gp_b.load(std::memory_order_seq_cst);
   const int cvv = cv(), nv = 1 - cvv;
   {
@@ -221,25 +252,7 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
   const std::size_t np = nl ? (nl + ps - 1) / ps : 1;
   std::vector<RangeMerge> ranges(np);
   std::vector<std::span<const KVPair>> input(np);
-  std::size_t e0 = 0;
-  for (std::size_t i = 0; i < np; ++i) {
-    std::size_t a = i * ps, b = std::min(nl, a + ps);
-    RangeMerge& r = ranges[i];
-    r.first_cv = nl ? old->leaf[a] : 0;
-    r.nleaves = b - a;
-    r.first_range = i == 0;
-    r.last_range = i + 1 == np;
-    std::size_t e1 = es.size();
-    if (i + 1 < np) {
-      u64 mk = old->max[b - 1];
-      e1 = static_cast<std::size_t>(
-          std::upper_bound(es.begin() + static_cast<long>(e0), es.end(), mk,
-                           [](u64 key, const KVPair& e) { return key < e.first; }) -
-          es.begin());
-    }
-    input[i] = std::span<const KVPair>(es.data() + e0, e1 - e0);
-    e0 = e1;
-  }
+  partition(*old, ps, es, ranges, input);
   const auto bcx = base_ctx();
   try {
     // Lines 3-7: upsert merge, delete merge and consolidation per partition. The leaves'

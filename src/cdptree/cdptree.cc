@@ -178,7 +178,7 @@ void CDPTree::Impl::create() {
 // validate.h's checks, with the log header tables: each owned by its root word and as long
 // as the partition count, each tail word starting a page chain.
 void CDPTree::Impl::validate_open() const {
-  TreeShape shape{"cdptree", 1 | kInMerge | cdp::kTwoLogs | kInGc, ~cdp::kRcLock, {}};
+  TreeShape shape{"cdptree", kCDPTreeGvBits, ~cdp::kRcLock, {}};
   for (int v = 0; v < 2; ++v) {
     if (!root->log_table[v]) continue;
     require_owned_block(pool, root->log_table[v], pool.offset_of(&root->log_table[v]),

@@ -141,7 +141,7 @@ std::size_t CDPTree::Impl::check_front_log(int v, const std::unordered_set<u64>&
 void CDPTree::Impl::check(CheckReport& r) const {
   auto fail = [&](const std::string& s) { r.fail(s); };
   const Root& R = root->base;
-  for (const auto& p : verify_format(R, kCRootMagic, 1 | kInMerge | kInGc | kTwoLogs)) fail(p);
+  for (const auto& p : verify_format(R, kCRootMagic, kCDPTreeGvBits)) fail(p);
   if (!r.ok) return;
   r.facts.emplace_back("format_version", static_cast<double>(kFormatVersion));
   if (merge_broken) fail("a merge failed (pool full) and left its Middle buffer");

@@ -16,20 +16,24 @@ using u64 = std::uint64_t;
 inline constexpr u64 kRootMagic = 0x4450547265655231ull;  // "DPTreeR1"
 inline constexpr u64 kLeafType = 0x4450544c65616631ull;   // "DPTLeaf1"
 inline constexpr u64 kTombstone = u64{1} << 63;           // the value bit of §2's tombstone
-inline constexpr u64 kInMerge = 2;                        // gv bit set during a merge (Alg. 1)
-// gv bit set by the version flip and cleared when garbage collection ends: recovery finishes
-// a collection it finds set (Algorithm 4 line 5). The paper reads this from pendingLeaves'
-// existence; a merge that creates no leaf then needs no PM block at all, so one that only
-// removes still runs in a pool too full for a pendingLeaves block (bit 2 is cdptree's).
-inline constexpr u64 kInGc = 8;
-// gv bit 2: the concurrent DPTree has two live logs (the Front's and the Middle's, §3.2); kept
-// here so that every gv bit of both trees has one home.
-inline constexpr u64 kTwoLogs = 4;
+// The bits of the global version word gv, of both trees.
+enum GvBit : u64 {
+  kVersionBit = 1,  // the current version (§2.2); the version flip writes it
+  kInMerge = 2,     // set during a merge (Algorithm 1)
+  // The concurrent DPTree has two live logs (the Front's and the Middle's, §3.2).
+  kTwoLogs = 4,
+  // Set by the version flip and cleared when garbage collection ends: recovery finishes a
+  // collection it finds set (Algorithm 4 line 5). The paper reads this from pendingLeaves'
+  // existence; a merge that creates no leaf then needs no PM block at all, so one that only
+  // removes still runs in a pool too full for a pendingLeaves block.
+  kInGc = 8,
+};
+inline constexpr u64 kDPTreeGvBits = kVersionBit | kInMerge | kInGc;  // the bits DPTree sets
+inline constexpr u64 kCDPTreeGvBits = kDPTreeGvBits | kTwoLogs;       // the concurrent tree's
 
 struct Root {
   u64 magic;
-  u64 gv;  // bit 0: the global version, bit 1: in_merge (§2.2, Algorithm 1), bit 2: two logs
-           // (cdptree), bit 3: in GC
+  u64 gv;             // GvBit: the global version, in_merge, two logs (cdptree), GC unfinished
   u64 restart_count;  // §2.2 partial persistence
   u64 head[2];        // first leaf of each version (the next pointer of the head sentinel)
   u64 base_count[2];  // live keys of the base tree of each version (merge trigger, stats)

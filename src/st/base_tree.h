@@ -22,7 +22,7 @@ class BaseTree {
  public:
   BaseTree(pm::Pool& pool, Root* root, const LeafLayout& L);
 
-  int cv() const { return static_cast<int>(root_->gv & 1); }
+  int cv() const { return static_cast<int>(root_->gv & kVersionBit); }
   Leaf leaf(u64 off) const;
   // The word linking `prev`'s successor in version v (the head word when prev == 0).
   u64* next_word(u64 prev, int v) const;

@@ -134,7 +134,7 @@ bool DPTreeCore::Impl::check_log(int v, const std::unordered_set<u64>& owned, st
 
 void DPTreeCore::Impl::check(CheckReport& r) const {
   auto fail = [&](const std::string& s) { r.fail(s); };
-  for (const auto& p : verify_format(*root, kRootMagic, 1 | kInMerge | kInGc)) fail(p);
+  for (const auto& p : verify_format(*root, kRootMagic, kDPTreeGvBits)) fail(p);
   if (!r.ok) return;
   r.facts.emplace_back("format_version", static_cast<double>(kFormatVersion));
   if (root->gv & kInMerge) fail("in_merge is set outside a merge");

@@ -127,7 +127,7 @@ void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
   validate_on_open(
       *this, *root,
       TreeShape{"DPTree",
-                1 | kInMerge | kInGc,
+                kDPTreeGvBits,
                 ~u64{0},
                 {pool.offset_of(&root->log_head[0]), pool.offset_of(&root->log_head[1])}});
   recover();

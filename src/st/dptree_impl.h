@@ -50,7 +50,7 @@ struct DPTreeCore::Impl : detail::TreeParts {
 
   Impl(pm::Pool& p, const DPTreeOptions& o);
 
-  int cv() const { return static_cast<int>(root->gv & 1); }
+  int cv() const { return static_cast<int>(root->gv & detail::kVersionBit); }
 
   void create(std::size_t kb, std::size_t vb);
   void open(std::size_t kb, std::size_t vb);

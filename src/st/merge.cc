@@ -447,7 +447,7 @@ void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, Pendin
 
 std::size_t finish_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir,
                                      PendingLeaves& pending, const LeafLayout& L) {
-  const int cv = static_cast<int>(root->gv & 1);
+  const int cv = static_cast<int>(root->gv & kVersionBit);
   if (root->gv & kInMerge) {
     reclaim_interrupted_merge(pool, root, dir, pending);  // lines 2-4
     return 0;

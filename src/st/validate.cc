@@ -53,7 +53,7 @@ class Validator {
     if (root_.gv & ~shape_.gv_bits) fail("root's gv word", root_off, "has unknown bits set");
     directory();
     pending();
-    const int cv = static_cast<int>(root_.gv & 1);
+    const int cv = static_cast<int>(root_.gv & kVersionBit);
     std::size_t leaves = leaf_list(cv);
     if (root_.base_count[cv] > leaves * t_.L.cap)
       fail("root's base count", root_off,

@@ -53,9 +53,25 @@ static_assert(offsetof(Root, gv) == 8 && offsetof(Root, head) == 24 &&
 // leaf change with every version, so none of them can own it: each leaf or page is owned by
 // a slot of this directory and records the slot's offset in its header.
 inline constexpr std::size_t kDirBlockBytes = 4096;
-inline constexpr std::size_t kDirSlots = kDirBlockBytes / 8 - 1;  // word 0: next block
-inline constexpr std::size_t kPendingBlockBytes = 2048;           // pendingLeaves node
+inline constexpr std::size_t kDirSlots = kDirBlockBytes / 8 - 1;
+inline constexpr std::size_t kPendingBlockBytes = 2048;  // pendingLeaves node
 inline constexpr std::size_t kPendingSlots = kPendingBlockBytes / 8 - 1;
+
+// A block of the owner directory: the next block (its owner word), then slots, each the
+// allocator's owner word of one leaf or log page (0: free).
+struct DirBlock {
+  u64 next;
+  u64 slot[kDirSlots];
+};
+// A block of pendingLeaves (§2.4): the next block (its owner word), then the directory slots
+// of the leaves the running merge created, in order (0: not used yet).
+struct PendingBlock {
+  u64 next;
+  u64 slot[kPendingSlots];
+};
+// The persistent layout: a change here changes the pool format.
+static_assert(sizeof(DirBlock) == kDirBlockBytes && offsetof(DirBlock, slot) == 8);
+static_assert(sizeof(PendingBlock) == kPendingBlockBytes && offsetof(PendingBlock, slot) == 8);
 
 // Leaf layout (§2.2, Figure 3), computed from the leaf capacity and entry size:
 //   header line: [0] owner slot offset, [1] type

@@ -145,10 +145,10 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
   std::set<u64> reach{*pool.root_word()};
   std::unordered_set<u64> owned;  // blocks owned by the directory
   std::size_t steps = 0;
-  for (u64 b = root->dir; b; b = *pool.at<u64>(b)) {
+  for (u64 b = root->dir; b; b = pool.at<DirBlock>(b)->next) {
     if (!reach.insert(b).second || ++steps > (1u << 30)) return fail("owner directory has a cycle");
-    for (std::size_t i = 1; i <= kDirSlots; ++i)
-      if (u64 blk = pool.at<u64>(b)[i]) owned.insert(blk);
+    for (u64 blk : pool.at<DirBlock>(b)->slot)
+      if (blk) owned.insert(blk);
   }
   std::size_t total = 0, npages = 0, records = 0;
   LeafWalk walk(*this, v, owned, reach, r);

@@ -1,6 +1,7 @@
 // The owner directory and pendingLeaves (owner_dir.h).
 #include "st/owner_dir.h"
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -22,10 +23,11 @@ void OwnerDir::load() {
   std::lock_guard g(mu_);
   blocks_.clear();
   free_.clear();
-  for (u64 b = *head_; b; b = *word(b)) {
+  for (u64 b = *head_; b; b = pool_.at<DirBlock>(b)->next) {
     blocks_.push_back(b);
-    for (std::size_t i = kDirSlots; i >= 1; --i)
-      if (word(b)[i] == 0) free_.push_back(b + 8 * i);
+    const auto* d = pool_.at<DirBlock>(b);
+    for (std::size_t i = kDirSlots; i-- > 0;)
+      if (d->slot[i] == 0) free_.push_back(b + offsetof(DirBlock, slot) + 8 * i);
   }
 }
 
@@ -37,9 +39,9 @@ u64 OwnerDir::take_slot() {
     u64 b = alloc.reserve(kDirBlockBytes);
     pm::fill_bytes(pool_.at(b), 0, kDirBlockBytes);
     pm::flush(pool_.at(b), kDirBlockBytes);
-    alloc.activate(blocks_.empty() ? head_ : word(blocks_.back()), b);
+    alloc.activate(blocks_.empty() ? head_ : &pool_.at<DirBlock>(blocks_.back())->next, b);
     blocks_.push_back(b);
-    for (std::size_t i = kDirSlots; i >= 1; --i) free_.push_back(b + 8 * i);
+    for (std::size_t i = kDirSlots; i-- > 0;) free_.push_back(b + offsetof(DirBlock, slot) + 8 * i);
   }
   u64 s = free_.back();
   free_.pop_back();
@@ -84,7 +86,7 @@ void PendingLeaves::new_block_if_full() {
   u64 b = alloc.reserve(kPendingBlockBytes);
   pm::fill_bytes(pool_.at(b), 0, kPendingBlockBytes);
   pm::flush(pool_.at(b), kPendingBlockBytes);
-  alloc.activate(blocks_.empty() ? head_ : pool_.at<u64>(blocks_.back()), b);
+  alloc.activate(blocks_.empty() ? head_ : &pool_.at<PendingBlock>(blocks_.back())->next, b);
   blocks_.push_back(b);
   pos_ = 0;
 }
@@ -93,16 +95,16 @@ void PendingLeaves::add(u64 slot) {
   std::lock_guard g(mu_);
   pm::CategoryScope cat(pm::Category::alloc);
   new_block_if_full();
-  u64* e = pool_.at<u64>(blocks_.back()) + 1 + pos_++;
+  u64* e = &pool_.at<PendingBlock>(blocks_.back())->slot[pos_++];
   pm::store(e, slot);
   pm::persist(e, 8);
 }
 
 std::vector<u64> PendingLeaves::slots() const {
   std::vector<u64> out;
-  for (u64 b = *head_; b; b = *pool_.at<u64>(b))
-    for (std::size_t i = 1; i <= kPendingSlots; ++i)
-      if (u64 s = pool_.at<u64>(b)[i]) out.push_back(s);
+  for (u64 b = *head_; b; b = pool_.at<PendingBlock>(b)->next)
+    for (u64 s : pool_.at<PendingBlock>(b)->slot)
+      if (s) out.push_back(s);
   return out;
 }
 
@@ -110,7 +112,7 @@ void PendingLeaves::destroy() {
   std::lock_guard g(mu_);
   pm::CategoryScope cat(pm::Category::alloc);
   std::vector<u64*> owners;
-  for (u64* w = head_; *w; w = pool_.at<u64>(*w)) owners.push_back(w);
+  for (u64* w = head_; *w; w = &pool_.at<PendingBlock>(*w)->next) owners.push_back(w);
   for (auto it = owners.rbegin(); it != owners.rend(); ++it) pool_.allocator().free(*it);
   blocks_.clear();
   pos_ = 0;

@@ -40,9 +40,11 @@ class OwnerDir {
   // fn(slot, block) for every non-zero slot.
   template <class F>
   void for_each_owned(F&& fn) const {
-    for (u64 b : blocks())
-      for (std::size_t i = 1; i <= kDirSlots; ++i)
-        if (u64 blk = word(b)[i]) fn(b + 8 * i, blk);
+    for (u64 b : blocks()) {
+      const u64* slot = reinterpret_cast<const DirBlock*>(word(b))->slot;
+      for (std::size_t i = 0; i < kDirSlots; ++i)
+        if (slot[i]) fn(b + offsetof(DirBlock, slot) + 8 * i, slot[i]);
+    }
   }
   std::size_t dram_bytes() const;
 

@@ -80,7 +80,7 @@ class Validator {
       require_owned_block(pool_, b, link, kDirBlockBytes,
                           std::string(shape_.tree) + " owner directory block");
       dir_blocks_.insert(b);
-      for (std::size_t i = 1; i <= kDirSlots; ++i) owned(b + 8 * i);
+      for (std::size_t i = 0; i < kDirSlots; ++i) owned(b + offsetof(DirBlock, slot) + 8 * i);
     }
   }
 
@@ -112,7 +112,7 @@ class Validator {
   bool is_dir_slot(u64 s) const {
     if (s % 8) return false;
     for (u64 b : dir_blocks_)
-      if (s >= b + 8 && s <= b + 8 * kDirSlots) return true;
+      if (s >= b + offsetof(DirBlock, slot) && s < b + sizeof(DirBlock)) return true;
     return false;
   }
 
@@ -122,9 +122,9 @@ class Validator {
     for (u64 b = word(link); b; link = b, b = word(b)) {
       require_owned_block(pool_, b, link, kPendingBlockBytes,
                           std::string(shape_.tree) + " pendingLeaves block");
-      for (std::size_t i = 1; i <= kPendingSlots; ++i)
-        if (u64 s = word(b + 8 * i); s && !is_dir_slot(s))
-          fail("pendingLeaves entry", b + 8 * i,
+      for (u64 e = b + offsetof(PendingBlock, slot); e < b + sizeof(PendingBlock); e += 8)
+        if (u64 s = word(e); s && !is_dir_slot(s))
+          fail("pendingLeaves entry", e,
                "holds " + std::to_string(s) + ", which is not an owner directory slot");
     }
   }

@@ -10,6 +10,7 @@ void register_utree_index();       // baselines/utree/utree.cc
 void register_lbtree_index();      // baselines/lbtree/lbtree.cc
 void register_tips_indexes();      // tips/tips_btree.cc
 void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptree)
+void register_bm_btree_index();    // baselines/bmtree/bm_btree.cc
 
 void register_builtin_indexes() {
   register_volatile_indexes();
@@ -20,6 +21,7 @@ void register_builtin_indexes() {
   register_utree_index();
   register_lbtree_index();
   register_paper_peers();
+  register_bm_btree_index();
   register_tips_indexes();
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <map>
+#include <ostream>
 #include <string>
 
 #include "dptree/error.h"
@@ -26,6 +27,9 @@ Options small(const std::string& leaf, const std::string& dram_pct) {
 struct Case {
   std::string leaf, dram_pct;
 };
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.leaf << " leaves, dram_pct " << c.dram_pct;
+}
 
 class BMBTreeModel : public ::testing::TestWithParam<Case> {};
 
@@ -150,6 +154,9 @@ struct CrashCase {
   pm::Unit unit;
   std::uint64_t seed;
 };
+void PrintTo(const CrashCase& c, std::ostream* os) {
+  *os << c.leaf << " leaves, seed " << c.seed;
+}
 
 class BMBTreeCrash : public ::testing::TestWithParam<CrashCase> {};
 

@@ -601,6 +601,19 @@ class BMBTree final : public Index {
     bm_.set_leaf_budget(leaf_budget());
   }
 
+  // Bits set in a hash leaf's bitmap, counting any past the last slot twice (so they show).
+  std::uint32_t bitmap_count(const std::byte* p) const {
+    std::uint32_t bits = 0;
+    for (std::uint32_t w = 0; w < (L_.hash_cap + 63) / 64; ++w) {
+      const auto word = get_at<std::uint64_t>(p, kHeader + w * 8);
+      const std::uint32_t valid = std::min<std::uint32_t>(64, L_.hash_cap - w * 64);
+      const std::uint64_t mask = valid == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << valid) - 1;
+      bits +=
+          static_cast<std::uint32_t>(std::popcount(word & mask) + 2 * std::popcount(word & ~mask));
+    }
+    return bits;
+  }
+
   // Marks `page` (at `level`) and its subtree used; counts pages and records.
   void mark(std::uint64_t page, std::uint32_t level) {
     if (!arena_->is_slot(page) || !arena_->mark_used(page))
@@ -609,8 +622,10 @@ class BMBTree final : public Index {
     const auto kind = get_at<std::uint32_t>(p, kKindOff);
     const auto n = get_at<std::uint32_t>(p, kCountOff);
     if (level == 0) {
-      if (kind != kind_ || n > L_.cap(kind_))
-        damaged("leaf " + std::to_string(page) + " has a wrong kind or count");
+      // A hash leaf never holds more than its split size, and its bitmap agrees with its
+      // count: a probe or a backward shift always meets an empty slot.
+      if (kind != kind_ || n > L_.split_at(kind_) || (kind_ == kHashLeaf && bitmap_count(p) != n))
+        damaged("leaf " + std::to_string(page) + " has a wrong kind, count or bitmap");
       ++leaves_;
       records_ += n;
       return;

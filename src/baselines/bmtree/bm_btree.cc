@@ -584,7 +584,13 @@ class BMBTree final : public Index {
       root_level_ =
           get_at<std::uint32_t>(pool_.at(root_->root_page), kKindOff) == kInner ? level : 0;
       if (root_level_ > 64) damaged("its root page claims an impossible height");
-      mark(root_->root_page, root_level_);
+      std::vector<std::uint64_t> leaves;
+      mark(root_->root_page, root_level_, leaves);
+      // Scans follow the leaf chain: it must be the tree's leaves in key order.
+      for (std::size_t i = 0; i < leaves.size(); ++i)
+        if (get_at<std::uint64_t>(pool_.at(leaves[i]), kNextOff) !=
+            (i + 1 < leaves.size() ? leaves[i + 1] : 0))
+          damaged("leaf " + std::to_string(leaves[i]) + " does not link to the next leaf");
     }
     arena_->finish();
     if (!root_->root_page) {  // a new tree: an empty leaf, durable before the root names it
@@ -614,8 +620,9 @@ class BMBTree final : public Index {
     return bits;
   }
 
-  // Marks `page` (at `level`) and its subtree used; counts pages and records.
-  void mark(std::uint64_t page, std::uint32_t level) {
+  // Marks `page` (at `level`) and its subtree used; counts pages and records; appends its
+  // leaves to `leaves` in key order.
+  void mark(std::uint64_t page, std::uint32_t level, std::vector<std::uint64_t>& leaves) {
     if (!arena_->is_slot(page) || !arena_->mark_used(page))
       damaged("page " + std::to_string(page) + " is not a page or is reached twice");
     const std::byte* p = pool_.at(page);
@@ -628,13 +635,14 @@ class BMBTree final : public Index {
         damaged("leaf " + std::to_string(page) + " has a wrong kind, count or bitmap");
       ++leaves_;
       records_ += n;
+      leaves.push_back(page);
       return;
     }
     if (kind != kInner || n > L_.inner_cap || get_at<std::uint32_t>(p, kLevelOff) != level)
       damaged("inner page " + std::to_string(page) + " has a wrong kind, count or level");
     ++inner_pages_;
     for (std::uint32_t i = 0; i <= n; ++i)
-      mark(get_at<std::uint64_t>(p, L_.inner_children + i * 8), level - 1);
+      mark(get_at<std::uint64_t>(p, L_.inner_children + i * 8), level - 1, leaves);
   }
 
   static constexpr std::size_t kLineBytes = pm::kCacheLine;

@@ -123,6 +123,27 @@ TEST(BMBTree, LookupLoadsLinesNotPages) {
   EXPECT_GE(get(after, "lines_loaded") - get(before, "lines_loaded"), 3);
 }
 
+// Pointer swizzling: once a path is cached, a descent reaches each child through the frame
+// pointer its cached parent keeps, not through the page table.
+TEST(BMBTree, LookupsFollowSwizzledPointers) {
+  pm::set_mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(16 << 20);
+  auto idx = make_index("bm-btree", pool.get(), {{"page_bytes", "1024"}});
+  for (Key k = 0; k < 20000; ++k) idx->upsert(k * 7919, k);
+  auto stat = [&](const std::string& name) {
+    for (auto& [n, v] : idx->stats().extra)
+      if (n == name) return v;
+    return -1.0;
+  };
+  const double height = stat("height");
+  ASSERT_GE(height, 3);
+  for (Key k = 0; k < 1000; ++k) EXPECT_EQ(idx->lookup(k * 7919), Value{k});
+  const double before = stat("swizzle_hits");
+  for (Key k = 0; k < 1000; ++k) EXPECT_EQ(idx->lookup(k * 7919), Value{k});
+  EXPECT_EQ(stat("swizzle_hits") - before, 1000 * (height - 1));  // every level, every time
+  EXPECT_TRUE(idx->check().ok);
+}
+
 // With the whole tree in DRAM and a log that does not fill, an insert writes nothing to the
 // pages in PM and costs its commit's two fences: records, then the tail.
 TEST(BMBTree, InsertInDramCostsTheCommitsTwoFences) {

@@ -119,7 +119,7 @@ class BMBTree final : public Index {
 
   bool remove(Key k) override {
     prepare_write();
-    Frame& f = bm_.fix(descend(k, nullptr), true);
+    Frame& f = descend(k, nullptr);
     const std::int64_t s = find(f, k);
     if (s >= 0) leaf_remove(f, static_cast<std::uint32_t>(s));
     bm_.unfix(f);
@@ -130,7 +130,7 @@ class BMBTree final : public Index {
   }
 
   std::optional<Value> lookup(Key k) const override {
-    Frame& f = bm_.fix(descend(k, nullptr), true);
+    Frame& f = descend(k, nullptr);
     const std::int64_t s = find(f, k);
     std::optional<Value> r;
     if (s >= 0) r = rd<Value>(f, L_.slot_off(kind_, static_cast<std::uint32_t>(s)) + 8);
@@ -140,14 +140,15 @@ class BMBTree final : public Index {
 
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
     std::size_t got = 0;
-    for (std::uint64_t leaf = descend(start, nullptr); leaf && got < count;) {
-      Frame& f = bm_.fix(leaf, true);
-      auto kv = entries(f);
-      leaf = rd<std::uint64_t>(f, kNextOff);
-      bm_.unfix(f);
+    for (Frame* f = &descend(start, nullptr);;) {
+      auto kv = entries(*f);
+      const auto next = rd<std::uint64_t>(*f, kNextOff);
+      bm_.unfix(*f);
       for (auto it = std::lower_bound(kv.begin(), kv.end(), KV{start, 0});
            it != kv.end() && got < count; ++it, ++got)
         out.push_back(*it);
+      if (!next || got >= count) break;
+      f = &bm_.fix(next, true);
     }
     return got;
   }
@@ -169,6 +170,7 @@ class BMBTree final : public Index {
                {"lines_loaded", double(b.lines_loaded)},
                {"lines_written_back", double(b.lines_written)},
                {"steals", double(b.steals)},
+               {"swizzle_hits", double(b.swizzle_hits)},
                {"op_stolen", b.steals > steals_before_op_ ? 1.0 : 0.0},
                {"checkpoints", double(b.checkpoints)},
                {"log_bytes", double(log_->capacity())},
@@ -199,24 +201,26 @@ class BMBTree final : public Index {
   Key key_at(Frame& f, std::uint32_t s) const { return rd<Key>(f, L_.slot_off(kind_, s)); }
   std::uint32_t next_slot(std::uint32_t s) const { return s + 1 == L_.hash_cap ? 0 : s + 1; }
 
-  // The leaf that covers k; `path` (optional) receives the inner pages passed, root first.
-  std::uint64_t descend(Key k, std::vector<std::uint64_t>* path) const {
-    std::uint64_t p = root_->root_page;
+  // Pins and returns the leaf that covers k, following swizzled child pointers where it can;
+  // `path` (optional) receives the inner pages passed, root first.
+  Frame& descend(Key k, std::vector<std::uint64_t>* path) const {
+    Frame* f = &bm_.fix(root_->root_page, root_level_ == 0);
     for (std::uint32_t level = root_level_; level > 0; --level) {
-      Frame& f = bm_.fix(p, false);
-      if (path) path->push_back(p);
-      std::uint32_t lo = 0, hi = rd<std::uint32_t>(f, kCountOff);
+      if (path) path->push_back(f->page);
+      std::uint32_t lo = 0, hi = rd<std::uint32_t>(*f, kCountOff);
       while (lo < hi) {
         const std::uint32_t mid = (lo + hi) / 2;
-        if (rd<Key>(f, kHeader + mid * 8) <= k)
+        if (rd<Key>(*f, kHeader + mid * 8) <= k)
           lo = mid + 1;
         else
           hi = mid;
       }
-      p = rd<std::uint64_t>(f, L_.inner_children + lo * 8);
-      bm_.unfix(f);
+      const auto child = rd<std::uint64_t>(*f, L_.inner_children + lo * 8);
+      Frame& c = bm_.fix_child(*f, lo, child, level == 1);
+      bm_.unfix(*f);
+      f = &c;
     }
-    return p;
+    return *f;
   }
 
   // First slot of a sorted leaf with key >= k.
@@ -312,7 +316,7 @@ class BMBTree final : public Index {
     prepare_write();
     for (;;) {
       std::vector<std::uint64_t> path;
-      Frame& f = bm_.fix(descend(k, &path), true);
+      Frame& f = descend(k, &path);
       const std::int64_t s = find(f, k);
       if (s >= 0 ? !may_update : !may_insert) {
         bm_.unfix(f);
@@ -757,6 +761,13 @@ CheckReport BMBTree::check() const {
   if (bm_.leaf_budget() != std::max<std::size_t>(leaf_budget(), 1))
     r.fail("the leaf frame budget is stale");
   for (auto& p : bm_.problems()) r.fail(p);
+  std::vector<std::byte> parent(L_.page);
+  for (const auto& z : bm_.swizzles()) {
+    bm_.peek(z.parent, parent.data());
+    if (get_at<std::uint64_t>(parent.data(), L_.inner_children + z.slot * 8) != z.child)
+      r.fail("page " + std::to_string(z.parent) + ": swizzled child " + std::to_string(z.slot) +
+             " is not the child its bytes name");
+  }
   r.facts = {{"records", double(w.records)},
              {"leaves", double(w.leaves.size())},
              {"inner_pages", double(w.inner)},

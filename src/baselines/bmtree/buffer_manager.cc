@@ -53,6 +53,8 @@ Frame& BufferManager::make_frame(std::uint64_t page, bool leaf) {
   f->pins = 1;
   f->resident.assign(words_, 0);
   f->dirty.assign(words_, 0);
+  f->kids.clear();
+  f->parent = nullptr;
   map_.emplace(page, f);
   if (leaf) ++leaf_frames_;
   return *f;
@@ -68,6 +70,29 @@ Frame& BufferManager::fix(std::uint64_t page, bool leaf) {
   load(f, 0, 1);
   shrink();
   return f;
+}
+
+Frame& BufferManager::fix_child(Frame& parent, std::uint32_t slot, std::uint64_t page, bool leaf) {
+  if (slot < parent.kids.size() && parent.kids[slot]) {
+    Frame& f = *parent.kids[slot];
+    f.ref = true;
+    ++f.pins;
+    ++stats_.swizzle_hits;
+    return f;
+  }
+  Frame& f = fix(page, leaf);
+  if (f.parent) f.parent->kids[f.parent_slot] = nullptr;  // reached through another parent
+  if (parent.kids.size() <= slot) parent.kids.resize(slot + 1, nullptr);
+  parent.kids[slot] = &f;
+  f.parent = &parent;
+  f.parent_slot = slot;
+  return f;
+}
+
+void BufferManager::unswizzle_kids(Frame& f) {
+  for (Frame* k : f.kids)
+    if (k) k->parent = nullptr;
+  f.kids.clear();
 }
 
 Frame& BufferManager::fix_new(std::uint64_t page, bool leaf) {
@@ -108,6 +133,7 @@ void BufferManager::write(Frame& f, std::uint32_t off, const void* src, std::uin
   std::byte* at = const_cast<std::byte*>(read(f, off, len));
   if (std::memcmp(at, src, len) == 0) return;  // nothing changes: nothing to log
   log_->append_update(f.page, off, at, src, len);
+  unswizzle_kids(f);
   std::memcpy(at, src, len);
   for (std::size_t l = off / kLine; l < (off + len + kLine - 1) / kLine; ++l) set(f.dirty, l);
 }
@@ -172,6 +198,9 @@ void BufferManager::evict(Frame& f) {
     pm::fence();
   }
   map_.erase(f.page);
+  if (f.parent) f.parent->kids[f.parent_slot] = nullptr;
+  f.parent = nullptr;
+  unswizzle_kids(f);
   if (f.leaf) --leaf_frames_;
   spare_.push_back(&f);
   ++stats_.evictions;
@@ -208,6 +237,14 @@ void BufferManager::peek(std::uint64_t page, std::byte* out) const {
     if (test(f.resident, l)) std::memcpy(out + l * kLine, f.data.get() + l * kLine / 8, kLine);
 }
 
+std::vector<BufferManager::Swizzle> BufferManager::swizzles() const {
+  std::vector<Swizzle> out;
+  for (const auto& [page, f] : map_)
+    for (std::size_t i = 0; i < f->kids.size(); ++i)
+      if (f->kids[i]) out.push_back({page, static_cast<std::uint32_t>(i), f->kids[i]->page});
+  return out;
+}
+
 std::vector<std::string> BufferManager::problems() const {
   std::vector<std::string> out;
   std::size_t leaves = 0;
@@ -217,6 +254,13 @@ std::vector<std::string> BufferManager::problems() const {
     for (std::size_t w = 0; w < words_; ++w)
       if (f->dirty[w] & ~f->resident[w])
         out.push_back("frame of page " + std::to_string(page) + " has a dirty line not loaded");
+  }
+  for (const auto& [page, f] : map_) {
+    for (std::size_t i = 0; i < f->kids.size(); ++i)
+      if (f->kids[i] && (f->kids[i]->parent != f || f->kids[i]->parent_slot != i ||
+                         !map_.contains(f->kids[i]->page)))
+        out.push_back("frame of page " + std::to_string(page) + ": swizzled child " +
+                      std::to_string(i) + " is stale");
   }
   if (leaves != leaf_frames_) out.push_back("leaf frame count is off");
   if (leaf_frames_ > budget_)

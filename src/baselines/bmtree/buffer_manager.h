@@ -9,6 +9,11 @@
 // frame; before a dirty line leaves for PM the log is forced (the write-ahead rule), so a line
 // of an operation still in flight can reach PM (steal) and recovery undoes it.
 //
+// Pointer swizzling: a cached inner page keeps, beside its bytes, the frame of each child
+// reached through it (Frame::kids), so a descent follows frame pointers instead of looking
+// pages up; an evicted child clears its entry, a changed inner page clears all of its. The
+// page bytes, and so the log and the write-backs, never hold a DRAM address.
+//
 // Inner pages stay cached once loaded; leaf frames are limited to a budget (the share of
 // leaves that fits in DRAM) and evicted by a clock. A pinned frame is never evicted; a page
 // the caller pins beyond the budget (a split holds two leaves) is evicted when unpinned.
@@ -36,11 +41,17 @@ struct Frame {
   unsigned pins = 0;
   std::vector<std::uint64_t> resident, dirty;  // one bit per line
   std::unique_ptr<std::uint64_t[]> data;       // the page's bytes (resident lines are valid)
+  // Pointer swizzling: kids[i] is the frame of child i of this (inner) page while that child
+  // is cached and has been reached through here; parent / parent_slot point back at the entry.
+  std::vector<Frame*> kids;
+  Frame* parent = nullptr;
+  std::uint32_t parent_slot = 0;
   std::byte* bytes() { return reinterpret_cast<std::byte*>(data.get()); }
 };
 
 struct BufferStats {
   std::uint64_t evictions = 0, lines_loaded = 0, lines_written = 0, steals = 0, checkpoints = 0;
+  std::uint64_t swizzle_hits = 0;  // children reached through a swizzled pointer
 };
 
 class BufferManager {
@@ -55,6 +66,9 @@ class BufferManager {
   // Pins `page` (a frame is made if it has none; line 0, the header, is loaded). `leaf` says
   // which kind of page it is, for the budget.
   Frame& fix(std::uint64_t page, bool leaf);
+  // Pins child `slot` of the inner page `parent` (pinned), whose entry holds `page`: through
+  // the swizzled frame pointer when there is one, else by fix() and then swizzled.
+  Frame& fix_child(Frame& parent, std::uint32_t slot, std::uint64_t page, bool leaf);
   // Pins a frame for a page not yet written (no line resident: format() fills it).
   Frame& fix_new(std::uint64_t page, bool leaf);
   void unfix(Frame& f);
@@ -82,11 +96,19 @@ class BufferManager {
   std::size_t page_bytes() const { return page_bytes_; }
   const BufferStats& stats() const { return stats_; }
   BufferStats& stats() { return stats_; }
+  struct Swizzle {
+    std::uint64_t parent;
+    std::uint32_t slot;
+    std::uint64_t child;
+  };
+  // Every swizzled child pointer, for check() to compare with the parent's bytes.
+  std::vector<Swizzle> swizzles() const;
   // Problems of the frames' own invariants (check()).
   std::vector<std::string> problems() const;
 
  private:
   Frame& make_frame(std::uint64_t page, bool leaf);
+  static void unswizzle_kids(Frame& f);  // f's children may move: forget their frames
   void load(Frame& f, std::size_t first_line, std::size_t end_line);
   void write_back(Frame& f);  // dirty lines: store and flush each, no fence
   void evict(Frame& f);

@@ -359,11 +359,12 @@ def body_fig11(d, cfg):
     text += ("Where ours differs, and why (docs/bm-btree.md): our log records carry 24-byte "
              "headers and the tail is a separate line, so the log flushes per insert depend on "
              "how the records fall across lines; a checkpoint writes back only dirty lines, one "
-             "fence for all, so checkpoints add flushes but almost no fences; mini pages and "
-             "pointer swizzling are not implemented, so each inner page costs a hash lookup of "
-             "its frame (lookups at 100% pay for it); and this machine has no PM: a line "
-             "loaded from \"PM\" is a DRAM read, so the lookup penalty of a small buffer is "
-             "the cost of loading lines and evicting frames, not of Optane's latency.\n")
+             "fence for all, so checkpoints add flushes but almost no fences; every read of a "
+             "page goes through the buffer manager (a resident-line test, a copy of the bytes) "
+             "and mini pages are not implemented, which lookups at 100% pay for; and this "
+             "machine has no PM: a line loaded from \"PM\" is a DRAM read, so the lookup "
+             "penalty of a small buffer is the cost of loading lines and evicting frames, not "
+             "of Optane's latency.\n")
     rows_by = {pct: (ins, look) for _, pct, ins, look in fig11_rows(d)}
     dp = rows_by.get(None, (None, None))
     full = rows_by.get(100, (None, None))

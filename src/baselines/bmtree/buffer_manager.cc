@@ -124,7 +124,7 @@ void BufferManager::load(Frame& f, std::size_t first_line, std::size_t end_line)
   }
 }
 
-const std::byte* BufferManager::read(Frame& f, std::uint32_t off, std::uint32_t len) {
+const std::byte* BufferManager::read_slow(Frame& f, std::uint32_t off, std::uint32_t len) {
   load(f, off / kLine, (off + len + kLine - 1) / kLine);
   return f.bytes() + off;
 }

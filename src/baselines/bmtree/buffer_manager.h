@@ -73,8 +73,14 @@ class BufferManager {
   Frame& fix_new(std::uint64_t page, bool leaf);
   void unfix(Frame& f);
 
-  // The bytes [off, off + len) of f's page in its frame (loads the lines it lacks).
-  const std::byte* read(Frame& f, std::uint32_t off, std::uint32_t len);
+  // The bytes [off, off + len) of f's page in its frame (loads the lines it lacks). Inline
+  // for the common case, one line already resident: every read of the tree comes here.
+  const std::byte* read(Frame& f, std::uint32_t off, std::uint32_t len) {
+    const std::uint32_t line = off / 64;
+    if (line == (off + len - 1) / 64 && ((f.resident[line / 64] >> (line % 64)) & 1))
+      return f.bytes() + off;
+    return read_slow(f, off, len);
+  }
   // Logs the change (before and after images), then makes it in the frame.
   void write(Frame& f, std::uint32_t off, const void* src, std::uint32_t len);
   // Rewrites the whole page as `image` in a few records: one per run of changed lines.
@@ -107,6 +113,7 @@ class BufferManager {
   std::vector<std::string> problems() const;
 
  private:
+  const std::byte* read_slow(Frame& f, std::uint32_t off, std::uint32_t len);
   Frame& make_frame(std::uint64_t page, bool leaf);
   static void unswizzle_kids(Frame& f);  // f's children may move: forget their frames
   void load(Frame& f, std::size_t first_line, std::size_t end_line);

@@ -53,6 +53,7 @@ struct Options {
   std::uint32_t page_bytes = 0;  // 0: the pool's, or kDefaultPage for a new one
   Kind leaf = kHashLeaf;
   bool leaf_given = false;
+  bool mini_pages = true;
 };
 
 Options parse_options(const std::map<std::string, std::string>& opts) {
@@ -75,6 +76,8 @@ Options parse_options(const std::map<std::string, std::string>& opts) {
       if (!std::has_single_bit(o.page_bytes))
         throw Error(Errc::invalid_argument,
                     "bm-btree option page_bytes=" + v + " is not a power of two: give one");
+    } else if (k == "mini_pages") {
+      o.mini_pages = option_values::boolean("bm-btree", k, v);
     } else if (k == "leaf") {
       if (v != "hash" && v != "sorted")
         throw Error(Errc::invalid_argument,
@@ -83,8 +86,8 @@ Options parse_options(const std::map<std::string, std::string>& opts) {
       o.leaf_given = true;
     } else {
       throw Error(Errc::invalid_argument, "bm-btree: unknown option '" + k +
-                                              "': the options are dram_pct, leaf, page_bytes "
-                                              "and log_pct");
+                                              "': the options are dram_pct, leaf, page_bytes, "
+                                              "log_pct and mini_pages");
     }
   }
   return o;
@@ -99,7 +102,7 @@ class BMBTree final : public Index {
         root_(open_root(pool, opt)),
         L_(static_cast<std::uint32_t>(root_->page_bytes)),
         kind_(static_cast<Kind>(root_->leaf_kind)),
-        bm_(pool, root_->page_bytes),
+        bm_(pool, root_->page_bytes, opt.mini_pages),
         img_(root_->page_bytes) {
     recover(expected_records);
   }
@@ -171,6 +174,8 @@ class BMBTree final : public Index {
                {"lines_written_back", double(b.lines_written)},
                {"steals", double(b.steals)},
                {"swizzle_hits", double(b.swizzle_hits)},
+               {"mini_frames", double(bm_.mini_frames())},
+               {"promotions", double(b.promotions)},
                {"op_stolen", b.steals > steals_before_op_ ? 1.0 : 0.0},
                {"checkpoints", double(b.checkpoints)},
                {"log_bytes", double(log_->capacity())},
@@ -784,9 +789,10 @@ void register_bm_btree_index() {
   register_index(
       {"bm-btree",
        "2-Tier-BM (DPTree paper §4.3): B+-tree over a DRAM buffer of PM pages with "
-       "cache-line-grained loading (van Renen et al., SIGMOD 2018), physiological redo/undo "
-       "log on PM, checkpoints when the log fills; single-threaded; options dram_pct=1..100, "
-       "leaf=hash|sorted, page_bytes (power of two, 256..65536, default 16384), log_pct",
+       "cache-line-grained loading, mini pages and pointer swizzling (van Renen et al., SIGMOD "
+       "2018), physiological redo/undo log on PM, checkpoints when the log fills; "
+       "single-threaded; options dram_pct=1..100, leaf=hash|sorted, page_bytes (power of two, "
+       "256..65536, default 16384), log_pct, mini_pages=0|1",
        true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
          if (!cfg.pool)
            throw Error(Errc::invalid_argument, "bm-btree is persistent: give it a pool");

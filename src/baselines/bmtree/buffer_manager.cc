@@ -26,18 +26,19 @@ bool any(const std::vector<std::uint64_t>& b) {
 
 }  // namespace
 
-BufferManager::BufferManager(pm::Pool& pool, std::size_t page_bytes)
+BufferManager::BufferManager(pm::Pool& pool, std::size_t page_bytes, bool mini_pages)
     : pool_(pool),
       page_bytes_(page_bytes),
       lines_(page_bytes / kLine),
-      words_((page_bytes / kLine + 63) / 64) {}
+      words_((page_bytes / kLine + 63) / 64),
+      mini_pages_(mini_pages && page_bytes / kLine >= 2 * kMiniLines) {}
 
 void BufferManager::set_leaf_budget(std::size_t n) {
   budget_ = std::max<std::size_t>(n, 1);
   shrink();
 }
 
-Frame& BufferManager::make_frame(std::uint64_t page, bool leaf) {
+Frame& BufferManager::make_frame(std::uint64_t page, bool leaf, bool mini) {
   Frame* f;
   if (!spare_.empty()) {
     f = spare_.back();
@@ -45,6 +46,14 @@ Frame& BufferManager::make_frame(std::uint64_t page, bool leaf) {
   } else {
     frames_.push_back(std::make_unique<Frame>());
     f = frames_.back().get();
+  }
+  f->mini = mini;
+  if (mini) {  // a full buffer held by a spare frame goes back to the heap
+    f->data.reset();
+    if (!f->mini_data) f->mini_data = std::make_unique<std::uint64_t[]>(kMiniLines * kLine / 8);
+    f->mini_slot.assign(lines_, 0);
+    f->mini_used = 0;
+  } else if (!f->data) {
     f->data = std::make_unique<std::uint64_t[]>(page_bytes_ / 8);
   }
   f->page = page;
@@ -56,7 +65,10 @@ Frame& BufferManager::make_frame(std::uint64_t page, bool leaf) {
   f->kids.clear();
   f->parent = nullptr;
   map_.emplace(page, f);
-  if (leaf) ++leaf_frames_;
+  if (leaf) {
+    ++leaf_frames_;
+    leaf_units_ += units(*f);
+  }
   return *f;
 }
 
@@ -66,8 +78,8 @@ Frame& BufferManager::fix(std::uint64_t page, bool leaf) {
     ++it->second->pins;
     return *it->second;
   }
-  Frame& f = make_frame(page, leaf);
-  load(f, 0, 1);
+  Frame& f = make_frame(page, leaf, leaf && mini_pages_);
+  read(f, 0, kLine);  // the header
   shrink();
   return f;
 }
@@ -96,7 +108,7 @@ void BufferManager::unswizzle_kids(Frame& f) {
 }
 
 Frame& BufferManager::fix_new(std::uint64_t page, bool leaf) {
-  Frame& f = make_frame(page, leaf);
+  Frame& f = make_frame(page, leaf, false);
   shrink();
   return f;
 }
@@ -104,10 +116,13 @@ Frame& BufferManager::fix_new(std::uint64_t page, bool leaf) {
 void BufferManager::set_leaf(Frame& f, bool leaf) {
   if (f.leaf == leaf) return;
   f.leaf = leaf;
-  if (leaf)
+  if (leaf) {
     ++leaf_frames_;
-  else
+    leaf_units_ += units(f);
+  } else {
     --leaf_frames_;
+    leaf_units_ -= units(f);
+  }
 }
 
 void BufferManager::unfix(Frame& f) {
@@ -125,8 +140,36 @@ void BufferManager::load(Frame& f, std::size_t first_line, std::size_t end_line)
 }
 
 const std::byte* BufferManager::read_slow(Frame& f, std::uint32_t off, std::uint32_t len) {
-  load(f, off / kLine, (off + len + kLine - 1) / kLine);
+  const std::size_t first = off / kLine, end = (off + len + kLine - 1) / kLine;
+  if (f.mini) {
+    if (len == 0) return f.mini_bytes();  // nothing is read from it
+    if (end - first == 1 && (test(f.resident, first) || f.mini_used < kMiniLines))
+      return load_into_mini(f, first) + off % kLine;
+    promote(f);
+  }
+  load(f, first, end);
   return f.bytes() + off;
+}
+
+const std::byte* BufferManager::load_into_mini(Frame& f, std::size_t line) {
+  if (!test(f.resident, line)) {
+    f.mini_slot[line] = static_cast<std::uint8_t>(++f.mini_used);
+    std::memcpy(f.line(line), pool_.at(f.page) + line * kLine, kLine);
+    set(f.resident, line);
+    ++stats_.lines_loaded;
+  }
+  return f.line(line);
+}
+
+void BufferManager::promote(Frame& f) {
+  auto full = std::make_unique<std::uint64_t[]>(page_bytes_ / 8);
+  auto* to = reinterpret_cast<std::byte*>(full.get());
+  for (std::size_t l = 0; l < lines_; ++l)
+    if (test(f.resident, l)) std::memcpy(to + l * kLine, f.line(l), kLine);
+  f.data = std::move(full);
+  f.mini = false;
+  if (f.leaf) leaf_units_ += lines_ - kMiniLines;
+  ++stats_.promotions;
 }
 
 void BufferManager::write(Frame& f, std::uint32_t off, const void* src, std::uint32_t len) {
@@ -183,7 +226,7 @@ void BufferManager::write_back(Frame& f) {
   std::byte* dst = pool_.at(f.page);
   for (std::size_t l = 0; l < lines_; ++l) {
     if (!test(f.dirty, l)) continue;
-    pm::store_bytes(dst + l * kLine, f.bytes() + l * kLine, kLine);
+    pm::store_bytes(dst + l * kLine, f.line(l), kLine);
     pm::flush(dst + l * kLine, kLine);
     ++stats_.lines_written;
   }
@@ -201,14 +244,18 @@ void BufferManager::evict(Frame& f) {
   if (f.parent) f.parent->kids[f.parent_slot] = nullptr;
   f.parent = nullptr;
   unswizzle_kids(f);
-  if (f.leaf) --leaf_frames_;
+  if (f.leaf) {
+    --leaf_frames_;
+    leaf_units_ -= units(f);
+  }
   spare_.push_back(&f);
   ++stats_.evictions;
 }
 
 void BufferManager::shrink() {
   // A clock over the frames; two full turns find a victim unless every leaf frame is pinned.
-  for (std::size_t tries = 0; leaf_frames_ > budget_ && tries < 2 * frames_.size() + 2; ++tries) {
+  for (std::size_t tries = 0; leaf_units_ > budget_ * lines_ && tries < 2 * frames_.size() + 2;
+       ++tries) {
     hand_ = (hand_ + 1) % frames_.size();
     Frame& f = *frames_[hand_];
     if (!f.leaf || f.pins || !map_.contains(f.page) || map_.at(f.page) != &f) continue;
@@ -232,9 +279,14 @@ void BufferManager::peek(std::uint64_t page, std::byte* out) const {
   std::memcpy(out, pool_.at(page), page_bytes_);
   auto it = map_.find(page);
   if (it == map_.end()) return;
-  const Frame& f = *it->second;
+  Frame& f = *it->second;
   for (std::size_t l = 0; l < lines_; ++l)
-    if (test(f.resident, l)) std::memcpy(out + l * kLine, f.data.get() + l * kLine / 8, kLine);
+    if (test(f.resident, l)) std::memcpy(out + l * kLine, f.line(l), kLine);
+}
+
+std::size_t BufferManager::mini_frames() const {
+  return static_cast<std::size_t>(
+      std::count_if(map_.begin(), map_.end(), [](const auto& e) { return e.second->mini; }));
 }
 
 std::vector<BufferManager::Swizzle> BufferManager::swizzles() const {
@@ -262,10 +314,21 @@ std::vector<std::string> BufferManager::problems() const {
         out.push_back("frame of page " + std::to_string(page) + ": swizzled child " +
                       std::to_string(i) + " is stale");
   }
-  if (leaves != leaf_frames_) out.push_back("leaf frame count is off");
-  if (leaf_frames_ > budget_)
-    out.push_back(std::to_string(leaf_frames_) + " leaf frames exceed the budget of " +
-                  std::to_string(budget_));
+  std::size_t held = 0;
+  for (const auto& [page, f] : map_) {
+    if (f->leaf) held += units(*f);
+    if (f->mini && f->mini_used > kMiniLines)
+      out.push_back("mini page of page " + std::to_string(page) + " holds too many lines");
+    if (f->mini)
+      for (std::size_t l = 0; l < lines_; ++l)
+        if (test(f->resident, l) != (f->mini_slot[l] != 0))
+          out.push_back("mini page of page " + std::to_string(page) + ": line " +
+                        std::to_string(l) + " resident without a slot, or the reverse");
+  }
+  if (leaves != leaf_frames_ || held != leaf_units_) out.push_back("leaf frame count is off");
+  if (leaf_units_ > budget_ * lines_)
+    out.push_back(std::to_string(leaf_units_) + " lines of leaf frames exceed the budget of " +
+                  std::to_string(budget_ * lines_));
   return out;
 }
 

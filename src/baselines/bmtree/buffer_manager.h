@@ -14,9 +14,14 @@
 // pages up; an evicted child clears its entry, a changed inner page clears all of its. The
 // page bytes, and so the log and the write-backs, never hold a DRAM address.
 //
+// Mini pages: a leaf is first cached in a frame of kMiniLines lines (a table says which line
+// is where); it becomes a full frame when it needs one line more, or a read or write that
+// spans lines (a split, a sorted leaf's shift, a scan).
+//
 // Inner pages stay cached once loaded; leaf frames are limited to a budget (the share of
-// leaves that fits in DRAM) and evicted by a clock. A pinned frame is never evicted; a page
-// the caller pins beyond the budget (a split holds two leaves) is evicted when unpinned.
+// leaves that fits in DRAM, in lines: a mini page takes kMiniLines) and evicted by a clock. A
+// pinned frame is never evicted; a page the caller pins beyond the budget (a split holds two
+// leaves) is evicted when unpinned.
 #pragma once
 
 #include <cstddef>
@@ -40,26 +45,42 @@ struct Frame {
   bool ref = false;  // the clock's second chance
   unsigned pins = 0;
   std::vector<std::uint64_t> resident, dirty;  // one bit per line
-  std::unique_ptr<std::uint64_t[]> data;       // the page's bytes (resident lines are valid)
+  std::unique_ptr<std::uint64_t[]> data;       // a full frame: the page's bytes
+  // A mini page: up to kMiniLines lines of the page, line l in slot mini_slot[l] - 1.
+  bool mini = false;
+  std::uint32_t mini_used = 0;
+  std::vector<std::uint8_t> mini_slot;
+  std::unique_ptr<std::uint64_t[]> mini_data;
   // Pointer swizzling: kids[i] is the frame of child i of this (inner) page while that child
   // is cached and has been reached through here; parent / parent_slot point back at the entry.
   std::vector<Frame*> kids;
   Frame* parent = nullptr;
   std::uint32_t parent_slot = 0;
   std::byte* bytes() { return reinterpret_cast<std::byte*>(data.get()); }
+  std::byte* mini_bytes() { return reinterpret_cast<std::byte*>(mini_data.get()); }
+  // Where resident line l is held.
+  std::byte* line(std::size_t l) {
+    return mini ? mini_bytes() + (mini_slot[l] - 1) * 64 : bytes() + l * 64;
+  }
 };
 
 struct BufferStats {
   std::uint64_t evictions = 0, lines_loaded = 0, lines_written = 0, steals = 0, checkpoints = 0;
   std::uint64_t swizzle_hits = 0;  // children reached through a swizzled pointer
+  std::uint64_t promotions = 0;    // mini pages that needed a full frame
 };
 
 class BufferManager {
  public:
-  BufferManager(pm::Pool& pool, std::size_t page_bytes);
+  static constexpr std::uint32_t kMiniLines = 16;
+
+  // `mini_pages`: a leaf is first cached as a mini page (used only when a page has at least
+  // 2 * kMiniLines lines).
+  BufferManager(pm::Pool& pool, std::size_t page_bytes, bool mini_pages);
 
   void set_log(RedoUndoLog* log) { log_ = log; }
-  // Leaf frames allowed (at least 1).
+  // DRAM for n leaf pages (at least 1): n full frames, or kMiniLines-line mini pages in
+  // their place (lines_ / kMiniLines of them per page).
   void set_leaf_budget(std::size_t n);
   std::size_t leaf_budget() const { return budget_; }
 
@@ -78,7 +99,7 @@ class BufferManager {
   const std::byte* read(Frame& f, std::uint32_t off, std::uint32_t len) {
     const std::uint32_t line = off / 64;
     if (line == (off + len - 1) / 64 && ((f.resident[line / 64] >> (line % 64)) & 1))
-      return f.bytes() + off;
+      return f.line(line) + off % 64;
     return read_slow(f, off, len);
   }
   // Logs the change (before and after images), then makes it in the frame.
@@ -99,6 +120,7 @@ class BufferManager {
 
   std::size_t frames() const { return map_.size(); }
   std::size_t leaf_frames() const { return leaf_frames_; }
+  std::size_t mini_frames() const;
   std::size_t page_bytes() const { return page_bytes_; }
   const BufferStats& stats() const { return stats_; }
   BufferStats& stats() { return stats_; }
@@ -114,7 +136,10 @@ class BufferManager {
 
  private:
   const std::byte* read_slow(Frame& f, std::uint32_t off, std::uint32_t len);
-  Frame& make_frame(std::uint64_t page, bool leaf);
+  const std::byte* load_into_mini(Frame& f, std::size_t line);
+  void promote(Frame& f);  // a mini page becomes a full frame
+  std::size_t units(const Frame& f) const { return f.mini ? kMiniLines : lines_; }
+  Frame& make_frame(std::uint64_t page, bool leaf, bool mini);
   static void unswizzle_kids(Frame& f);  // f's children may move: forget their frames
   void load(Frame& f, std::size_t first_line, std::size_t end_line);
   void write_back(Frame& f);  // dirty lines: store and flush each, no fence
@@ -124,7 +149,9 @@ class BufferManager {
   pm::Pool& pool_;
   std::size_t page_bytes_, lines_, words_;
   RedoUndoLog* log_ = nullptr;
+  bool mini_pages_;
   std::size_t budget_ = 1, leaf_frames_ = 0, hand_ = 0;
+  std::size_t leaf_units_ = 0;                  // lines the leaf frames can hold: the budget's unit
   std::vector<std::unique_ptr<Frame>> frames_;  // live and spare frames
   std::vector<Frame*> spare_;
   std::unordered_map<std::uint64_t, Frame*> map_;

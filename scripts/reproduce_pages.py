@@ -359,10 +359,9 @@ def body_fig11(d, cfg):
     text += ("Where ours differs, and why (docs/bm-btree.md): our log records carry 24-byte "
              "headers and the tail is a separate line, so the log flushes per insert depend on "
              "how the records fall across lines; a checkpoint writes back only dirty lines, one "
-             "fence for all, so checkpoints add flushes but almost no fences; every read of a "
-             "page goes through the buffer manager (a resident-line test, a copy of the bytes) "
-             "and mini pages are not implemented, which lookups at 100% pay for; and this "
-             "machine has no PM: a line loaded from \"PM\" is a DRAM read, so the lookup "
+             "fence for all, so checkpoints add flushes but almost no fences; lookups spend most "
+             "of their time probing hash leaves filled up to 7/8 (no fingerprints) through the "
+             "buffer manager's frames; and this machine has no PM: a line loaded from \"PM\" is a DRAM read, so the lookup "
              "penalty of a small buffer is the cost of loading lines and evicting frames, not "
              "of Optane's latency.\n")
     rows_by = {pct: (ins, look) for _, pct, ins, look in fig11_rows(d)}

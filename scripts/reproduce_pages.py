@@ -338,8 +338,8 @@ def body_fig11(d, cfg):
     text = (f"{human(d['records'])} inserts of random 8-byte keys with 8-byte values into an "
             "empty index, then lookups of existing keys on an index preloaded with as many, one "
             "thread (the paper: 50M and 50M). 2-Tier-BM is `bm-btree` (16 KiB pages, hash "
-            "leaves, log capacity 30% of the key-value set) at `dram_pct` = the share of its "
-            "leaves that fits in DRAM; DPTree runs with R = 0.1. Mean latency = run time / "
+            "leaves, mini pages, log capacity 30% of the key-value set) at `dram_pct` = the share "
+            "of its leaves whose pages fit in DRAM; DPTree runs with R = 0.1. Mean latency = run time / "
             "operations; flushed lines and fences per insert, the flushes split into the log "
             "and page write-backs (evictions and checkpoints; `node` in the counters).\n\n")
     rows = []

@@ -1,13 +1,14 @@
-// The index registry (include/dptree/registry.h). Built-in indexes are registered lazily, on
-// the first use of the registry, by register_builtin_indexes() (builtin_indexes.cc): an
-// explicit call list, because self-registering static objects in a static library are dropped
-// by the linker when nothing references their object file.
+// The index registry's public functions (include/dptree/registry.h). The built-in indexes
+// are registered once, on the first use of the registry, by register_builtin_indexes()
+// (builtin_indexes.cc): an explicit call list, because self-registering static objects in a
+// static library are dropped by the linker when nothing references their object file.
 #include "dptree/registry.h"
 
 #include <mutex>
 #include <string>
 
 #include "dptree/error.h"
+#include "registry/index_table.h"
 
 namespace dptree {
 
@@ -15,22 +16,9 @@ void register_builtin_indexes();  // builtin_indexes.cc
 
 namespace {
 
-struct Registry {
-  std::recursive_mutex mu;  // recursive: the built-in registration calls register_index()
-  std::vector<IndexInfo> indexes;
-  bool builtins_done = false;
-};
-
-Registry& registry() {
-  static Registry r;
-  return r;
-}
-
-// Runs the built-in registration once; re-entrant calls (from inside it) return at once.
-void ensure_builtins(Registry& r) {
-  if (r.builtins_done) return;
-  r.builtins_done = true;
-  register_builtin_indexes();
+void ensure_builtins() {
+  static std::once_flag once;
+  std::call_once(once, register_builtin_indexes);
 }
 
 std::string known_names(const std::vector<IndexInfo>& v) {
@@ -42,10 +30,8 @@ std::string known_names(const std::vector<IndexInfo>& v) {
 }  // namespace
 
 const std::vector<IndexInfo>& registered_indexes() {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  ensure_builtins(r);
-  return r.indexes;
+  ensure_builtins();
+  return index_table();
 }
 
 const IndexInfo& find_index(const std::string& name) {
@@ -58,17 +44,8 @@ const IndexInfo& find_index(const std::string& name) {
 }
 
 void register_index(IndexInfo info) {
-  auto& r = registry();
-  std::lock_guard lock(r.mu);
-  ensure_builtins(r);
-  if (info.name.empty() || !info.create)
-    throw Error(Errc::invalid_argument,
-                "register_index: an index needs a non-empty name and a create function");
-  for (const auto& i : r.indexes)
-    if (i.name == info.name)
-      throw Error(Errc::invalid_argument, "register_index: an index named '" + info.name +
-                                              "' is already registered; pick another name");
-  r.indexes.push_back(std::move(info));
+  ensure_builtins();
+  add_builtin_index(std::move(info));
 }
 
 }  // namespace dptree

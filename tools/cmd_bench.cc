@@ -186,22 +186,20 @@ void on_signal(int) {
   bench::request_stop();
 }
 
-void run_bench(const BenchOptions& o) {
-  bench::register_reference_indexes();
-  if (o.list) {
-    print_list();
-    return;
-  }
-  // Validate everything before the first run, so a typo does not waste a long benchmark.
-  const bool all_indexes = o.indexes.empty();
+// The indexes --index names (all registered ones when it is empty).
+std::vector<const IndexInfo*> selected_indexes(const BenchOptions& o) {
   std::vector<const IndexInfo*> indexes;
-  if (all_indexes)
+  if (o.indexes.empty())
     for (const auto& i : registered_indexes()) indexes.push_back(&i);
   else
     for (const auto& name : split(o.indexes)) indexes.push_back(&find_index(name));
   if (indexes.empty())
     throw Error(Errc::invalid_argument, "--index lists no index: see `dptree bench --list`");
+  return indexes;
+}
 
+// The workloads --workload names, or the one mix --read/--insert/... give.
+std::vector<bench::Workload> selected_workloads(const BenchOptions& o) {
   const bool custom = o.read || o.insert || o.update || o.remove || o.scan;
   std::vector<bench::Workload> workloads;
   if (custom) {
@@ -227,8 +225,11 @@ void run_bench(const BenchOptions& o) {
             Errc::invalid_argument,
             "--records 0 starts from an empty index, where only inserts can run; workload '" +
                 w.name + "' also reads or changes existing keys: give --records 1 or more");
-  const std::vector<unsigned> threads = parse_threads(o.threads);
+  return workloads;
+}
 
+// What every run shares: the flags that are not the index, workload or thread count.
+RunSpec base_spec(const BenchOptions& o) {
   RunSpec base;
   if (!o.distribution.empty()) base.distribution = bench::parse_distribution(o.distribution);
   base.theta = o.theta;
@@ -257,8 +258,15 @@ void run_bench(const BenchOptions& o) {
   } else {
     base.scan = {o.scan_length, o.scan_length};
   }
+  return base;
+}
 
-  // The runs, grouped so that each (workload, threads) block compares the indexes in turn.
+// The runs, grouped so that each (workload, threads) block compares the indexes in turn.
+std::vector<RunSpec> plan_runs(const BenchOptions& o, const RunSpec& base) {
+  const bool all_indexes = o.indexes.empty();
+  const auto indexes = selected_indexes(o);
+  const auto workloads = selected_workloads(o);
+  const std::vector<unsigned> threads = parse_threads(o.threads);
   std::vector<RunSpec> specs;
   for (const auto& w : workloads)
     for (unsigned t : threads)
@@ -279,9 +287,13 @@ void run_bench(const BenchOptions& o) {
   if (specs.empty())
     throw Error(Errc::invalid_argument,
                 "no run left: no selected index is concurrent for the thread counts given");
+  return specs;
+}
 
-  // Pool files: the given path, or a fresh one per process; one per run when several
-  // persistent runs would otherwise share it and the pools are kept.
+// Pool files: the given path, or a fresh one per process; one per run when several
+// persistent runs would otherwise share it and the pools are kept. Returns the number of
+// persistent runs.
+std::size_t assign_pools(const BenchOptions& o, std::vector<RunSpec>& specs) {
   std::size_t persistent_runs = 0;
   for (const auto& s : specs) persistent_runs += find_index(s.index).persistent ? 1 : 0;
   const std::filesystem::path pool =
@@ -297,28 +309,15 @@ void run_bench(const BenchOptions& o) {
                                     s.workload.name, s.threads, pool.extension().string()));
     }
   }
+  return persistent_runs;
+}
 
-  check_index_options(specs);
-  check_output_path(o.json, "--json");
-  check_output_path(o.csv, "--csv");
-  if (persistent_runs > 0) check_pools(o, specs, loads_of(specs, o.load_once));
-
-  if (!o.quiet)
-    fmt::print(stderr,
-               "dptree bench: {} run(s); records {}, {}, pm-mode {} (flush: {}), seed {}, "
-               "latency sample rate {}\n",
-               specs.size(), o.records,
-               o.ops ? fmt::format("{} ops", o.ops) : fmt::format("{} s per run", o.seconds),
-               o.pm_mode, pm::to_string(pm::flush_instruction()), o.seed, o.sample_rate);
-
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+// Runs every planned run; without --load-once every run loads its own index, with it the runs
+// of one index and thread count share one load, in the order the workloads were given.
+std::vector<bench::RunResult> run_all(const BenchOptions& o, const std::vector<RunSpec>& specs) {
   bench::StderrProgress progress(bench::stderr_is_tty());
-  // Without --load-once every run loads its own index; with it, the runs of one index and
-  // thread count share one load, in the order the workloads were given.
-  const std::vector<std::vector<RunSpec>> loads = loads_of(specs, o.load_once);
   std::vector<bench::RunResult> results;
-  for (const auto& runs : loads) {
+  for (const auto& runs : loads_of(specs, o.load_once)) {
     std::unique_ptr<bench::LoadedIndex> loaded;
     for (const auto& s : runs) {
       if (bench::stop_requested()) break;
@@ -349,6 +348,33 @@ void run_bench(const BenchOptions& o) {
   };
   std::stable_sort(results.begin(), results.end(),
                    [&](const auto& a, const auto& b) { return position(a) < position(b); });
+  return results;
+}
+
+void run_bench(const BenchOptions& o) {
+  bench::register_reference_indexes();
+  if (o.list) {
+    print_list();
+    return;
+  }
+  // Validate everything before the first run, so a typo does not waste a long benchmark.
+  std::vector<RunSpec> specs = plan_runs(o, base_spec(o));
+  const std::size_t persistent_runs = assign_pools(o, specs);
+  check_index_options(specs);
+  check_output_path(o.json, "--json");
+  check_output_path(o.csv, "--csv");
+  if (persistent_runs > 0) check_pools(o, specs, loads_of(specs, o.load_once));
+
+  if (!o.quiet)
+    fmt::print(stderr,
+               "dptree bench: {} run(s); records {}, {}, pm-mode {} (flush: {}), seed {}, "
+               "latency sample rate {}\n",
+               specs.size(), o.records,
+               o.ops ? fmt::format("{} ops", o.ops) : fmt::format("{} s per run", o.seconds),
+               o.pm_mode, pm::to_string(pm::flush_instruction()), o.seed, o.sample_rate);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const std::vector<bench::RunResult> results = run_all(o, specs);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
 

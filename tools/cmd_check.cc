@@ -18,6 +18,8 @@
 #include "dptree/dptree.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "format/layout.h"
+#include "format/verify.h"
 
 namespace {
 
@@ -27,18 +29,11 @@ void print_report(const dptree::CheckReport& r) {
   if (!r.ok) dptree::cli::exit_code() = 1;
 }
 
-// False when the pool holds a DPTree of other entry widths (the caller tries the next).
+// The DPTree of the widths the pool's root stores (DPTree<K, V> is a template per width).
 template <std::size_t KeyBytes, std::size_t ValueBytes>
-bool check_dptree(dptree::pm::Pool& pool, const std::string& path) {
-  std::unique_ptr<dptree::DPTree<KeyBytes, ValueBytes>> t;
-  try {
-    t = dptree::DPTree<KeyBytes, ValueBytes>::open(pool);
-  } catch (const dptree::Error& e) {
-    if (e.code() == dptree::Errc::wrong_index &&
-        std::string(e.what()).find("-byte keys") != std::string::npos)
-      return false;
-    throw;
-  }
+bool check_dptree(dptree::pm::Pool& pool, const std::string& path, std::size_t kb, std::size_t vb) {
+  if (kb != KeyBytes || vb != ValueBytes) return false;
+  auto t = dptree::DPTree<KeyBytes, ValueBytes>::open(pool);
   auto r = t->check();
   auto s = t->stats();
   fmt::print("pool {}: DPTree ({}-byte keys, {}-byte values), {}\n", path, KeyBytes, ValueBytes,
@@ -54,8 +49,31 @@ bool check_dptree(dptree::pm::Pool& pool, const std::string& path) {
 
 // Every width DPTree takes: keys and values of 8, 16, ..., 56 bytes (7 x 7 instantiations).
 template <std::size_t... I>
-bool check_any_width(dptree::pm::Pool& pool, const std::string& path, std::index_sequence<I...>) {
-  return (check_dptree<8 + 8 * (I / 7), 8 + 8 * (I % 7)>(pool, path) || ...);
+bool check_any_width(dptree::pm::Pool& pool, const std::string& path, std::size_t kb,
+                     std::size_t vb, std::index_sequence<I...>) {
+  return (check_dptree<8 + 8 * (I / 7), 8 + 8 * (I % 7)>(pool, path, kb, vb) || ...);
+}
+
+// The pool's DPTree, of the widths its root stores; false when it holds another index.
+bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
+  namespace d = dptree::detail;
+  const d::Root* root = nullptr;
+  try {
+    root =
+        static_cast<const d::Root*>(d::find_root(pool, d::kRootMagic, sizeof(d::Root), "DPTree"));
+  } catch (const dptree::Error& e) {
+    if (e.code() == dptree::Errc::wrong_index) return false;
+    throw;
+  }
+  if (check_any_width(pool, path, root->key_bytes, root->value_bytes,
+                      std::make_index_sequence<49>{}))
+    return true;
+  throw dptree::Error(dptree::Errc::stored_setting,
+                      "pool '" + path + "' stores entry widths of " +
+                          std::to_string(root->key_bytes) + "-byte keys and " +
+                          std::to_string(root->value_bytes) +
+                          "-byte values, which no DPTree takes (8..56, multiples of 8): the "
+                          "pool's root was damaged; restore the pool from a copy");
 }
 
 void check_cdptree(dptree::pm::Pool& pool, const std::string& path) {
@@ -97,7 +115,7 @@ void print_recovery_writes(const dptree::pm::Pool& pool) {
 // The tree in `pool` (a DPTree of any width, else a cdptree), checked and reported.
 void check_pool(dptree::pm::Pool& pool, const std::string& path) {
   try {
-    if (check_any_width(pool, path, std::make_index_sequence<49>{})) return;
+    if (check_dptree_pool(pool, path)) return;
   } catch (const dptree::Error& e) {
     if (!another_index(e)) throw;
   }

@@ -84,24 +84,6 @@ struct CDPTreeStats {
   std::size_t pm_bytes = 0, dram_bytes = 0;
 };
 
-// What the calling thread is doing inside a CDPTree (crash tests count captures per phase).
-enum class CDPTreePhase : std::uint8_t {
-  idle,
-  log_append,
-  log_page,     // allocating and linking a log page (Algorithm 5 lines 8-13)
-  merge_start,  // persisting the two-logs / in_merge marks
-  merge_range,  // upsert merge, delete merge, consolidation of a partition
-  flush,        // flush of a partition
-  version_flip,
-  garbage_collection,
-  log_release,
-  inplace_update,
-  inplace_delete,
-  recovery,
-};
-CDPTreePhase cdptree_current_phase();
-const char* to_string(CDPTreePhase p);
-
 class CDPTree {
  public:
   static constexpr Value kMaxValue = (Value{1} << 63) - 1;

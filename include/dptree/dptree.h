@@ -48,26 +48,6 @@ struct DPTreeStats {
   std::size_t dram_bytes = 0;  // buffer tree, bloom filter, inner index, bookkeeping
 };
 
-// Where the tree is, for tests that count crash captures per phase.
-enum class DPTreePhase : std::uint8_t {
-  idle,
-  log_append,
-  merge_start,
-  upsert_merge,        // phase 1 (Algorithm 1, 2)
-  delete_merge,        // phase 2 (Algorithm 3)
-  consolidation,       // phase 3
-  flush,               // phase 4
-  version_flip,        // phase 6
-  garbage_collection,  // phase 7, and the log hand-over that follows it
-  recovery,            // Algorithm 4
-};
-// The phase of the DPTree running on this thread (idle when none).
-DPTreePhase dptree_current_phase();
-const char* to_string(DPTreePhase p);
-// Splits that kept the old leaf (split=keep_last) so far in the merge running on this thread
-// (0 outside a merge), for tests that count crash captures inside such merges.
-std::size_t dptree_merge_kept_splits();
-
 class DPTreeCore {
  public:
   ~DPTreeCore();

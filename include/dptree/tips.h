@@ -164,8 +164,4 @@ std::unique_ptr<Index> make_index(pm::Pool& pool, std::shared_ptr<const Adapter>
 // operations, between 1 and max_writers.
 unsigned writers_for_ratio(double write_ratio, unsigned max_writers);
 
-// What TIPS is doing on this thread, for crash tests: "idle", "olog_append", "replay",
-// "ulog", "mlog", "commit", "recovery".
-const char* current_phase();
-
 }  // namespace dptree::tips

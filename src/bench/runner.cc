@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <system_error>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "bench/histogram.h"
 #include "bench/reference_indexes.h"
@@ -183,32 +186,32 @@ RunResult run(const RunSpec& spec, Progress* progress) {
   return run_on(*loaded, spec, progress);
 }
 
-RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
-  LoadedIndex::State& st = loaded.state();
-  const IndexInfo& info = *st.info;
-  validate(spec, info);
-  const Distribution dist = spec.distribution.value_or(spec.workload.distribution);
-  const Distribution load_dist = st.spec.distribution.value_or(st.spec.workload.distribution);
-  if (spec.index != st.spec.index || spec.threads != st.spec.threads ||
-      spec.records != st.spec.records || spec.pm_mode != st.spec.pm_mode ||
+namespace {
+
+// A run on a shared load must measure the index the load built.
+void check_shared_load(const RunSpec& spec, const RunSpec& load, Distribution dist) {
+  const Distribution load_dist = load.distribution.value_or(load.workload.distribution);
+  if (spec.index != load.index || spec.threads != load.threads || spec.records != load.records ||
+      spec.pm_mode != load.pm_mode ||
       (dist == Distribution::sequential) != (load_dist == Distribution::sequential))
     throw Error(Errc::invalid_argument,
                 "a run on a shared load must use the load's index, thread count, records, PM "
                 "mode and key mapping (sequential or scattered): run it on a load of its own");
+}
+
+ScanLength scan_length(const RunSpec& spec) {
   const ScanLength scan =
       spec.workload.scan_length_uniform_1_to_100 ? ScanLength{1, 100} : spec.scan;
   if (scan.min == 0 || scan.min > scan.max)
     throw Error(Errc::invalid_argument, "scan length must be at least 1 (--scan-length N)");
+  return scan;
+}
 
-  pm::set_mode(spec.pm_mode);
-  pm::set_delays(spec.flush_delay_ns, spec.fence_delay_ns);
-  auto report = [&](std::string_view phase, double f) {
-    if (progress) progress->update(phase, std::clamp(f, 0.0, 1.0));
-  };
-
+// What the result says about the run before it starts.
+RunResult describe(const RunSpec& spec, const LoadedIndex::State& st, Distribution dist) {
   RunResult r;
-  r.index = info.name;
-  r.persistent = info.persistent;
+  r.index = st.info->name;
+  r.persistent = st.info->persistent;
   r.workload = spec.workload.name;
   r.mix = spec.workload.mix;
   r.distribution = dist;
@@ -223,9 +226,11 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
   r.flush_delay_ns = spec.flush_delay_ns;
   r.fence_delay_ns = spec.fence_delay_ns;
   if (st.pool) r.pool = st.spec.pool_path.string();
-  Index* const index = st.index.get();
-  const Value max_value = st.max_value;
+  return r;
+}
 
+StreamParams stream_params(const RunSpec& spec, const LoadedIndex::State& st, Distribution dist,
+                           ScanLength scan) {
   StreamParams sp;
   sp.mix = spec.workload.mix;
   sp.keys = {spec.records, spec.threads, dist, spec.theta, -1, st.next_id};
@@ -233,86 +238,110 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
     sp.keys.zeta_records = Zipfian::zeta(spec.records, spec.theta);  // once, for all threads
   sp.scan = scan;
   sp.seed = spec.seed;
-  sp.max_value = max_value;
+  sp.max_value = st.max_value;
+  return sp;
+}
 
-  const unsigned n = spec.threads;
-  auto workers = std::make_unique<WorkerState[]>(n);
+// What the workers share: set up before they start, read by all of them.
+struct RunControl {
+  const RunSpec& spec;
+  const StreamParams& sp;
+  Index* index;
+  std::vector<int> cpus;  // pinning: the CPUs this process may use (empty: no pinning)
   std::atomic<unsigned> ready{0};
   std::atomic<bool> go{false}, stop{false};
-  const std::vector<int> cpus = spec.pin ? allowed_cpus() : std::vector<int>{};
-  const double rate = spec.sample_rate;
+};
 
-  auto work = [&](unsigned t) {
-    WorkerState& w = workers[t];
-    try {
-      if (!cpus.empty()) pin_to(cpus[t % cpus.size()]);
-      OpStream stream(sp, t);
-      // Sampling draws from its own generator so the operations do not depend on the rate.
-      Rng sampler(stream_seed(spec.seed, 0x5a5a0000ULL + t));
-      std::vector<KV> buf;
-      buf.reserve(scan.max);
-      const std::uint64_t quota =
-          spec.ops ? spec.ops / n + (t < spec.ops % n ? 1 : 0) : ~std::uint64_t{0};
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      std::uint64_t i = 0;
-      for (; i < quota; ++i) {
-        if ((i & 63) == 0) {
-          w.done.store(i, std::memory_order_relaxed);
-          if (stop.load(std::memory_order_relaxed)) break;
-        }
-        const Op op = stream.next();
-        const bool sampled = rate > 0 && sampler.unit() < rate;
-        const auto start = sampled ? Clock::now() : Clock::time_point{};
-        switch (op.kind) {
-          case OpKind::read:
-            if (index->lookup(op.key)) ++w.found;
-            break;
-          case OpKind::insert:  // index.h: blind writes, of new and of present keys
-            index->upsert(op.key, op.value);
-            break;
-          case OpKind::update:
-            index->overwrite(op.key, op.value);
-            break;
-          case OpKind::remove:
-            index->remove(op.key);
-            break;
-          case OpKind::scan:
-            buf.clear();
-            index->scan(op.key, op.length, buf);
-            break;
-          case OpKind::rmw: {
-            const auto v = index->lookup(op.key);
-            if (v) ++w.found;
-            index->upsert(
-                op.key,
-                v ? (*v + 1) % (max_value == ~Value{0} ? ~Value{0} : max_value + 1) : op.value);
-            break;
-          }
-        }
-        ++w.by_kind[static_cast<std::size_t>(op.kind)];
-        if (sampled)
-          w.hist.record(static_cast<std::uint64_t>(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
-      }
-      w.done.store(i, std::memory_order_relaxed);
-    } catch (...) {
-      w.error = std::current_exception();
-      stop.store(true);
-      ready.fetch_add(1);  // harmless if already counted: the main thread only waits for >= n
+// One operation of the stream on the index; the counters of its kind go to `w`.
+inline void apply(Index* index, const Op& op, Value max_value, std::vector<KV>& buf,
+                  WorkerState& w) {
+  switch (op.kind) {
+    case OpKind::read:
+      if (index->lookup(op.key)) ++w.found;
+      break;
+    case OpKind::insert:  // index.h: blind writes, of new and of present keys
+      index->upsert(op.key, op.value);
+      break;
+    case OpKind::update:
+      index->overwrite(op.key, op.value);
+      break;
+    case OpKind::remove:
+      index->remove(op.key);
+      break;
+    case OpKind::scan:
+      buf.clear();
+      index->scan(op.key, op.length, buf);
+      break;
+    case OpKind::rmw: {
+      const auto v = index->lookup(op.key);
+      if (v) ++w.found;
+      index->upsert(op.key,
+                    v ? (*v + 1) % (max_value == ~Value{0} ? ~Value{0} : max_value + 1) : op.value);
+      break;
     }
-    w.end = Clock::now();
-    w.finished.store(true, std::memory_order_release);
-  };
+  }
+  ++w.by_kind[static_cast<std::size_t>(op.kind)];
+}
 
+// Worker t: waits for the start, then runs its share of the operations (or until stopped),
+// timing a sampled fraction of them.
+void work(RunControl& rc, unsigned t, WorkerState& w) {
+  try {
+    if (!rc.cpus.empty()) pin_to(rc.cpus[t % rc.cpus.size()]);
+    OpStream stream(rc.sp, t);
+    // Sampling draws from its own generator so the operations do not depend on the rate.
+    Rng sampler(stream_seed(rc.spec.seed, 0x5a5a0000ULL + t));
+    std::vector<KV> buf;
+    buf.reserve(rc.sp.scan.max);
+    const unsigned n = rc.spec.threads;
+    const std::uint64_t ops = rc.spec.ops;
+    const std::uint64_t quota = ops ? ops / n + (t < ops % n ? 1 : 0) : ~std::uint64_t{0};
+    const double rate = rc.spec.sample_rate;
+    Index* const index = rc.index;
+    const Value max_value = rc.sp.max_value;
+    rc.ready.fetch_add(1);
+    while (!rc.go.load(std::memory_order_acquire)) std::this_thread::yield();
+    std::uint64_t i = 0;
+    for (; i < quota; ++i) {
+      if ((i & 63) == 0) {
+        w.done.store(i, std::memory_order_relaxed);
+        if (rc.stop.load(std::memory_order_relaxed)) break;
+      }
+      const Op op = stream.next();
+      const bool sampled = rate > 0 && sampler.unit() < rate;
+      const auto start = sampled ? Clock::now() : Clock::time_point{};
+      apply(index, op, max_value, buf, w);
+      if (sampled)
+        w.hist.record(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
+    }
+    w.done.store(i, std::memory_order_relaxed);
+  } catch (...) {
+    w.error = std::current_exception();
+    rc.stop.store(true);
+    rc.ready.fetch_add(1);  // harmless if already counted: the main thread only waits for >= n
+  }
+  w.end = Clock::now();
+  w.finished.store(true, std::memory_order_release);
+}
+
+// Starts the workers together, stops them at the time limit (or the user's interrupt),
+// reporting progress; returns the start and the last worker's end. `c0` gets the PM counters
+// at the start.
+std::pair<Clock::time_point, Clock::time_point> drive(RunControl& rc, WorkerState* workers,
+                                                      const std::function<void(double)>& report,
+                                                      pm::CounterSnapshot& c0) {
+  const RunSpec& spec = rc.spec;
+  const unsigned n = spec.threads;
   std::vector<std::thread> threads;
   threads.reserve(n);
-  for (unsigned t = 0; t < n; ++t) threads.emplace_back(work, t);
-  while (ready.load() < n) std::this_thread::yield();
-  const pm::CounterSnapshot c0 = pm::counters();
+  for (unsigned t = 0; t < n; ++t)
+    threads.emplace_back(work, std::ref(rc), t, std::ref(workers[t]));
+  while (rc.ready.load() < n) std::this_thread::yield();
+  c0 = pm::counters();
   const auto start = Clock::now();
-  go.store(true, std::memory_order_release);
-  report("run", 0);
+  rc.go.store(true, std::memory_order_release);
+  report(0);
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     bool all = true;
@@ -323,28 +352,19 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
     }
     if (all) break;
     const double elapsed = seconds_since(start);
-    if ((!spec.ops && elapsed >= spec.seconds) || stop_requested()) stop.store(true);
-    report("run", spec.ops ? static_cast<double>(done) / static_cast<double>(spec.ops)
-                           : elapsed / spec.seconds);
+    if ((!spec.ops && elapsed >= spec.seconds) || stop_requested()) rc.stop.store(true);
+    report(spec.ops ? static_cast<double>(done) / static_cast<double>(spec.ops)
+                    : elapsed / spec.seconds);
   }
   for (auto& th : threads) th.join();
   // The run lasts until the last worker finished (not until the polling loop noticed).
   Clock::time_point end = start;
   for (unsigned t = 0; t < n; ++t) end = std::max(end, workers[t].end);
-  const Mix& mix = spec.workload.mix;
-  if (mix.insert + mix.update + mix.remove + mix.rmw > 0 && !stop_requested()) {
-    // The merges the run's writes made necessary are part of its cost (index.h, drain).
-    report("drain", 0);
-    index->drain();
-    const Clock::time_point drained = Clock::now();
-    r.drain_seconds = std::chrono::duration<double>(drained - end).count();
-    end = drained;
-  }
-  r.seconds = std::chrono::duration<double>(end - start).count();
-  const pm::CounterSnapshot delta = pm::counters() - c0;
-  for (unsigned t = 0; t < n; ++t)
-    if (workers[t].error) std::rethrow_exception(workers[t].error);
+  return {start, end};
+}
 
+// Operation counts and latency percentiles of all workers; the load's next insert id.
+void count_ops(RunResult& r, const WorkerState* workers, unsigned n, LoadedIndex::State& st) {
   Histogram hist;
   for (unsigned t = 0; t < n; ++t) {
     hist.merge(workers[t].hist);
@@ -364,6 +384,10 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
   r.latency_ns = {hist.percentile(50),   hist.percentile(90),    hist.percentile(99),
                   hist.percentile(99.9), hist.percentile(99.99), hist.max(),
                   hist.count()};
+}
+
+// Flushes, fences and bytes written per operation; the index's size and figures.
+void count_costs(RunResult& r, const pm::CounterSnapshot& delta, const IndexStats& stats) {
   const double ops = r.ops ? static_cast<double>(r.ops) : 1.0;
   const pm::Counters total = delta.total();
   r.flushes_per_op = static_cast<double>(total.lines) / ops;
@@ -373,8 +397,6 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
     r.flushes_per_op_by_category.emplace_back(
         std::string(pm::to_string(static_cast<pm::Category>(c))),
         static_cast<double>(delta.by_category[c].lines) / ops);
-
-  const IndexStats stats = index->stats();
   r.final_records = stats.records;
   r.dram_bytes = stats.dram_bytes;
   r.pm_bytes = stats.pm_bytes;
@@ -382,22 +404,64 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
   r.dram_bytes_per_record = static_cast<double>(stats.dram_bytes) / recs;
   r.pm_bytes_per_record = static_cast<double>(stats.pm_bytes) / recs;
   r.index_stats = stats.extra;
+}
 
-  if (spec.recovery && info.persistent && !stop_requested()) {
-    // Close everything, then time apart: opening the pool (mapping, header, the allocator's
-    // owner-word scan: the same for every index) and recovering the index until one lookup
-    // completes. The reopened index stays loaded for the next run on a shared load.
-    st.index.reset();
-    st.pool.reset();
+// Closes everything, then times apart: opening the pool (mapping, header, the allocator's
+// owner-word scan: the same for every index) and recovering the index until one lookup
+// completes. The reopened index stays loaded for the next run on a shared load.
+void time_recovery(RunResult& r, LoadedIndex::State& st, Distribution dist) {
+  st.index.reset();
+  st.pool.reset();
+  const auto ot0 = Clock::now();
+  st.pool = pm::Pool::open(st.spec.pool_path);
+  r.pool_open_seconds = seconds_since(ot0);
+  const auto rt0 = Clock::now();
+  st.cfg.pool = st.pool.get();
+  st.index = st.info->create(st.cfg);
+  (void)st.index->lookup(KeyGenerator::key_of(0, dist));
+  r.recovery_seconds = seconds_since(rt0);
+}
+
+}  // namespace
+
+RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
+  LoadedIndex::State& st = loaded.state();
+  validate(spec, *st.info);
+  const Distribution dist = spec.distribution.value_or(spec.workload.distribution);
+  check_shared_load(spec, st.spec, dist);
+  const ScanLength scan = scan_length(spec);
+  pm::set_mode(spec.pm_mode);
+  pm::set_delays(spec.flush_delay_ns, spec.fence_delay_ns);
+  auto report = [&](std::string_view phase, double f) {
+    if (progress) progress->update(phase, std::clamp(f, 0.0, 1.0));
+  };
+
+  RunResult r = describe(spec, st, dist);
+  const StreamParams sp = stream_params(spec, st, dist, scan);
+  RunControl rc{spec, sp, st.index.get(), spec.pin ? allowed_cpus() : std::vector<int>{}};
+  const unsigned n = spec.threads;
+  auto workers = std::make_unique<WorkerState[]>(n);
+  pm::CounterSnapshot c0;
+  auto [start, end] = drive(
+      rc, workers.get(), [&](double f) { report("run", f); }, c0);
+  const Mix& mix = spec.workload.mix;
+  if (mix.insert + mix.update + mix.remove + mix.rmw > 0 && !stop_requested()) {
+    // The merges the run's writes made necessary are part of its cost (index.h, drain).
+    report("drain", 0);
+    st.index->drain();
+    const Clock::time_point drained = Clock::now();
+    r.drain_seconds = std::chrono::duration<double>(drained - end).count();
+    end = drained;
+  }
+  r.seconds = std::chrono::duration<double>(end - start).count();
+  const pm::CounterSnapshot delta = pm::counters() - c0;
+  for (unsigned t = 0; t < n; ++t)
+    if (workers[t].error) std::rethrow_exception(workers[t].error);
+  count_ops(r, workers.get(), n, st);
+  count_costs(r, delta, st.index->stats());
+  if (spec.recovery && st.info->persistent && !stop_requested()) {
     report("recovery", 0);
-    const auto ot0 = Clock::now();
-    st.pool = pm::Pool::open(st.spec.pool_path);
-    r.pool_open_seconds = seconds_since(ot0);
-    const auto rt0 = Clock::now();
-    st.cfg.pool = st.pool.get();
-    st.index = info.create(st.cfg);
-    (void)st.index->lookup(KeyGenerator::key_of(0, dist));
-    r.recovery_seconds = seconds_since(rt0);
+    time_recovery(r, st, dist);
   }
   report("done", 1);
   return r;

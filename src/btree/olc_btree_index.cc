@@ -6,6 +6,7 @@
 #include "btree/olc_btree.h"
 #include "dptree/error.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
 
 namespace dptree {
 namespace {
@@ -49,16 +50,16 @@ class OlcBTreeIndex final : public Index {
 }  // namespace
 
 void register_olc_btree_index() {
-  register_index({"olc-btree",
-                  "volatile DRAM B+-tree with Optimistic Lock Coupling (the concurrent DPTree's "
-                  "buffer tree, §3.1); scalable upper bound, no persistence",
-                  false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-                    if (!cfg.options.empty())
-                      throw Error(Errc::invalid_argument,
-                                  "olc-btree takes no index options (got '" +
-                                      cfg.options.begin()->first + "'); remove the option");
-                    return std::make_unique<OlcBTreeIndex>();
-                  }});
+  add_builtin_index({"olc-btree",
+                     "volatile DRAM B+-tree with Optimistic Lock Coupling (the concurrent DPTree's "
+                     "buffer tree, §3.1); scalable upper bound, no persistence",
+                     false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+                       if (!cfg.options.empty())
+                         throw Error(Errc::invalid_argument,
+                                     "olc-btree takes no index options (got '" +
+                                         cfg.options.begin()->first + "'); remove the option");
+                       return std::make_unique<OlcBTreeIndex>();
+                     }});
 }
 
 }  // namespace dptree

@@ -12,6 +12,7 @@
 #include "btree/map_index.h"
 #include "dptree/error.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
 
 namespace dptree {
 namespace {
@@ -81,19 +82,21 @@ class BTreeIndex final : public Index {
 }  // namespace
 
 void register_volatile_indexes() {
-  register_index({"btree",
-                  "volatile DRAM B+-tree (64-slot sorted nodes, linked leaves), one reader-writer "
-                  "lock; upper bound, no persistence",
-                  false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-                    refuse_options(cfg, "btree");
-                    return std::make_unique<BTreeIndex>();
-                  }});
-  register_index({"stdmap", "std::map (red-black tree) in DRAM, single-threaded; no persistence",
-                  false, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-                    refuse_options(cfg, "stdmap");
-                    // A red-black node (colour + 3 links = 32 B) and the pair, as malloc rounds it.
-                    return std::make_unique<btree::MapIndex<std::map<Key, Value>>>("stdmap", 64);
-                  }});
+  add_builtin_index(
+      {"btree",
+       "volatile DRAM B+-tree (64-slot sorted nodes, linked leaves), one reader-writer "
+       "lock; upper bound, no persistence",
+       false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+         refuse_options(cfg, "btree");
+         return std::make_unique<BTreeIndex>();
+       }});
+  add_builtin_index({"stdmap", "std::map (red-black tree) in DRAM, single-threaded; no persistence",
+                     false, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+                       refuse_options(cfg, "stdmap");
+                       // A red-black node (colour + 3 links = 32 B) and the pair, as malloc rounds
+                       // it.
+                       return std::make_unique<btree::MapIndex<std::map<Key, Value>>>("stdmap", 64);
+                     }});
 }
 
 }  // namespace dptree

@@ -13,7 +13,8 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
-#include "dptree/validate.h"
+#include "dptree/testing/phases.h"
+#include "st/validate.h"
 
 namespace dptree {
 

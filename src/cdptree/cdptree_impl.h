@@ -29,27 +29,21 @@
 #include "cdptree/plog.h"
 #include "cdptree/sync.h"
 #include "dptree/cdptree.h"
-#include "dptree/family.h"
-#include "dptree/layout.h"
-#include "dptree/merge.h"
-#include "dptree/owner_dir.h"
-#include "dptree/plog.h"
 #include "dptree/pm/pool.h"
+#include "format/cdptree_root.h"
+#include "format/layout.h"
+#include "st/family.h"
+#include "st/merge.h"
+#include "st/owner_dir.h"
+#include "st/plog.h"
 
 namespace dptree {
 
 namespace cdp {
 
-inline constexpr u64 kCRootMagic = 0x4344505472655231ull;  // "CDPTreR1"
-using detail::kTwoLogs;  // gv bit 2 (see above; every gv bit lives in dptree/layout.h)
-
-struct CRoot {
-  detail::Root base;  // base.magic = kCRootMagic; base.log_head unused
-  u64 log_table[2];   // owner words of the header table of each log version
-  u64 partitions;
-};
-static_assert(sizeof(CRoot) == 144);
-static_assert(offsetof(CRoot, log_table) == 120 && offsetof(CRoot, partitions) == 136);
+using detail::CRoot;
+using detail::kCRootMagic;
+using detail::kTwoLogs;
 
 enum MergeState : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
 
@@ -134,7 +128,15 @@ struct CDPTree::Impl : detail::TreeParts {
   void note_remove();
   bool retry_merge(bool force);
 
-  void check(CheckReport& r) const;  // check.cc
+  void check(CheckReport& r) const;  // check.cc, with its parts:
+  struct LeafCount {
+    std::size_t keys = 0, tombstones = 0;
+  };
+  LeafCount check_leaf(detail::Leaf lf, int v, const detail::LeafWalk& walk,
+                       const cdp::BaseSnapshot& snap, CheckReport& r) const;
+  bool check_leaves(int v, detail::LeafWalk& walk, LeafCount& total, CheckReport& r) const;
+  std::size_t check_front_log(int v, const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                              std::size_t& pages_n, std::size_t& records, CheckReport& r) const;
   std::size_t pm_bytes() const;
 };
 

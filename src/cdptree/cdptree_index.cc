@@ -4,9 +4,10 @@
 #include <string>
 
 #include "dptree/cdptree.h"
-#include "dptree/family.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
+#include "st/family.h"
 
 namespace dptree {
 namespace {
@@ -35,7 +36,7 @@ class CDPTreeIndex final : public detail::FamilyIndex<CDPTree> {
 }  // namespace
 
 void register_cdptree_index() {
-  register_index(
+  add_builtin_index(
       IndexInfo{"cdptree",
                 "concurrent DPTree (§3): OLC buffer tree + partitioned PM log, parallel merge "
                 "into the PM base tree (in the background from 2 threads on), parallel recovery; "

@@ -14,7 +14,7 @@
 
 #include "btree/olc_btree.h"
 #include "cdptree/plog.h"
-#include "dptree/bloom.h"
+#include "st/bloom.h"
 
 namespace dptree::cdp {
 

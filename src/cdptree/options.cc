@@ -4,7 +4,8 @@
 
 #include "dptree/cdptree.h"
 #include "dptree/error.h"
-#include "option_values.h"
+#include "format/verify.h"
+#include "registry/option_values.h"
 
 namespace dptree {
 
@@ -30,10 +31,11 @@ void CDPTreeOptions::validate() const {
     bad("bloom_error_rate=" + num(bloom_error_rate) + " is out of range: use a value in (0, 1)");
   if (leaf_capacity == 0 && (leaf_bytes < 512 || leaf_bytes > (1u << 20)))
     bad("leaf_bytes=" + std::to_string(leaf_bytes) + " is out of range: use 512..1048576");
-  if (leaf_capacity != 0 && (leaf_capacity < 4 || leaf_capacity > 4096))
+  if (leaf_capacity != 0 &&
+      (leaf_capacity < detail::kMinLeafCapacity || leaf_capacity > detail::kMaxLeafCapacity))
     bad("leaf_capacity=" + std::to_string(leaf_capacity) +
         " is out of range: use 4..4096, or 0 to derive it from leaf_bytes");
-  if (log_page_size < 1024 || log_page_size % 1024 != 0 || log_page_size > (64u << 20))
+  if (!detail::log_page_size_ok(log_page_size))
     bad("log_page_size=" + std::to_string(log_page_size) +
         " is out of range: use a multiple of 1024 from 1024 to 64 MiB");
   if (!(fill_rate > 0.5 && fill_rate <= 1))

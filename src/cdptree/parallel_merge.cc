@@ -1,5 +1,5 @@
 // Merge initiation (Algorithm 7 lines 6-23) and the parallel tree merge (§3.3, Algorithm 9)
-// over dptree's range merge (dptree/merge.h).
+// over the single-threaded tree's range merge (st/merge.h).
 #include <algorithm>
 #include <exception>
 #include <mutex>
@@ -11,6 +11,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
+#include "dptree/testing/phases.h"
 
 namespace dptree {
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dptree/cdptree.h"
+#include "dptree/testing/phases.h"
 
 namespace dptree::cdp {
 

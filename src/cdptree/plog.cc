@@ -8,6 +8,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
+#include "dptree/testing/phases.h"
 
 namespace dptree::cdp {
 
@@ -53,9 +54,9 @@ void PartitionedLog::new_page(std::size_t p, Page* seen) {
   std::lock_guard g(P.mu);                                     // line 8
   if (P.tail.load(std::memory_order_relaxed) != seen) return;  // another writer did it
   u64 pg = sh_.cache.take(ver_);                               // line 9: reserve (cached)
-  u64* w = sh_.pool.at<u64>(pg);
-  pm::store(&w[2], seen ? seen->off : 0);  // line 10: prev
-  pm::persist(&w[2], 8);
+  auto* h = sh_.pool.at<detail::LogPageHeader>(pg);
+  pm::store(&h->next, seen ? seen->off : 0);  // line 10: prev
+  pm::persist(&h->next, 8);
   pm::store(&table_[p], pg);  // line 11: activate as the partition's tail
   pm::persist(&table_[p], 8);
   P.pages.push_back(std::make_unique<Page>(pg, true));
@@ -75,7 +76,8 @@ void PartitionedLog::adopt(std::size_t p, u64 page, bool clean) {
 std::vector<u64> PartitionedLog::read_chain(std::size_t p) const {
   std::vector<u64> chain;
   const std::size_t limit = sh_.pool.size() / sh_.page_bytes + 1;
-  for (u64 pg = table_[p]; pg && chain.size() <= limit; pg = sh_.pool.at<u64>(pg)[2])
+  for (u64 pg = table_[p]; pg && chain.size() <= limit;
+       pg = sh_.pool.at<detail::LogPageHeader>(pg)->next)
     chain.push_back(pg);
   std::reverse(chain.begin(), chain.end());
   return chain;
@@ -108,9 +110,9 @@ void PartitionedLog::release() {
     std::lock_guard g(parts_[p].mu);
     for (auto& pg : parts_[p].pages) {
       bool keep = pg->clean && pg->claim.load(std::memory_order_relaxed) >= per_page;
-      u64* w = sh_.pool.at<u64>(pg->off);
-      pm::store(&w[3], keep ? static_cast<u64>(1 - ver_) : detail::kDiscardFlavor);
-      pm::flush(&w[3], 8);
+      auto* h = sh_.pool.at<detail::LogPageHeader>(pg->off);
+      pm::store(&h->flavor, keep ? static_cast<u64>(1 - ver_) : detail::kDiscardFlavor);
+      pm::flush(&h->flavor, 8);
       all.emplace_back(pg->off, keep);
     }
     parts_[p].pages.clear();
@@ -137,11 +139,12 @@ void PartitionedLog::release_table(pm::Pool& pool, u64* table, std::size_t parti
   pm::CategoryScope cat(pm::Category::log);
   for (std::size_t p = 0; p < partitions; ++p) {
     std::size_t n = 0;
-    for (u64 pg = table[p]; pg && n <= max_pages; pg = pool.at<u64>(pg)[2], ++n) {
-      u64* w = pool.at<u64>(pg);
-      if (w[3] == static_cast<u64>(ver)) {
-        pm::store(&w[3], detail::kDiscardFlavor);
-        pm::flush(&w[3], 8);
+    for (u64 pg = table[p]; pg && n <= max_pages;
+         pg = pool.at<detail::LogPageHeader>(pg)->next, ++n) {
+      auto* h = pool.at<detail::LogPageHeader>(pg);
+      if (h->flavor == static_cast<u64>(ver)) {
+        pm::store(&h->flavor, detail::kDiscardFlavor);
+        pm::flush(&h->flavor, 8);
       }
     }
   }

@@ -7,6 +7,7 @@
 #include "cdptree/phase.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
+#include "dptree/testing/phases.h"
 
 namespace dptree {
 

@@ -21,6 +21,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
+#include "dptree/testing/phases.h"
 #include "tips/engine.h"
 
 namespace dptree::tips {

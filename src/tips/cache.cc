@@ -12,9 +12,9 @@
 #include <atomic>
 
 #include "dptree/error.h"
-#include "dptree/layout.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
+#include "format/layout.h"
 #include "tips/engine.h"
 
 namespace dptree::tips::detail {

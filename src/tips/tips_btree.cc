@@ -9,6 +9,7 @@
 #include "dptree/error.h"
 #include "dptree/registry.h"
 #include "dptree/tips.h"
+#include "registry/index_table.h"
 
 namespace dptree {
 namespace {
@@ -55,7 +56,7 @@ class BTreeAdapter final : public tips::Adapter {
 }  // namespace
 
 void register_tips_indexes() {
-  register_index(IndexInfo{
+  add_builtin_index(IndexInfo{
       "tips-btree",
       "TIPS over the volatile B+-tree: DRAM hash cache + per-thread PM OLog, "
       "background replay into the B+-tree in PM with UNO undo logging; concurrent",

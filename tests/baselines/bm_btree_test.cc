@@ -120,19 +120,14 @@ TEST(BMBTree, LookupLoadsLinesNotPages) {
   for (Key k = 0; k < 20000; ++k) idx->upsert(k * 7919, k);
   idx.reset();  // a clean close; reopened, every frame is cold
   idx = make_index("bm-btree", pool.get(), {});
-  auto before = idx->stats().extra;
+  const double before = extra_stat(*idx, "lines_loaded");
   EXPECT_EQ(idx->lookup(7919 * 123), Value{123});
-  auto after = idx->stats().extra;
-  auto get = [](const auto& e, const std::string& k) {
-    for (auto& [n, v] : e)
-      if (n == k) return v;
-    return -1.0;
-  };
-  const double height = get(after, "height");
+  const double loaded = extra_stat(*idx, "lines_loaded") - before;
+  const double height = extra_stat(*idx, "height");
   EXPECT_GE(height, 2);
   // Per inner page: header plus at most log2(keys) + 1 lines of keys and one of children.
-  EXPECT_LE(get(after, "lines_loaded") - get(before, "lines_loaded"), (height - 1) * 12 + 4);
-  EXPECT_GE(get(after, "lines_loaded") - get(before, "lines_loaded"), 3);
+  EXPECT_LE(loaded, (height - 1) * 12 + 4);
+  EXPECT_GE(loaded, 3);
 }
 
 // Pointer swizzling: once a path is cached, a descent reaches each child through the frame
@@ -142,11 +137,7 @@ TEST(BMBTree, LookupsFollowSwizzledPointers) {
   auto pool = pm::Pool::create_in_memory(16 << 20);
   auto idx = make_index("bm-btree", pool.get(), {{"page_bytes", "1024"}});
   for (Key k = 0; k < 20000; ++k) idx->upsert(k * 7919, k);
-  auto stat = [&](const std::string& name) {
-    for (auto& [n, v] : idx->stats().extra)
-      if (n == name) return v;
-    return -1.0;
-  };
+  auto stat = [&](const std::string& name) { return extra_stat(*idx, name); };
   const double height = stat("height");
   ASSERT_GE(height, 3);
   for (Key k = 0; k < 1000; ++k) EXPECT_EQ(idx->lookup(k * 7919), Value{k});
@@ -161,7 +152,7 @@ TEST(BMBTree, LookupsFollowSwizzledPointers) {
 // then promoted to a full frame).
 TEST(BMBTree, MiniPagesHoldMoreLeaves) {
   pm::set_mode(pm::Mode::dram);
-  std::map<std::string, double> got[2];
+  NamedStats got[2];
   for (int mini = 0; mini < 2; ++mini) {
     auto pool = pm::Pool::create_in_memory(32 << 20);
     Options o{{"dram_pct", "10"}, {"mini_pages", mini ? "1" : "0"}};
@@ -170,7 +161,7 @@ TEST(BMBTree, MiniPagesHoldMoreLeaves) {
     idx.reset();  // cold frames
     idx = make_index("bm-btree", pool.get(), o);
     for (Key k = 0; k < 400; ++k) EXPECT_EQ(idx->lookup(k * 7919 * 211), Value{k * 211});
-    for (auto& [n, v] : idx->stats().extra) got[mini][n] = v;
+    got[mini] = NamedStats(idx->stats().extra);
     EXPECT_TRUE(idx->check().ok);
   }
   EXPECT_EQ(got[0]["mini_frames"], 0);
@@ -195,11 +186,8 @@ TEST(BMBTree, InsertInDramCostsTheCommitsTwoFences) {
   EXPECT_EQ(c.total().fences, 2 * 10000u);
   EXPECT_EQ(c[pm::Category::node].lines, 0u);  // nothing evicted, no checkpoint
   EXPECT_GE(c[pm::Category::log].lines, 2 * 10000u);
-  for (auto& [n, v] : idx->stats().extra) {
-    if (n == "checkpoints" || n == "evictions") {
-      EXPECT_EQ(v, 0) << n;
-    }
-  }
+  EXPECT_EQ(extra_stat(*idx, "checkpoints"), 0);
+  EXPECT_EQ(extra_stat(*idx, "evictions"), 0);
 }
 
 // Crash images in 64-byte and 8-byte units, with recoveries crashed too. One leaf frame:
@@ -231,10 +219,7 @@ TEST_P(BMBTreeCrash, ImagesRecoverWithAcknowledgedOps) {
   c.recovery_crash_one_in = 100;
   c.after_op = [&](const Index& i) { running = &i; };
   c.phase = [&]() -> std::string {
-    if (!running) return "any";
-    for (auto& [n, v] : running->stats().extra)
-      if (n == "op_stolen" && v > 0) return "after_steal";
-    return "any";
+    return running && extra_stat(*running, "op_stolen") > 0 ? "after_steal" : "any";
   };
   auto r = expect_crashes_everywhere(c, {"after_steal", "any"});
   ASSERT_FALSE(HasFailure());

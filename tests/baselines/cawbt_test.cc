@@ -1,4 +1,4 @@
-// CAWBT-specific tests (the generic model and crash runs are in peers8_test.cc): its
+// CAWBT-specific tests (the generic model and crash runs are in generic_peers_test.cc): its
 // registration states its assumption, tombstoned separators, and a demonstration that 8-byte
 // atomicity (what x86 promises) breaks it.
 #include <gtest/gtest.h>

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dptree/testing/phases.h"
 #include "dptree/tips.h"
 #include "fixtures/concurrent_crash_fixture.h"
 

@@ -1,4 +1,4 @@
-// LB+-Tree-specific tests (the generic model and crash runs are in peers8_test.cc): entry
+// LB+-Tree-specific tests (the generic model and crash runs are in generic_peers_test.cc): entry
 // moving and splits happen, and what 8-byte units break.
 #include <gtest/gtest.h>
 

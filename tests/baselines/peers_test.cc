@@ -153,20 +153,9 @@ TEST_P(Peer, FullPoolIsAnErrorAndLosesNothing) {
   pm::set_mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(1u << 20);
   auto idx = make_index(v.index, pool.get(), options_of(v));
-  std::map<Key, Value> m;
   std::mt19937_64 rng(5);
-  bool full = false;
-  for (int i = 0; i < 1000000 && !full; ++i) {
-    Key k = rng();
-    try {
-      idx->upsert(k, i);
-      m[k] = i;
-    } catch (const Error& e) {
-      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();
-      full = true;
-    }
-  }
-  ASSERT_TRUE(full) << "the pool never filled";
+  std::map<Key, Value> m = fill_until_full(*idx, rng);
+  ASSERT_FALSE(HasFailure());
   EXPECT_GT(m.size(), 100u);
   expect_check_ok(*idx, "after pool_full");
   EXPECT_EQ(contents(*idx), m);

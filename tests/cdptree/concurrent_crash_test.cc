@@ -14,6 +14,7 @@
 
 #include "baselines/stats_watch.h"
 #include "dptree/cdptree.h"
+#include "dptree/testing/phases.h"
 #include "fixtures/concurrent_crash_fixture.h"
 
 namespace dptree::testing {

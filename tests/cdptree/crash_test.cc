@@ -17,6 +17,7 @@
 
 #include "dptree/cdptree.h"
 #include "dptree/pm/persist.h"
+#include "dptree/testing/phases.h"
 #include "fixtures/crash_fixture.h"
 
 namespace dptree::testing {

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "dptree/bloom.h"
-#include "dptree/buffer_tree.h"
+#include "st/bloom.h"
+#include "st/buffer_tree.h"
 
 namespace dptree::detail {
 namespace {

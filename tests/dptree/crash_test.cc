@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dptree/dptree.h"
+#include "dptree/testing/phases.h"
 #include "fixtures/crash_fixture.h"
 
 namespace dptree::testing {

@@ -9,13 +9,13 @@
 #include <random>
 #include <string>
 
-#include "dptree/base_leaf.h"
 #include "dptree/dptree.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "small_options.h"
+#include "st/base_leaf.h"
 
 namespace dptree {
 namespace {

@@ -7,11 +7,12 @@
 
 #include "dptree/dptree.h"
 #include "dptree/error.h"
-#include "dptree/layout.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/sim.h"
 #include "dptree/registry.h"
+#include "dptree/testing/phases.h"
+#include "format/layout.h"
 #include "small_options.h"
 
 namespace dptree {

@@ -1,4 +1,4 @@
-// Damage the pool fuzzer found or that open-time checks must catch (src/dptree/validate.h):
+// Damage the pool fuzzer found or that open-time checks must catch (src/st/validate.h):
 // each damaged image is refused with Error(corrupt) naming the structure and its offset,
 // never a crash or a hang.
 #include <gtest/gtest.h>
@@ -11,10 +11,10 @@
 
 #include "cdptree/cdptree_impl.h"
 #include "dptree/error.h"
-#include "dptree/layout.h"
-#include "dptree/plog.h"
 #include "dptree/pm/pool.h"
+#include "format/layout.h"
 #include "fuzz/pool_fuzz.h"
+#include "st/plog.h"
 
 namespace dptree::fuzz {
 namespace {

@@ -5,8 +5,8 @@
 // accumulates over every kill. DPTREE_CRASH_SCALE multiplies the number of kills.
 #include <gtest/gtest.h>
 
-#include "dptree/layout.h"
 #include "fixtures/kill_fixture.h"
+#include "format/layout.h"
 
 namespace dptree::testing {
 namespace {
@@ -77,6 +77,11 @@ TEST(ProcessKill, FastFairTwoWriters) {
 
 TEST(ProcessKill, LBTreeTwoWriters) {
   expect_kills("lbtree", 2, {});
+}
+
+// WORT is single-threaded: one writer.
+TEST(ProcessKill, Wort) {
+  expect_kills("wort", 1, {});
 }
 
 }  // namespace

@@ -12,9 +12,9 @@
 #include "dptree/cdptree.h"
 #include "dptree/dptree.h"
 #include "dptree/error.h"
-#include "dptree/layout.h"  // Root, to damage a stored setting
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "format/layout.h"  // Root, to damage a stored setting
 #include "misuse/folder.h"
 
 namespace {

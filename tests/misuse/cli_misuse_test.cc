@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "dptree/pm/pool.h"
+#include "format/layout.h"
 #include "misuse/cli_run.h"
 
 namespace {
@@ -160,6 +162,32 @@ TEST(CliMisuse, APoolHeldByAnotherProcessIsNamedAsSuch) {
       << r.output;
   EXPECT_EQ(listing(dir.path), before);
   EXPECT_EQ(run_cli({"check", pool}).status, 0) << "free again once the holder is gone";
+}
+
+}  // namespace
+
+namespace {
+
+// A DPTree root whose stored entry widths no DPTree takes: `dptree check` names the widths
+// and the damage instead of trying every width it knows and failing on another message.
+TEST(CliMisuse, DamagedEntryWidthsAreNamed) {
+  TempDir dir("cli-widths");
+  const std::string pool = dir / "widths.pool";
+  ASSERT_EQ(run_cli({"bench", "--index", "dptree", "--workload", "insert_only", "--records", "100",
+                     "--ops", "100", "--quiet", "--keep", "--pool", pool})
+                .status,
+            0);
+  {
+    auto p = dptree::pm::Pool::open(pool);
+    auto* root = p->at<dptree::detail::Root>(*p->root_word());
+    ASSERT_EQ(root->key_bytes, 8u);
+    root->key_bytes = 13;
+  }
+  const auto r = run_cli({"check", pool});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("stores entry widths of 13-byte keys and 8-byte values"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // in MLog allocations and frees, at commits, and inside recovery (rollback + OLog replay).
 #include <gtest/gtest.h>
 
+#include "dptree/testing/phases.h"
 #include "dptree/tips.h"
 #include "fixtures/crash_fixture.h"
 

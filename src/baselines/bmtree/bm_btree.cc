@@ -27,7 +27,8 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
-#include "option_values.h"
+#include "registry/index_table.h"
+#include "registry/option_values.h"
 
 namespace dptree::baselines::bmtree {
 namespace {
@@ -786,7 +787,7 @@ CheckReport BMBTree::check() const {
 namespace dptree {
 
 void register_bm_btree_index() {
-  register_index(
+  add_builtin_index(
       {"bm-btree",
        "2-Tier-BM (DPTree paper §4.3): B+-tree over a DRAM buffer of PM pages with "
        "cache-line-grained loading, mini pages and pointer swizzling (van Renen et al., SIGMOD "

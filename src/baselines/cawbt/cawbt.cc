@@ -34,6 +34,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -599,10 +600,7 @@ class Cawbt final : public Index {
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const {
-    throw Error(Errc::corrupt, "cawbt in " + pool_.name() + ": " + s +
-                                   ": the pool is damaged; restore it from a copy");
-  }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "cawbt", s); }
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
@@ -622,7 +620,7 @@ namespace dptree {
 
 void register_cawbt_index() {
   using baselines::Cawbt;
-  register_index(
+  add_builtin_index(
       {"cawbt",
        "CAWBT (Lee et al., IEICE 2019): 64-byte PM nodes with 4-byte IDs through a DRAM ID "
        "table, one-line redo log for splits, global write lock; assumes 64-byte atomic writes "

@@ -28,6 +28,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
+#include "registry/index_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -429,18 +430,18 @@ std::unique_ptr<Index> make_fptree(const IndexConfig& cfg) {
 namespace dptree {
 
 void register_paper_peers() {
-  register_index({"fastfair",
-                  "FAST_FAIR (FAST'18): sorted PM B+-tree, failure-atomic shift and in-place "
-                  "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
-                  "persistence within a cache line; values up to 2^64-3; concurrent: lock-free "
-                  "search, per-node write locks, 8-byte in-place update (DPTree §4.4)",
-                  true, true, baselines::make_fastfair});
-  register_index({"fptree",
-                  "FPTree (SIGMOD'16): DRAM B+-tree inner nodes rebuilt on open, PM leaves with "
-                  "bitmap and one-byte fingerprints, split micro-log; assumes 8-byte atomic "
-                  "stores; concurrent through the paper's lock fallback (leaf locks, splits "
-                  "exclusive); no RTM (HTM) path, so always the fallback",
-                  true, true, baselines::make_fptree});
+  add_builtin_index({"fastfair",
+                     "FAST_FAIR (FAST'18): sorted PM B+-tree, failure-atomic shift and in-place "
+                     "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
+                     "persistence within a cache line; values up to 2^64-3; concurrent: lock-free "
+                     "search, per-node write locks, 8-byte in-place update (DPTree §4.4)",
+                     true, true, baselines::make_fastfair});
+  add_builtin_index({"fptree",
+                     "FPTree (SIGMOD'16): DRAM B+-tree inner nodes rebuilt on open, PM leaves with "
+                     "bitmap and one-byte fingerprints, split micro-log; assumes 8-byte atomic "
+                     "stores; concurrent through the paper's lock fallback (leaf locks, splits "
+                     "exclusive); no RTM (HTM) path, so always the fallback",
+                     true, true, baselines::make_fptree});
 }
 
 }  // namespace dptree

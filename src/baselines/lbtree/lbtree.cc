@@ -48,6 +48,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -405,10 +406,7 @@ class LBTree final : public Index {
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const {
-    throw Error(Errc::corrupt, "lbtree in " + pool_.name() + ": " + s +
-                                   ": the pool is damaged; restore it from a copy");
-  }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "lbtree", s); }
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
@@ -431,7 +429,7 @@ class LBTree final : public Index {
 namespace dptree {
 
 void register_lbtree_index() {
-  register_index(
+  add_builtin_index(
       {"lbtree",
        "LB+-Tree (Liu et al., VLDB 2020): DRAM inner nodes over 256-byte PM leaves (header "
        "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "

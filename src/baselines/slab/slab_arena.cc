@@ -166,6 +166,11 @@ void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
   return h;
 }
 
+void refuse_damaged(const pm::Pool& pool, const std::string& index, const std::string& what) {
+  throw Error(Errc::corrupt, index + " in " + pool.name() + ": " + what +
+                                 ": the pool is damaged; restore it from a copy");
+}
+
 void check_arena_blocks(const pm::Pool& pool, std::initializer_list<const SlabArena*> arenas,
                         CheckReport& r) {
   std::set<std::uint64_t> mine{*pool.root_word()};

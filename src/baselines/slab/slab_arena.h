@@ -88,6 +88,11 @@ struct ArenaRootHeader {
 void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
                       const std::string& index);
 
+// What an index's recovery cannot make sense of refuses the pool (PM is untrusted): throws
+// Error(corrupt) naming the index, the pool and `what`.
+[[noreturn]] void refuse_damaged(const pm::Pool& pool, const std::string& index,
+                                 const std::string& what);
+
 // check(): the allocator's live blocks are exactly the root block and the arenas' blocks.
 void check_arena_blocks(const pm::Pool& pool, std::initializer_list<const SlabArena*> arenas,
                         CheckReport& r);

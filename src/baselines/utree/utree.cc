@@ -61,6 +61,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
+#include "registry/index_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -504,10 +505,7 @@ class UTree final : public Index {
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const {
-    throw Error(Errc::corrupt, "utree in " + pool_.name() + ": " + s +
-                                   ": the pool is damaged; restore it from a copy");
-  }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "utree", s); }
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
@@ -529,7 +527,7 @@ class UTree final : public Index {
 namespace dptree {
 
 void register_utree_index() {
-  register_index(
+  add_builtin_index(
       {"utree",
        "uTree (Chen et al., VLDB 2020): DRAM B+-tree array layer over a persistent sorted "
        "list of PM key-value nodes; one node write + one 8-byte CAS link per insert; "

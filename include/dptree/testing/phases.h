@@ -1,0 +1,57 @@
+// Test hooks: where each tree is on the calling thread, so that crash tests can count the
+// simulator's captures per phase of the DPTree paper's algorithms. Nothing of the public
+// interface needs this header, and it is not installed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dptree {
+
+// Where the tree is, for tests that count crash captures per phase.
+enum class DPTreePhase : std::uint8_t {
+  idle,
+  log_append,
+  merge_start,
+  upsert_merge,        // phase 1 (Algorithm 1, 2)
+  delete_merge,        // phase 2 (Algorithm 3)
+  consolidation,       // phase 3
+  flush,               // phase 4
+  version_flip,        // phase 6
+  garbage_collection,  // phase 7, and the log hand-over that follows it
+  recovery,            // Algorithm 4
+};
+// The phase of the DPTree running on this thread (idle when none).
+DPTreePhase dptree_current_phase();
+const char* to_string(DPTreePhase p);
+// Splits that kept the old leaf (split=keep_last) so far in the merge running on this thread
+// (0 outside a merge), for tests that count crash captures inside such merges.
+std::size_t dptree_merge_kept_splits();
+
+// What the calling thread is doing inside a CDPTree (crash tests count captures per phase).
+enum class CDPTreePhase : std::uint8_t {
+  idle,
+  log_append,
+  log_page,     // allocating and linking a log page (Algorithm 5 lines 8-13)
+  merge_start,  // persisting the two-logs / in_merge marks
+  merge_range,  // upsert merge, delete merge, consolidation of a partition
+  flush,        // flush of a partition
+  version_flip,
+  garbage_collection,
+  log_release,
+  inplace_update,
+  inplace_delete,
+  recovery,
+};
+CDPTreePhase cdptree_current_phase();
+const char* to_string(CDPTreePhase p);
+
+}  // namespace dptree
+
+namespace dptree::tips {
+
+// What TIPS is doing on this thread, for crash tests: "idle", "olog_append", "replay",
+// "ulog", "mlog", "commit", "recovery".
+const char* current_phase();
+
+}  // namespace dptree::tips

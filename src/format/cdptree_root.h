@@ -1,0 +1,24 @@
+// Persistent root of the concurrent DPTree (§3): the single-threaded tree's Root
+// (format/layout.h) followed by one owner word per log version for the header table of its
+// partition tail words (§3.1), and the partition count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "format/layout.h"
+
+namespace dptree::detail {
+
+inline constexpr u64 kCRootMagic = 0x4344505472655231ull;  // "CDPTreR1"
+
+struct CRoot {
+  Root base;         // base.magic = kCRootMagic; base.log_head unused
+  u64 log_table[2];  // owner words of the header table of each log version
+  u64 partitions;
+};
+// The persistent layout: a change here changes the pool format.
+static_assert(sizeof(CRoot) == 144);
+static_assert(offsetof(CRoot, log_table) == 120 && offsetof(CRoot, partitions) == 136);
+
+}  // namespace dptree::detail

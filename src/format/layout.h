@@ -1,0 +1,151 @@
+// Persistent layout of DPTree: root, owner directory, base-tree leaves (§2.2, Figure 3) and
+// the log page constants (§2.1, Figure 2; the record format is in plog.h). Every offset is
+// from the pool base (pm/pptr.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "dptree/pm/store.h"
+
+namespace dptree::detail {
+
+using u64 = std::uint64_t;
+
+inline constexpr u64 kRootMagic = 0x4450547265655231ull;  // "DPTreeR1"
+inline constexpr u64 kLeafType = 0x4450544c65616631ull;   // "DPTLeaf1"
+inline constexpr u64 kTombstone = u64{1} << 63;           // the value bit of §2's tombstone
+inline constexpr u64 kInMerge = 2;                        // gv bit set during a merge (Alg. 1)
+// gv bit set by the version flip and cleared when garbage collection ends: recovery finishes
+// a collection it finds set (Algorithm 4 line 5). The paper reads this from pendingLeaves'
+// existence; a merge that creates no leaf then needs no PM block at all, so one that only
+// removes still runs in a pool too full for a pendingLeaves block (bit 2 is cdptree's).
+inline constexpr u64 kInGc = 8;
+// gv bit 2: the concurrent DPTree has two live logs (the Front's and the Middle's, §3.2); kept
+// here so that every gv bit of both trees has one home.
+inline constexpr u64 kTwoLogs = 4;
+
+struct Root {
+  u64 magic;
+  u64 gv;  // bit 0: the global version, bit 1: in_merge (§2.2, Algorithm 1), bit 2: two logs
+           // (cdptree), bit 3: in GC
+  u64 restart_count;  // §2.2 partial persistence
+  u64 head[2];        // first leaf of each version (the next pointer of the head sentinel)
+  u64 base_count[2];  // live keys of the base tree of each version (merge trigger, stats)
+  u64 log_head[2];    // PLog: first page of the log of each version (§2.1)
+  u64 pending;        // owner word of the first pendingLeaves block (§2.4)
+  u64 dir;            // owner word of the first owner-directory block
+  u64 leaf_capacity, key_bytes, value_bytes, log_page_size;  // format, checked on open
+};
+// The persistent layout: a change here changes the pool format.
+static_assert(sizeof(Root) == 120);
+static_assert(offsetof(Root, gv) == 8 && offsetof(Root, head) == 24 &&
+              offsetof(Root, base_count) == 40 && offsetof(Root, log_head) == 56 &&
+              offsetof(Root, pending) == 72 && offsetof(Root, dir) == 80 &&
+              offsetof(Root, leaf_capacity) == 88 && offsetof(Root, log_page_size) == 112);
+
+// The allocator's owner words (pm/allocator.h) of leaves and log pages. The words linking a
+// leaf change with every version, so none of them can own it: each leaf or page is owned by
+// a slot of this directory and records the slot's offset in its header.
+inline constexpr std::size_t kDirBlockBytes = 4096;
+inline constexpr std::size_t kDirSlots = kDirBlockBytes / 8 - 1;  // word 0: next block
+inline constexpr std::size_t kPendingBlockBytes = 2048;           // pendingLeaves node
+inline constexpr std::size_t kPendingSlots = kPendingBlockBytes / 8 - 1;
+
+// Leaf layout (§2.2, Figure 3), computed from the leaf capacity and entry size:
+//   header line: [0] owner slot offset, [1] type
+//   per version v, a line-aligned crash-consistent part: 2-bit bitmap, next, max_key, rc
+//     (the bitmap first: up to 256 slots it fills one line, the line a merge nearly always
+//     changes, while next / max_key / rc in the next line rarely change)
+//   per version v, a line-aligned partially persistent part: count, order[], fingerprints[]
+//   the key-value pool (entries of key_bytes + value_bytes)
+struct LeafLayout {
+  std::size_t cap = 0, kbytes = 8, vbytes = 8, ebytes = 16, bm_words = 0;
+  std::size_t meta_p[2]{}, meta_p_bytes = 0, meta_v[2]{}, kv = 0, bytes = 0;
+
+  void init(std::size_t capacity, std::size_t key_bytes, std::size_t value_bytes) {
+    auto line = [](std::size_t x) { return (x + 63) / 64 * 64; };
+    cap = capacity;
+    kbytes = key_bytes;
+    vbytes = value_bytes;
+    ebytes = key_bytes + value_bytes;
+    bm_words = (2 * cap + 63) / 64;
+    meta_p_bytes = 24 + 8 * bm_words;
+    std::size_t vbytes_meta = 8 + 2 * cap + cap;
+    std::size_t off = 64;
+    for (int v = 0; v < 2; ++v) {
+      meta_p[v] = off;
+      off += line(meta_p_bytes);
+    }
+    for (int v = 0; v < 2; ++v) {
+      meta_v[v] = off;
+      off += line(vbytes_meta);
+    }
+    kv = off;
+    bytes = off + cap * ebytes;
+  }
+};
+
+// A view of one leaf. Version v selects the metadata set.
+struct Leaf {
+  std::byte* p;
+  const LeafLayout* L;
+
+  u64& owner_slot() const { return word(0); }
+  u64& type() const { return word(8); }
+  std::byte* meta(int v) const { return p + L->meta_p[v]; }
+  u64* bitmap(int v) const { return &word(L->meta_p[v]); }
+  u64& next(int v) const { return word(L->meta_p[v] + 8 * L->bm_words); }
+  u64& max_key(int v) const { return word(L->meta_p[v] + 8 * L->bm_words + 8); }
+  u64& rc(int v) const { return word(L->meta_p[v] + 8 * L->bm_words + 16); }
+  u64& count(int v) const { return word(L->meta_v[v]); }
+  std::uint16_t* order(int v) const {
+    return reinterpret_cast<std::uint16_t*>(p + L->meta_v[v] + 8);
+  }
+  std::uint8_t* fp(int v) const {
+    return reinterpret_cast<std::uint8_t*>(p + L->meta_v[v] + 8 + 2 * L->cap);
+  }
+  std::byte* entry(std::size_t s) const { return p + L->kv + s * L->ebytes; }
+  u64 key(std::size_t s) const { return load(entry(s)); }
+  u64 value(std::size_t s) const { return load(entry(s) + L->kbytes); }
+  void set_entry(std::size_t s, u64 k, u64 v) const {
+    pm::fill_bytes(entry(s), 0, L->ebytes);
+    pm::store_bytes(entry(s), &k, 8);
+    pm::store_bytes(entry(s) + L->kbytes, &v, 8);
+  }
+  // 2-bit slot state: 00 empty, 01 occupied, 10 deleted (§2.2).
+  unsigned state(int v, std::size_t s) const {
+    return static_cast<unsigned>(bitmap(v)[s / 32] >> (2 * (s % 32)) & 3);
+  }
+  void set_state(int v, std::size_t s, unsigned st) const {
+    u64& w = bitmap(v)[s / 32];
+    pm::store(&w, (w & ~(u64{3} << (2 * (s % 32)))) | (u64{st} << (2 * (s % 32))));
+  }
+  void copy_meta(int from, int to) const {
+    pm::store_bytes(p + L->meta_p[to], p + L->meta_p[from], L->meta_p_bytes);
+    pm::store_bytes(p + L->meta_v[to], p + L->meta_v[from], 8 + 3 * L->cap);
+  }
+
+ private:
+  u64& word(std::size_t off) const { return *reinterpret_cast<u64*>(p + off); }
+  static u64 load(const std::byte* b) {
+    u64 x;
+    std::memcpy(&x, b, 8);
+    return x;
+  }
+};
+
+inline constexpr unsigned kEmpty = 0, kOccupied = 1, kDeleted = 2;
+inline constexpr unsigned kBadState = 3;  // bitmap code 11: no slot may hold it
+
+inline u64 hash_key(u64 x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+}  // namespace dptree::detail

@@ -1,0 +1,41 @@
+#include "registry/index_table.h"
+
+#include <mutex>
+#include <string>
+
+#include "dptree/error.h"
+
+namespace dptree {
+
+namespace {
+
+struct Table {
+  std::mutex mu;
+  std::vector<IndexInfo> indexes;
+};
+
+Table& table() {
+  static Table t;
+  return t;
+}
+
+}  // namespace
+
+void add_builtin_index(IndexInfo info) {
+  auto& t = table();
+  std::lock_guard lock(t.mu);
+  if (info.name.empty() || !info.create)
+    throw Error(Errc::invalid_argument,
+                "register_index: an index needs a non-empty name and a create function");
+  for (const auto& i : t.indexes)
+    if (i.name == info.name)
+      throw Error(Errc::invalid_argument, "register_index: an index named '" + info.name +
+                                              "' is already registered; pick another name");
+  t.indexes.push_back(std::move(info));
+}
+
+const std::vector<IndexInfo>& index_table() {
+  return table().indexes;
+}
+
+}  // namespace dptree

@@ -1,0 +1,19 @@
+// The table behind the index registry (include/dptree/registry.h). Index layers add their
+// built-in indexes here, from the registration calls that src/builtin_indexes.cc makes; the
+// registry's public functions (src/registry.cc, in the top library) run those calls once
+// before any look-up. Kept apart so that no layer depends on the library above it.
+#pragma once
+
+#include <vector>
+
+#include "dptree/registry.h"
+
+namespace dptree {
+
+// Appends an index; throws Error(invalid_argument) for an empty name, a missing create
+// function or a name already taken.
+void add_builtin_index(IndexInfo info);
+// The indexes added so far, in order. The reference stays valid; its contents grow.
+const std::vector<IndexInfo>& index_table();
+
+}  // namespace dptree

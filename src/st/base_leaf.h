@@ -1,0 +1,88 @@
+// One base-tree leaf (§2.2, Figure 3): operations on a Leaf view (layout.h) of one version's
+// metadata (2-bit bitmap, next, max key, restart counter; count, order array, fingerprints)
+// and the key-value pool, organised by hashing with linear probing.
+//
+// Every function touches only the leaf it is given (and counts what it persists on the
+// calling thread), so merge workers may run them on different leaves at once (§3.3).
+// Reading a leaf whose metadata may be stale after a restart goes through ensure_leaf_meta
+// first (partial persistence, §2.2).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "dptree/dptree_options.h"
+#include "format/layout.h"
+
+namespace dptree::detail {
+
+using KVPair = std::pair<u64, u64>;
+
+// How a lookup searches a leaf (dptree_options.h, the paper's Figure 10, §4.3):
+//   both        : hash to the home slot, probe linearly, compare the one-byte fingerprint
+//                 before reading a key (DPTree's scheme, §2.2)
+//   linear      : the same probe sequence, reading every probed key (no fingerprints)
+//   fingerprint : FPTree style: scan the fingerprints of every occupied slot, read the keys
+//                 whose fingerprint matches (no use of the hash position)
+using dptree::ProbeMode;
+
+inline std::uint8_t fingerprint_of(u64 hash) {
+  return static_cast<std::uint8_t>(hash >> 56);
+}
+inline std::size_t home_slot(u64 hash, std::size_t cap) {
+  return static_cast<std::size_t>(hash % cap);
+}
+
+// Rebuilds count, order and fingerprints of version v from the bitmap and the pool.
+void rebuild_leaf_meta(Leaf lf, int v);
+// Partial persistence (§2.2, Algorithm 2 lines 2-4): if the leaf's restart counter of
+// version v lags `restart_count`, rebuilds and persists the counter. True if it rebuilt.
+bool ensure_leaf_meta(Leaf lf, int v, u64 restart_count);
+
+// Slot of key k in version v, or -1; `h` is hash_key(k).
+long leaf_find(Leaf lf, int v, u64 k, u64 h, ProbeMode mode = ProbeMode::both);
+inline long leaf_find(Leaf lf, int v, u64 k, ProbeMode mode = ProbeMode::both) {
+  return leaf_find(lf, v, k, hash_key(k), mode);
+}
+// Prefetches what leaf_find(lf, v, k, h) reads first: the home block's bitmap word and
+// fingerprints and the home slot's entry. A lookup then waits for one miss, not three.
+void leaf_prefetch(Leaf lf, int v, u64 h);
+// Position in version v's order array of the first key >= k.
+std::size_t leaf_lower_bound(Leaf lf, int v, u64 k);
+// Appends version v's entries to out, in key order.
+void leaf_entries(Leaf lf, int v, std::vector<KVPair>& out);
+// Slots free for new entries in version nv: free in nv and not holding an entry of 1 - nv.
+std::size_t leaf_free_slots(Leaf lf, int nv);
+
+// Fills an empty (zeroed) leaf's version nv with sorted entries (a new leaf, Figure 4).
+void leaf_fill(Leaf lf, int nv, std::span<const KVPair> es);
+// Algorithm 2 lines 6-8 (Figure 5): upserts sorted entries into version nv out of place:
+// each goes into a slot neither version uses, an older slot of the same key is marked
+// deleted in nv, the order array is merged. The caller checked there is room. The slots
+// written are appended to `written` (in the order written).
+void leaf_upsert(Leaf lf, int nv, std::span<const KVPair> es, std::vector<std::uint16_t>& written);
+// Algorithm 3: marks the sorted keys ks deleted in version nv and rebuilds its order and
+// count. Returns how many were present.
+std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks);
+
+// Turns the deleted slots of version v that no probe crosses (none lies between an occupied
+// slot's home and the slot) back into empty slots, so lookups of absent keys stop early;
+// returns how many. Used by a split that keeps the old leaf (merge.cc), which leaves half
+// its slots deleted. Afterwards a slot may be empty in v yet hold an entry of the other
+// version; leaf_upsert marks such a slot deleted when it probes past it.
+std::size_t leaf_clear_unreached_deleted(Leaf lf, int v);
+// Writes back the cache lines holding the given slots (sorted), each line once (no fence).
+void flush_leaf_slots(Leaf lf, std::span<const std::uint16_t> slots);
+// Writes back the lines holding the slots occupied in version v, each line once (no fence).
+// It keeps no list of them: a crash-simulator hook may run a whole merge on this thread
+// inside pm::flush (the crash tests recover captured images there), so no thread_local
+// scratch may be live across a flush.
+void flush_occupied_slots(Leaf lf, int v);
+// Writes back every line of version nv's crash-consistent metadata (no fence): a line that
+// ends a merge as PM held it passed through other states, and one of them may be in PM.
+void flush_leaf_meta(Leaf lf, int nv);
+
+}  // namespace dptree::detail

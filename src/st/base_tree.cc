@@ -1,0 +1,88 @@
+// The base tree: leaf list, inner index, lookups and ordered cursors (§2.2); see base_tree.h.
+#include "st/base_tree.h"
+
+#include <algorithm>
+
+#include "dptree/pm/pool.h"
+
+namespace dptree::detail {
+
+BaseTree::BaseTree(pm::Pool& pool, Root* root, const LeafLayout& L)
+    : pool_(pool), root_(root), L_(L) {}
+
+Leaf BaseTree::leaf(u64 off) const {
+  return Leaf{pool_.at(off), &L_};
+}
+
+u64* BaseTree::next_word(u64 prev, int v) const {
+  return prev ? &leaf(prev).next(v) : &root_->head[v];
+}
+
+void BaseTree::rebuild_inner() {
+  max_.clear();
+  leaf_.clear();
+  fresh_.clear();
+  int v = cv();
+  for (u64 l = root_->head[v]; l; l = leaf(l).next(v)) {
+    max_.push_back(leaf(l).max_key(v));
+    leaf_.push_back(l);
+    fresh_.push_back(leaf(l).rc(v) == root_->restart_count);
+  }
+}
+
+std::size_t BaseTree::leaf_index(u64 k) const {
+  return static_cast<std::size_t>(std::lower_bound(max_.begin(), max_.end(), k) - max_.begin());
+}
+
+void BaseTree::ensure_meta(std::size_t i) const {
+  if (fresh_[i]) return;
+  if (ensure_leaf_meta(leaf(leaf_[i]), cv(), root_->restart_count)) ++lazy_rebuilds_;
+  fresh_[i] = 1;
+}
+
+void BaseTree::prefetch(std::size_t i, u64 h) const {
+  if (i < leaf_.size()) leaf_prefetch(leaf(leaf_[i]), cv(), h);
+}
+
+std::optional<u64> BaseTree::lookup_at(std::size_t i, u64 k, u64 h, ProbeMode mode) const {
+  if (i == leaf_.size()) return std::nullopt;
+  ensure_meta(i);
+  Leaf lf = leaf(leaf_[i]);
+  long s = leaf_find(lf, cv(), k, h, mode);
+  if (s < 0) return std::nullopt;
+  return lf.value(static_cast<std::size_t>(s));
+}
+
+BaseTree::Cursor::Cursor(const BaseTree& t, u64 start) : t_(t), li_(t.leaf_index(start)) {
+  if (li_ < t_.leaf_.size()) {
+    t_.ensure_meta(li_);
+    pos_ = leaf_lower_bound(t_.leaf(t_.leaf_[li_]), t_.cv(), start);
+  }
+  settle();
+}
+
+void BaseTree::Cursor::settle() {
+  while (li_ < t_.leaf_.size()) {
+    t_.ensure_meta(li_);
+    if (pos_ < t_.leaf(t_.leaf_[li_]).count(t_.cv())) return;
+    ++li_;
+    pos_ = 0;
+  }
+}
+
+u64 BaseTree::Cursor::key() const {
+  Leaf lf = t_.leaf(t_.leaf_[li_]);
+  return lf.key(lf.order(t_.cv())[pos_]);
+}
+
+u64 BaseTree::Cursor::value() const {
+  Leaf lf = t_.leaf(t_.leaf_[li_]);
+  return lf.value(lf.order(t_.cv())[pos_]);
+}
+
+void BaseTree::Cursor::next() {
+  ++pos_;
+  settle();
+}
+
+}  // namespace dptree::detail

@@ -1,0 +1,77 @@
+// DPTreeCore::Impl: the parts of one single-threaded DPTree (dptree.h) put together: the
+// buffer tree and its bloom filter (buffer_tree.h), the PM log (plog.h), the base tree
+// (base_tree.h), the merge driver over them (merge.h), recovery (recovery.cc, Algorithm 4)
+// and check (check.cc).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "dptree/dptree.h"
+#include "dptree/pm/pool.h"
+#include "format/layout.h"
+#include "st/base_tree.h"
+#include "st/bloom.h"
+#include "st/buffer_tree.h"
+#include "st/family.h"
+#include "st/merge.h"
+#include "st/owner_dir.h"
+#include "st/plog.h"
+
+namespace dptree::pm {
+class Pool;
+class Allocator;
+}  // namespace dptree::pm
+
+namespace dptree {
+
+// The persistent pieces shared with the concurrent DPTree are TreeParts (family.h).
+struct DPTreeCore::Impl : detail::TreeParts {
+  DPTreeOptions opt;
+  detail::Root* root = nullptr;
+
+  // Built once `root` is known (create / open).
+  std::unique_ptr<detail::PLog> log;
+  std::unique_ptr<detail::BaseTree> base;
+
+  detail::BufferTree buffer;
+  detail::Bloom bloom;
+  std::vector<detail::KVPair> merge_entries;  // the buffer in key order, kept across merges
+
+  // Counters for stats().
+  std::size_t merges = 0, failed_merges = 0, undone_leaves = 0, freed = 0;
+  detail::MergeCounters counters;
+  // Set while the last merge failed for want of PM (pool_full): new keys and values are
+  // refused (before they are logged) so the buffer stops growing, removes are taken; the
+  // next write after a remove retries the merge.
+  bool merge_blocked = false;
+  std::size_t removes_since_block = 0;
+
+  Impl(pm::Pool& p, const DPTreeOptions& o);
+
+  int cv() const { return static_cast<int>(root->gv & 1); }
+
+  void create(std::size_t kb, std::size_t vb);
+  void open(std::size_t kb, std::size_t vb);
+  void attach(std::size_t kb, std::size_t vb);
+  void recover();  // recovery.cc
+
+  std::size_t merge_threshold() const;
+  void reset_bloom();
+  void upsert_raw(detail::u64 k, detail::u64 v);
+  void write_allowed();
+  std::optional<detail::u64> lookup(detail::u64 k) const;
+  std::size_t scan(detail::u64 start, std::size_t count, std::vector<KV>& out) const;
+  std::size_t size() const;
+  void merge();
+  void check(CheckReport& r) const;  // check.cc, with its parts:
+  std::size_t check_leaf(detail::Leaf lf, int v, const detail::LeafWalk& walk,
+                         CheckReport& r) const;
+  bool check_leaves(int v, detail::LeafWalk& walk, std::size_t& total, CheckReport& r) const;
+  bool check_log(int v, const std::unordered_set<detail::u64>& owned, std::set<detail::u64>& reach,
+                 std::size_t& npages, std::size_t& records, CheckReport& r) const;
+  std::size_t pm_bytes() const;
+};
+
+}  // namespace dptree

@@ -1,0 +1,72 @@
+// DPTree behind the common Index interface (index.h), registered as "dptree". The options
+// key_bytes / value_bytes pick the entry width at run time (default 8 / 8; an existing
+// pool's own widths when not given), so the benchmark measures 16..112-byte entries.
+#include <memory>
+#include <string>
+
+#include "dptree/dptree.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+#include "format/layout.h"
+#include "registry/index_table.h"
+#include "st/family.h"
+#include "st/validate.h"
+
+namespace dptree {
+namespace {
+
+using namespace detail;  // NOLINT: FamilyIndex, Root
+
+// A DPTree whose entry widths are chosen at run time (DPTree<K, V> fixes them at compile
+// time; both are the same DPTreeCore).
+class SizedDPTree final : public DPTreeCore {
+ public:
+  SizedDPTree(pm::Pool& pool, const DPTreeOptions& opt, bool create)
+      : DPTreeCore(pool, opt, opt.key_bytes, opt.value_bytes, create) {}
+};
+
+class DPTreeIndex final : public FamilyIndex<DPTreeCore> {
+ public:
+  explicit DPTreeIndex(std::unique_ptr<DPTreeCore> t) : FamilyIndex("dptree", std::move(t)) {}
+
+ private:
+  Extra extra(const DPTreeStats& s) const override {
+    Extra e = {{"buffer_entries", d(s.buffer_entries)},
+               {"failed_merges", d(s.failed_merges)},
+               {"undone_leaves", d(s.undone_leaves)},
+               {"base_records", d(s.base_records)},
+               {"leaves", d(s.leaves)},
+               {"merges", d(s.merges)},
+               {"splits", d(s.splits)},
+               {"kept_splits", d(s.kept_splits)},
+               {"consolidations", d(s.consolidations)},
+               {"leaves_created", d(s.leaves_created)},
+               {"leaves_freed", d(s.leaves_freed)},
+               {"lazy_rebuilds", d(s.lazy_rebuilds)},
+               {"log_pages", d(s.log_pages)},
+               {"free_log_pages", d(s.free_log_pages)},
+               {"restart_count", d(s.restart_count)}};
+    return e;
+  }
+};
+
+}  // namespace
+
+void register_dptree_indexes() {
+  add_builtin_index(IndexInfo{
+      "dptree",
+      "DPTree (§2): DRAM buffer tree + PM log, in-place merged PM base tree; single-threaded", true,
+      false, [](const IndexConfig& c) -> std::unique_ptr<Index> {
+        pm::Pool& pool = require_pool(c, "dptree");
+        auto opt = DPTreeOptions::from_map(c.options);
+        bool exists = *pool.root_word() != 0;
+        const auto* root =
+            reinterpret_cast<const Root*>(checked_root(pool, sizeof(Root), "DPTree"));
+        bool ours = root && root->magic == kRootMagic;
+        if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
+        if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;
+        return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(pool, opt, !exists));
+      }});
+}
+
+}  // namespace dptree

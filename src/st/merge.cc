@@ -1,0 +1,470 @@
+// The merge of §2.3 (Algorithms 1-3) over ranges of base leaves; see merge.h.
+#include "st/merge.h"
+#include "dptree/testing/phases.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
+#include "st/phase.h"
+
+namespace dptree::detail {
+
+Leaf MergeContext::leaf(u64 off) const {
+  return Leaf{pool.at(off), &L};
+}
+
+namespace {
+
+// The word linking the successor of `prev` inside the range (the range's head for prev = 0).
+u64* link_of(const MergeContext& cx, RangeMerge& r, u64 prev) {
+  return prev ? &cx.leaf(prev).next(cx.nv) : &r.head;
+}
+
+// A new zeroed leaf, owned by a directory slot recorded in pendingLeaves before the leaf is
+// activated (§2.4), so recovery reclaims it if the merge does not commit.
+u64 create_leaf(const MergeContext& cx, RangeMerge& r) {
+  u64 slot = cx.dir.take_slot();
+  u64 off;
+  auto& alloc = cx.pool.allocator();
+  try {
+    pm::CategoryScope cat(pm::Category::alloc);
+    off = alloc.reserve(cx.L.bytes);
+  } catch (...) {
+    cx.dir.return_slot(slot);
+    throw;
+  }
+  pm::fill_bytes(cx.pool.at(off), 0, cx.L.bytes);
+  Leaf lf = cx.leaf(off);
+  pm::store(&lf.owner_slot(), slot);
+  pm::store(&lf.type(), kLeafType);
+  try {
+    cx.pending.add(slot);
+  } catch (...) {
+    alloc.cancel(off);
+    cx.dir.return_slot(slot);
+    throw;
+  }
+  pm::flush(cx.pool.at(off), 64);  // the header line, ordered by activate's first fence
+  {
+    pm::CategoryScope cat(pm::Category::alloc);
+    alloc.activate(cx.pool.at<u64>(slot), off);
+  }
+  r.dirty[off].whole = true;
+  ++r.counters.created;
+  return off;
+}
+
+// Leaves filled at `fill` with es (§2.3, Algorithm 2 line 10), the last with max key
+// max_key, linked in version nv in order (the last one's next left to the caller). nleaves
+// = 0: as many as the fill rate needs.
+std::vector<u64> build_leaves(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es,
+                              u64 max_key, double fill, std::size_t nleaves = 0) {
+  const std::size_t n = es.size();
+  auto per =
+      std::max<std::size_t>(1, static_cast<std::size_t>(fill * static_cast<double>(cx.L.cap)));
+  if (!nleaves) nleaves = std::max<std::size_t>(1, (n + per - 1) / per);
+  std::vector<u64> out;
+  for (std::size_t i = 0; i < nleaves; ++i) {
+    std::size_t a = i * n / nleaves, b = (i + 1) * n / nleaves;
+    u64 off = create_leaf(cx, r);
+    Leaf lf = cx.leaf(off);
+    leaf_fill(lf, cx.nv, es.subspan(a, b - a));
+    pm::store(&lf.max_key(cx.nv), i + 1 == nleaves ? max_key : es[b - 1].first);
+    pm::store(&lf.rc(cx.nv), cx.restart_count);
+    out.push_back(off);
+    if (i) pm::store(&cx.leaf(out[i - 1]).next(cx.nv), off);
+  }
+  return out;
+}
+
+// §3.4 (concurrent DPTree): the entries of version nv whose base value is a tombstone
+// written in place are marked deleted in nv.
+void drop_tombstoned(Leaf lf, int nv) {
+  std::vector<u64> ks;
+  for (std::size_t i = 0; i < lf.count(nv); ++i) {
+    std::size_t s = lf.order(nv)[i];
+    if (lf.value(s) & kTombstone) ks.push_back(lf.key(s));
+  }
+  if (!ks.empty()) leaf_delete(lf, nv, ks);
+}
+
+// Merges sorted a and b, b winning on equal keys; tombstones of b remove the key.
+void merge_sorted(const std::vector<KVPair>& a, std::span<const KVPair> b,
+                  std::vector<KVPair>& out) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].first < b[j].first)) {
+      out.push_back(a[i++]);
+      continue;
+    }
+    if (i < a.size() && a[i].first == b[j].first) ++i;
+    if (!(b[j].second & kTombstone)) out.push_back(b[j]);
+    ++j;
+  }
+}
+
+// A split that keeps the old leaf `cur` (SplitMode::keep_last). Algorithm 2 would fill k
+// new leaves at FR with `all` (cur's entries merged with es) and free cur; here the last
+// part of the key range (the last of the k equal parts, or less if the buffer's entries
+// there would not fit) stays in cur: version nv of cur drops the keys that moved and takes
+// the buffer's entries of its part in free slots, as an in-place merge does (Algorithm 2
+// lines 6-8). Only the moved entries and those new entries are written, not every entry of
+// cur again. Version cv of cur is untouched (§2.3's principle), so a crash finds it as it
+// was; cur stays in L_nv, so garbage collection keeps it. False (nothing changed) when
+// Algorithm 2 would create one leaf or cur would keep no more than CT; the caller then
+// splits as Algorithm 2 does.
+bool split_keep_last(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
+                     std::span<const KVPair> es, const std::vector<KVPair>& all) {
+  const int nv = cx.nv;
+  const double cap = static_cast<double>(cx.L.cap);
+  Leaf lf = cx.leaf(cur);
+  auto per = std::max<std::size_t>(1, static_cast<std::size_t>(cx.fill_rate * cap));
+  const std::size_t k = (all.size() + per - 1) / per;
+  if (k < 2) return false;
+  // Balanced as in Algorithm 2 (the last of k equal parts stays), moved right if the buffer
+  // entries of that part do not fit in cur's free slots (Algorithm 2 line 6's test).
+  std::size_t a = (k - 1) * all.size() / k;
+  // Free: not holding an entry of version cv (a slot dropped from nv is still cv's).
+  const std::size_t fits = lf.count(cx.cv) + 1 < cx.L.cap ? cx.L.cap - lf.count(cx.cv) - 1 : 0;
+  if (es.size() > fits) {
+    u64 last_moved = es[es.size() - fits - 1].first;
+    auto at = std::lower_bound(all.begin(), all.end(), last_moved,
+                               [](const KVPair& e, u64 key) { return e.first < key; });
+    a = std::max(a, static_cast<std::size_t>(at - all.begin()) + 1);
+  }
+  // cur must keep more than CT (or consolidation would rewrite it at once).
+  auto ct = static_cast<std::size_t>(cx.consolidate_threshold * cap);
+  if (a >= all.size() || all.size() - a <= ct) return false;
+  const u64 split_key = all[a - 1].first;
+  auto rest = std::upper_bound(es.begin(), es.end(), split_key,
+                               [](u64 key, const KVPair& e) { return key < e.first; });
+  auto nl = build_leaves(cx, r, std::span(all).first(a), split_key, cx.fill_rate);
+  std::vector<u64> moved;
+  for (std::size_t i = 0; i < lf.count(nv); ++i) {
+    u64 key = lf.key(lf.order(nv)[i]);
+    if (key > split_key) break;
+    moved.push_back(key);
+  }
+  leaf_delete(lf, nv, moved);
+  auto& d = r.dirty[cur];
+  leaf_upsert(lf, nv, std::span(rest, es.end()), d.slots);
+  leaf_clear_unreached_deleted(lf, nv);  // in the bitmap line written back anyway
+  pm::store(link_of(cx, r, prev), nl.front());
+  pm::store(&cx.leaf(nl.back()).next(nv), cur);  // cur's next and max key (version nv) stay
+  ++r.counters.splits;
+  ++r.counters.kept_splits;
+  note_kept_split();
+  return true;
+}
+
+// Algorithm 2: LeafUpsertMerge. es holds no tombstone. Returns the range's last leaf so far.
+u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
+                      std::span<const KVPair> es) {
+  const int cvv = cx.cv, nv = cx.nv;
+  Leaf lf = cx.leaf(cur);
+  // Phase 4 writes all of version nv's crash-consistent metadata back, even a line that ends
+  // as PM held it: the stores below pass it through other states, and a line evicted in one
+  // of them would keep it after the flip if it were not written back again.
+  auto& d = r.dirty[cur];
+  lf.copy_meta(cvv, nv);  // line 1 (rc is current: the caller ran ensure_leaf_meta on cv)
+  std::size_t freeslots = cx.L.cap - lf.count(nv);
+  // After freeslots: a dropped slot is still version cv's, not free.
+  if (cx.may_hold_tombstone && cx.may_hold_tombstone(cur)) drop_tombstoned(lf, nv);
+  // keep_last splits a leaf one merge early: when this merge would leave it fewer free
+  // slots than half its entries from the buffer, the next merge (bringing about as many)
+  // could not keep it (split_keep_last needs the buffer entries of the kept half to fit).
+  const bool fits = es.size() < freeslots;
+  const bool keep = cx.split == SplitMode::keep_last;
+  if (fits && (!keep || !cx.split_early || 2 * (freeslots - es.size()) >= es.size())) {
+    if (!es.empty()) leaf_upsert(lf, nv, es, d.slots);  // Algorithm 2 lines 6-8
+    return cur;
+  }
+  // Split (Figure 4): the leaf's entries merged with es (es wins) into new leaves at FR.
+  std::vector<KVPair> old, all;
+  leaf_entries(lf, nv, old);  // version cv's entries (copied above) less dropped tombstones
+  all.reserve(old.size() + es.size());
+  merge_sorted(old, es, all);
+  if (keep && split_keep_last(cx, r, prev, cur, es, all)) return cur;
+  if (fits) {  // an early split that could not keep the leaf: merge in place after all
+    leaf_upsert(lf, nv, es, d.slots);
+    return cur;
+  }
+  auto nl = build_leaves(cx, r, all, lf.max_key(cvv), cx.fill_rate);
+  pm::store(link_of(cx, r, prev), nl.front());
+  pm::store(&cx.leaf(nl.back()).next(nv), lf.next(cvv));
+  ++r.counters.splits;
+  return nl.back();
+}
+
+// Phase 3 inside the range: leaves below CT are merged into the next leaf when it has room,
+// otherwise the two are rebuilt as two leaves of about equal occupancy (§2.3). A range's
+// last leaf has no next leaf in the range and stays (dropped when empty at the tree's end).
+void consolidate(const MergeContext& cx, RangeMerge& r) {
+  const int nv = cx.nv;
+  auto ct = static_cast<std::size_t>(cx.consolidate_threshold * static_cast<double>(cx.L.cap));
+  u64 prev = 0, cur = r.head;
+  while (cur && cur != r.end) {
+    Leaf lf = cx.leaf(cur);
+    u64 nxt = lf.next(nv);
+    std::size_t c = lf.count(nv);
+    if (c >= ct) {
+      prev = cur;
+      cur = nxt;
+      continue;
+    }
+    if (nxt == r.end) {
+      if (c == 0 && r.last_range && (prev || r.first_range)) {
+        // An empty last leaf: drop it, its predecessor takes the key range.
+        pm::store(link_of(cx, r, prev), nxt);
+        if (prev) pm::store(&cx.leaf(prev).max_key(nv), lf.max_key(nv));
+        ++r.counters.consolidations;
+      }
+      break;
+    }
+    std::vector<KVPair> es;
+    leaf_entries(lf, nv, es);
+    Leaf nl = cx.leaf(nxt);
+    if (c == 0 || c < leaf_free_slots(nl, nv)) {
+      if (c) {
+        // Written back now, no fence (like the delete merge): the same write-back as in
+        // phase 4, only earlier, so a crash inside consolidation finds it under way.
+        std::vector<std::uint16_t> written;
+        leaf_upsert(nl, nv, es, written);
+        std::sort(written.begin(), written.end());
+        flush_leaf_slots(nl, written);
+      }
+      pm::store(link_of(cx, r, prev), nxt);
+      ++r.counters.consolidations;
+      cur = nxt;
+      continue;
+    }
+    leaf_entries(nl, nv, es);
+    auto two = build_leaves(cx, r, es, nl.max_key(nv), cx.fill_rate, 2);
+    pm::store(link_of(cx, r, prev), two[0]);
+    pm::store(&cx.leaf(two[1]).next(nv), nl.next(nv));
+    ++r.counters.consolidations;
+    prev = two[1];
+    cur = nl.next(nv);
+  }
+}
+
+void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
+  const int cvv = cx.cv, nv = cx.nv;
+  {
+    PhaseScope ph(DPTreePhase::upsert_merge);
+    pm::CategoryScope cat(pm::Category::node);
+    r.head = r.first_cv;
+    u64 prev = 0, cur = r.first_cv;
+    std::size_t it = 0;
+    std::vector<KVPair> sel;
+    for (std::size_t i = 0; i < r.nleaves; ++i) {
+      Leaf lf = cx.leaf(cur);
+      r.counters.lazy_rebuilds += ensure_leaf_meta(lf, cvv, cx.restart_count);
+      u64 mk = lf.max_key(cvv), nxt = lf.next(cvv);
+      sel.clear();
+      for (; it < es.size() && es[it].first <= mk; ++it)
+        if (!(es[it].second & kTombstone)) sel.push_back(es[it]);
+      prev = leaf_upsert_merge(cx, r, prev, cur, sel);
+      cur = nxt;
+    }
+    r.end = r.nleaves ? cur : 0;
+    // Line 11: entries beyond every leaf (only when the base tree is empty).
+    sel.clear();
+    for (; it < es.size(); ++it) {
+      if (r.nleaves)
+        throw std::logic_error("merge_range: an entry beyond the range's last max key");
+      if (!(es[it].second & kTombstone)) sel.push_back(es[it]);
+    }
+    if (!sel.empty()) {
+      auto nl = build_leaves(cx, r, sel, ~u64{0}, cx.fill_rate);
+      pm::store(link_of(cx, r, prev), nl.front());
+      pm::store(&cx.leaf(nl.back()).next(nv), r.end);
+    }
+  }
+  {
+    PhaseScope ph(DPTreePhase::delete_merge);
+    pm::CategoryScope cat(pm::Category::node);
+    std::size_t it = 0;
+    std::vector<u64> ks;
+    for (u64 cur = r.head; cur != r.end && it < es.size(); cur = cx.leaf(cur).next(nv)) {
+      Leaf lf = cx.leaf(cur);
+      ks.clear();
+      u64 mk = lf.max_key(nv);
+      for (; it < es.size() && es[it].first <= mk; ++it)
+        if (es[it].second & kTombstone) ks.push_back(es[it].first);
+      // A delete needs only the bitmap written back (§2.3 phase 4): do it now, no fence.
+      if (!ks.empty() && leaf_delete(lf, nv, ks)) flush_leaf_meta(lf, nv);
+    }
+  }
+  {
+    PhaseScope ph(DPTreePhase::consolidation);
+    pm::CategoryScope cat(pm::Category::node);
+    consolidate(cx, r);
+  }
+}
+
+// Figure 8d's out-of-place merge: every entry of the range, merged with the buffer's, is
+// written into new leaves packed full; every old leaf becomes garbage.
+void merge_range_out_of_place(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
+  PhaseScope ph(DPTreePhase::upsert_merge);
+  pm::CategoryScope cat(pm::Category::node);
+  std::vector<KVPair> old, all;
+  u64 cur = r.first_cv, mk = ~u64{0};
+  for (std::size_t i = 0; i < r.nleaves; ++i) {
+    Leaf lf = cx.leaf(cur);
+    r.counters.lazy_rebuilds += ensure_leaf_meta(lf, cx.cv, cx.restart_count);
+    leaf_entries(lf, cx.cv, old);
+    mk = lf.max_key(cx.cv);
+    cur = lf.next(cx.cv);
+  }
+  r.end = r.nleaves ? cur : 0;
+  if (r.nleaves && !es.empty() && es.back().first > mk)
+    throw std::logic_error("merge_range: an entry beyond the range's last max key");
+  all.reserve(old.size() + es.size());
+  merge_sorted(old, es, all);
+  r.head = 0;
+  if (all.empty() && r.first_range && r.last_range) return;  // the tree became empty
+  auto nl = build_leaves(cx, r, all, mk, 1.0);
+  r.head = nl.front();
+  pm::store(&cx.leaf(nl.back()).next(cx.nv), r.end);
+  r.counters.splits += r.nleaves;
+}
+
+}  // namespace
+
+void begin_merge(pm::Pool& pool, Root* root, PendingLeaves& pending) {
+  (void)pool;
+  PhaseScope ph(DPTreePhase::merge_start);
+  pm::CategoryScope cat(pm::Category::node);
+  pm::store(&root->gv,
+            root->gv | kInMerge);  // line 2: recovery reclaims what an interrupted merge created
+  pm::persist(&root->gv, 8);
+  pending.start();  // its first block comes with the first new leaf
+}
+
+void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
+  if (cx.mode == MergeMode::out_of_place)
+    merge_range_out_of_place(cx, r, es);
+  else
+    merge_range_in_place(cx, r, es);
+  r.tail = 0;
+  r.count = 0;
+  for (u64 l = r.head; l && l != r.end; l = cx.leaf(l).next(cx.nv)) {
+    r.tail = l;
+    r.count += cx.leaf(l).count(cx.nv);
+  }
+}
+
+void flush_range(const MergeContext& cx, RangeMerge& r) {
+  // Phase 4: new entries and the crash-consistent metadata, no fence (§2.3).
+  PhaseScope ph(DPTreePhase::flush);
+  pm::CategoryScope cat(pm::Category::node);
+  const int nv = cx.nv;
+  for (u64 l = r.head; l; l = cx.leaf(l).next(nv)) {
+    Leaf lf = cx.leaf(l);
+    auto& d = r.dirty[l];
+    if (d.whole) {
+      // A new leaf: its crash-consistent metadata and occupied slots; not the count / order
+      // / fingerprints (partial persistence, §2.2) nor its empty slots.
+      // The other (zeroed) set is not written back: nothing reads it before a merge copies
+      // the current set over it, and that merge flushes all of it (flush_leaf_meta).
+      pm::flush(lf.meta(nv), cx.L.meta_p_bytes);
+      flush_occupied_slots(lf, nv);
+    } else {
+      flush_leaf_meta(lf, nv);
+      std::sort(d.slots.begin(), d.slots.end());
+      d.slots.erase(std::unique(d.slots.begin(), d.slots.end()), d.slots.end());
+      flush_leaf_slots(lf, d.slots);
+    }
+    if (l == r.tail) break;
+  }
+}
+
+void commit_merge(Root* root, int nv, u64 head, u64 count) {
+  {
+    PhaseScope ph(DPTreePhase::flush);
+    pm::CategoryScope cat(pm::Category::node);
+    pm::store(&root->head[nv], head);
+    pm::store(&root->base_count[nv], count);
+    pm::flush(&root->head[nv], 8);
+    pm::flush(&root->base_count[nv], 8);
+  }
+  // Phase 6: the version flip. The fence first: no flushed line may trail the new gv.
+  PhaseScope ph(DPTreePhase::version_flip);
+  pm::CategoryScope cat(pm::Category::node);
+  pm::fence();
+  pm::store(&root->gv, static_cast<u64>(nv) | kInGc);
+  pm::persist(&root->gv, 8);
+}
+
+std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
+                            const LeafLayout& L, int old, int cur) {
+  auto leaf = [&](u64 off) { return Leaf{pool.at(off), &L}; };
+  std::vector<u64> keep;  // sorted: one allocation, not one per leaf
+  for (u64 l = root->head[cur]; l; l = leaf(l).next(cur)) keep.push_back(l);
+  std::sort(keep.begin(), keep.end());
+  auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
+  std::vector<u64> lold;
+  for (u64 l = root->head[old]; l; l = leaf(l).next(old)) {
+    u64 slot = leaf(l).owner_slot();
+    if (*pool.at<u64>(slot) != l) break;  // freed by an interrupted run: the rest is done too
+    lold.push_back(l);
+  }
+  std::size_t freed = 0;
+  for (auto it = lold.rbegin(); it != lold.rend(); ++it)
+    if (!kept(*it)) {
+      dir.free_owned(leaf(*it).owner_slot());
+      ++freed;
+    }
+  for (u64 slot : pending.slots()) {
+    u64 l = *pool.at<u64>(slot);
+    if (l && !kept(l)) {
+      dir.free_owned(slot);
+      ++freed;
+    }
+  }
+  pending.destroy();
+  pm::store(&root->gv,
+            root->gv & ~kInGc);  // after the destroy: a crash before this line runs it all again
+  pm::CategoryScope cat(pm::Category::node);
+  pm::persist(&root->gv, 8);
+  return freed;
+}
+
+void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending) {
+  (void)pool;
+  for (u64 slot : pending.slots()) dir.free_owned(slot);
+  pending.destroy();
+  pm::store(&root->gv, root->gv & ~kInMerge);
+  pm::CategoryScope cat(pm::Category::node);
+  pm::persist(&root->gv, 8);
+}
+
+std::size_t finish_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir,
+                                     PendingLeaves& pending, const LeafLayout& L) {
+  const int cv = static_cast<int>(root->gv & 1);
+  if (root->gv & kInMerge) {
+    reclaim_interrupted_merge(pool, root, dir, pending);  // lines 2-4
+    return 0;
+  }
+  if ((root->gv & kInGc) || pending.exists())
+    return collect_garbage(pool, root, dir, pending, L, 1 - cv, cv);  // line 5
+  return 0;
+}
+
+void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const> ranges) {
+  {
+    pm::CategoryScope cat(pm::Category::node);
+    for (RangeMerge* r : ranges)
+      for (auto& [off, d] : r->dirty)
+        if (!d.whole) flush_leaf_meta(cx.leaf(off), cx.nv);
+  }
+  reclaim_interrupted_merge(cx.pool, root, cx.dir, cx.pending);
+}
+
+}  // namespace dptree::detail

@@ -1,0 +1,134 @@
+// The crash-consistent merge of §2.3 (Algorithms 1-3), cut so that it runs over a RANGE of
+// consecutive base leaves (the partitions of §3.3, Algorithm 9) as well as over the whole
+// tree:
+//
+//   begin_merge      set and persist in_merge (Algorithm 1 line 2), start pendingLeaves (its
+//                    first block comes with the first new leaf)
+//   merge_range      phases 1-3 (upsert merge with splits at FR, delete merge, consolidation
+//                    below CT) on one range, given the sorted buffer entries of its key range
+//   flush_range      phase 4: write back what the range changed, no fence
+//   commit_merge     head and base count of version nv, the fence, the version flip (phase 6)
+//                    that also sets kInGc
+//   collect_garbage  phase 7: L_cv - L_nv walked backwards, leaves created but not kept,
+//                    then pendingLeaves destroyed and kInGc cleared (idempotent: recovery
+//                    re-runs it)
+//   abort_merge      a merge that failed (pool_full) is undone online: created leaves freed,
+//                    in_merge cleared; version cv was never touched
+//   reclaim_interrupted_merge  Algorithm 4 lines 2-4 (also the core of abort_merge)
+//   finish_interrupted_merge   Algorithm 4 lines 2-5, for both trees' recovery
+//
+// merge_range and flush_range keep all their state in the RangeMerge they are given and use
+// only thread-safe services (allocator, OwnerDir, PendingLeaves), so different ranges may run
+// on different threads. A parallel merge: begin_merge; merge_range per partition; link each
+// partition's tail (next of version nv) to the following partition's head; flush_range per
+// partition; commit_merge with the first head and the summed counts; collect_garbage.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "format/layout.h"
+#include "st/base_leaf.h"
+#include "st/owner_dir.h"
+
+namespace dptree::pm {
+class Pool;
+}
+
+namespace dptree::detail {
+
+// in_place: §2.3. out_of_place: the paper's Figure 8d comparison, every merge writes the
+// whole range anew (all entries, packed into new leaves); the old leaves become garbage.
+using dptree::MergeMode;
+using dptree::SplitMode;
+
+// What every range of one merge shares, read-only.
+struct MergeContext {
+  pm::Pool& pool;
+  OwnerDir& dir;
+  PendingLeaves& pending;
+  const LeafLayout& L;
+  double fill_rate = 0.7;               // FR
+  double consolidate_threshold = 0.34;  // CT
+  MergeMode mode = MergeMode::in_place;
+  u64 restart_count = 0;
+  int cv = 0, nv = 1;
+  // rebuild: Algorithm 2 as written (the default here, so callers that do not set it keep
+  // it); keep_last: a split keeps the old leaf for the last part of its range (merge.cc).
+  SplitMode split = SplitMode::rebuild;
+  // keep_last only: split a leaf one merge early (merge.cc). Off for a merge retried after
+  // pool_full: an early split takes a new leaf that an in-place merge would not need.
+  bool split_early = true;
+  // The concurrent DPTree's §3.4 delete in place leaves kTombstone as a base value: in the
+  // leaves this names (empty: none), such entries are dropped from version nv.
+  std::function<bool(u64 leaf)> may_hold_tombstone = {};
+
+  Leaf leaf(u64 off) const;
+};
+
+// What phase 4 must write back for one leaf.
+struct LeafDirty {
+  bool whole = false;                // a new leaf: its metadata and occupied slots
+  std::vector<std::uint16_t> slots;  // slots written
+};
+
+struct MergeCounters {
+  std::size_t splits = 0, consolidations = 0, created = 0;
+  std::size_t lazy_rebuilds = 0;  // leaves whose metadata the merge rebuilt (§2.2)
+  std::size_t kept_splits = 0;    // splits that kept the old leaf (SplitMode::keep_last)
+  MergeCounters& operator+=(const MergeCounters& o) {
+    splits += o.splits;
+    kept_splits += o.kept_splits;
+    lazy_rebuilds += o.lazy_rebuilds;
+    consolidations += o.consolidations;
+    created += o.created;
+    return *this;
+  }
+};
+
+struct RangeMerge {
+  // Input: `nleaves` consecutive leaves of version cv from `first_cv` (nleaves = 0 only for
+  // an empty base tree). first_range / last_range: whether the range starts / ends the leaf
+  // list (the last range's last leaf has max key 2^64-1; only there an empty leaf is dropped).
+  u64 first_cv = 0;
+  std::size_t nleaves = 0;
+  bool first_range = true, last_range = true;
+  // Output of merge_range: the version nv chain head..tail of the range (head = 0: the range
+  // is empty, only possible when it is the whole tree). tail's next (version nv) is `end`,
+  // the cv successor of the range: the caller relinks it to the next range's head.
+  u64 head = 0, tail = 0, end = 0;
+  u64 count = 0;  // live entries in the chain
+  std::unordered_map<u64, LeafDirty> dirty;
+  MergeCounters counters;
+};
+
+// Algorithm 1 line 2: persist in_merge, then start pendingLeaves (empty: the first new leaf
+// creates its first block, and may throw pool_full there).
+void begin_merge(pm::Pool& pool, Root* root, PendingLeaves& pending);
+// Phases 1-3 on one range. `es` holds the buffer's entries (tombstones included) with keys
+// in the range: above the previous range's last max key, at most this range's last max key.
+// May throw pool_full.
+void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es);
+// Phase 4 on a range merged by merge_range (after the caller relinked the tails).
+void flush_range(const MergeContext& cx, RangeMerge& r);
+// Phase 4's last words and phase 6: head[nv], base_count[nv], fence, gv = nv | kInGc persisted.
+void commit_merge(Root* root, int nv, u64 head, u64 count);
+// Phase 7. Returns the number of leaves freed.
+std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
+                            const LeafLayout& L, int old, int cur);
+// Undoes a merge that threw: writes back the version nv metadata the ranges changed (so a
+// later merge may trust its "durable" copies), frees the created leaves, clears in_merge.
+void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const> ranges);
+// Algorithm 4 lines 2-4: frees the leaves pendingLeaves records, destroys it, clears
+// in_merge.
+void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending);
+// Algorithm 4 lines 2-5: reclaims a merge the crash interrupted before its flip, or finishes
+// the garbage collection of one interrupted after it (kInGc; or pendingLeaves left by a pool
+// written before that bit). Returns the number of leaves freed.
+std::size_t finish_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir,
+                                     PendingLeaves& pending, const LeafLayout& L);
+
+}  // namespace dptree::detail

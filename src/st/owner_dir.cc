@@ -1,0 +1,141 @@
+// The owner directory and pendingLeaves (owner_dir.h).
+#include "st/owner_dir.h"
+
+#include <cstring>
+#include <string>
+
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
+#include "format/log_page.h"
+
+namespace dptree::detail {
+
+OwnerDir::OwnerDir(pm::Pool& pool, u64* head) : pool_(pool), head_(head) {}
+
+u64* OwnerDir::word(u64 off) const {
+  return pool_.at<u64>(off);
+}
+
+void OwnerDir::load() {
+  std::lock_guard g(mu_);
+  blocks_.clear();
+  free_.clear();
+  for (u64 b = *head_; b; b = *word(b)) {
+    blocks_.push_back(b);
+    for (std::size_t i = kDirSlots; i >= 1; --i)
+      if (word(b)[i] == 0) free_.push_back(b + 8 * i);
+  }
+}
+
+u64 OwnerDir::take_slot() {
+  std::lock_guard g(mu_);
+  if (free_.empty()) {
+    pm::CategoryScope cat(pm::Category::alloc);
+    auto& alloc = pool_.allocator();
+    u64 b = alloc.reserve(kDirBlockBytes);
+    pm::fill_bytes(pool_.at(b), 0, kDirBlockBytes);
+    pm::flush(pool_.at(b), kDirBlockBytes);
+    alloc.activate(blocks_.empty() ? head_ : word(blocks_.back()), b);
+    blocks_.push_back(b);
+    for (std::size_t i = kDirSlots; i >= 1; --i) free_.push_back(b + 8 * i);
+  }
+  u64 s = free_.back();
+  free_.pop_back();
+  return s;
+}
+
+void OwnerDir::return_slot(u64 slot) {
+  std::lock_guard g(mu_);
+  free_.push_back(slot);
+}
+
+void OwnerDir::free_owned(u64 slot) {
+  if (*word(slot) == 0) return;
+  pm::CategoryScope cat(pm::Category::alloc);
+  pool_.allocator().free(word(slot));
+  std::lock_guard g(mu_);
+  free_.push_back(slot);
+}
+
+std::vector<u64> OwnerDir::blocks() const {
+  std::lock_guard g(mu_);
+  return blocks_;
+}
+
+std::size_t OwnerDir::dram_bytes() const {
+  std::lock_guard g(mu_);
+  return 8 * (blocks_.capacity() + free_.capacity());
+}
+
+PendingLeaves::PendingLeaves(pm::Pool& pool, u64* head) : pool_(pool), head_(head) {}
+
+void PendingLeaves::start() {
+  std::lock_guard g(mu_);
+  blocks_.clear();
+  pos_ = 0;
+}
+
+void PendingLeaves::new_block_if_full() {
+  if (!blocks_.empty() && pos_ < kPendingSlots) return;
+  pm::CategoryScope cat(pm::Category::alloc);
+  auto& alloc = pool_.allocator();
+  u64 b = alloc.reserve(kPendingBlockBytes);
+  pm::fill_bytes(pool_.at(b), 0, kPendingBlockBytes);
+  pm::flush(pool_.at(b), kPendingBlockBytes);
+  alloc.activate(blocks_.empty() ? head_ : pool_.at<u64>(blocks_.back()), b);
+  blocks_.push_back(b);
+  pos_ = 0;
+}
+
+void PendingLeaves::add(u64 slot) {
+  std::lock_guard g(mu_);
+  pm::CategoryScope cat(pm::Category::alloc);
+  new_block_if_full();
+  u64* e = pool_.at<u64>(blocks_.back()) + 1 + pos_++;
+  pm::store(e, slot);
+  pm::persist(e, 8);
+}
+
+std::vector<u64> PendingLeaves::slots() const {
+  std::vector<u64> out;
+  for (u64 b = *head_; b; b = *pool_.at<u64>(b))
+    for (std::size_t i = 1; i <= kPendingSlots; ++i)
+      if (u64 s = pool_.at<u64>(b)[i]) out.push_back(s);
+  return out;
+}
+
+void PendingLeaves::destroy() {
+  std::lock_guard g(mu_);
+  pm::CategoryScope cat(pm::Category::alloc);
+  std::vector<u64*> owners;
+  for (u64* w = head_; *w; w = pool_.at<u64>(*w)) owners.push_back(w);
+  for (auto it = owners.rbegin(); it != owners.rend(); ++it) pool_.allocator().free(*it);
+  blocks_.clear();
+  pos_ = 0;
+}
+
+std::size_t check_block_ownership(const pm::Pool& pool, const std::unordered_set<u64>& owned,
+                                  const std::set<u64>& reach, CheckReport& r) {
+  for (u64 o : owned)
+    if (!reach.contains(o)) {
+      u64 type = pool.at<u64>(o)[1];
+      r.fail("directory owns unreachable " +
+             std::string(type == kPageType   ? "log page"
+                         : type == kLeafType ? "leaf"
+                                             : "block") +
+             " at " + std::to_string(o));
+    }
+  std::size_t live = 0;
+  pool.allocator().for_each_live_block([&](u64 off, std::size_t) {
+    ++live;
+    if (!reach.contains(off)) r.fail("leaked PM block at offset " + std::to_string(off));
+  });
+  for (u64 b : reach)
+    if (!pool.allocator().is_live(b))
+      r.fail("reachable block " + std::to_string(b) + " is not live");
+  return live;
+}
+
+}  // namespace dptree::detail

@@ -1,0 +1,218 @@
+// The write-optimized adaptive PM log (§2.1); see plog.h.
+#include "st/plog.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
+
+namespace dptree::detail {
+
+// ------------------------------------------------------------------ LogPageCache
+LogPageCache::LogPageCache(pm::Pool& pool, OwnerDir& dir, std::size_t page_bytes)
+    : pool_(pool), dir_(dir), page_bytes_(page_bytes) {}
+
+u64 LogPageCache::take(int ver) {
+  {
+    std::lock_guard g(mu_);
+    if (!free_[ver].empty()) {
+      u64 pg = free_[ver].back();
+      free_[ver].pop_back();
+      auto* h = pool_.at<LogPageHeader>(pg);
+      pm::store(&h->next, 0);  // the old link must not reach PM after the new one
+      pm::persist(&h->next, 8);
+      return pg;
+    }
+  }
+  u64 slot = dir_.take_slot();
+  u64 pg;
+  try {
+    pm::CategoryScope cat(pm::Category::alloc);
+    pg = pool_.allocator().reserve(page_bytes_);
+  } catch (...) {
+    dir_.return_slot(slot);
+    throw;
+  }
+  u64* w = pool_.at<u64>(pg);
+  {
+    std::vector<u64> init(page_bytes_ / 8, static_cast<u64>(ver));
+    LogPageHeader h{slot, kPageType, 0, static_cast<u64>(ver)};
+    std::memcpy(init.data(), &h, sizeof h);
+    pm::store_bytes(w, init.data(), page_bytes_);
+  }
+  pm::flush(w, page_bytes_);
+  pm::CategoryScope cat(pm::Category::alloc);
+  pool_.allocator().activate(pool_.at<u64>(slot), pg);
+  return pg;
+}
+
+void LogPageCache::give(int ver, u64 page) {
+  std::lock_guard g(mu_);
+  free_[ver].push_back(page);
+}
+
+void LogPageCache::discard(u64 page) {
+  dir_.free_owned(pool_.at<LogPageHeader>(page)->owner_slot);
+}
+
+void LogPageCache::sweep(const std::unordered_set<u64>& in_use) {
+  std::vector<u64> drop;
+  {
+    std::lock_guard g(mu_);
+    free_[0].clear();
+    free_[1].clear();
+    dir_.for_each_owned([&](u64 slot, u64 blk) {
+      const auto* h = pool_.at<LogPageHeader>(blk);
+      if (h->type != kPageType || in_use.contains(blk)) return;
+      u64 fl = h->flavor;
+      if (fl <= 1)
+        free_[fl].push_back(blk);
+      else
+        drop.push_back(slot);
+    });
+  }
+  for (u64 s : drop) dir_.free_owned(s);
+}
+
+void LogPageCache::trim(std::size_t want, int cv) {
+  std::vector<u64> drop;
+  {
+    std::lock_guard g(mu_);
+    int spare = 1 - cv;  // the list the next log does not use goes first
+    for (int l : {spare, 1 - spare})
+      while (free_[0].size() + free_[1].size() > want && !free_[l].empty()) {
+        drop.push_back(free_[l].back());
+        free_[l].pop_back();
+      }
+  }
+  for (u64 pg : drop) discard(pg);
+}
+
+std::size_t LogPageCache::size(int ver) const {
+  std::lock_guard g(mu_);
+  return free_[ver].size();
+}
+
+std::vector<u64> LogPageCache::pages(int ver) const {
+  std::lock_guard g(mu_);
+  return free_[ver];
+}
+
+std::size_t LogPageCache::dram_bytes() const {
+  std::lock_guard g(mu_);
+  return 8 * (free_[0].capacity() + free_[1].capacity());
+}
+
+// ------------------------------------------------------------------ PLog
+PLog::PLog(pm::Pool& pool, const RecordCodec& codec, LogPageCache& cache)
+    : pool_(pool), codec_(codec), cache_(cache) {}
+
+u64* PLog::record(u64 page, std::size_t r) const {
+  return pool_.at<u64>(page + codec_.G.offset(r));
+}
+
+void PLog::attach(u64* head) {
+  pages_.clear();
+  for (u64 pg = *head; pg; pg = pool_.at<LogPageHeader>(pg)->next) pages_.push_back(pg);
+  page_idx_ = 0;
+  pos_ = 0;
+}
+
+void PLog::invalidate_if_torn(u64* rec, u64 vb) {
+  // Some words of a torn record may carry the validity bit. Appending over it could then mix
+  // them with a new record torn by a later crash into a "valid" record: invalidate them all.
+  if (!codec_.any_word_valid(rec, vb)) return;
+  pm::CategoryScope cat(pm::Category::log);
+  u64 invalid[16];
+  std::fill(invalid, invalid + codec_.G.words, 1 - vb);
+  pm::store_bytes(rec, invalid, codec_.G.words * 8);
+  pm::persist(rec, codec_.G.words * 8);
+}
+
+void PLog::append(u64* head, int ver, u64 k, u64 v) {
+  pm::CategoryScope cat(pm::Category::log);
+  if (pages_.empty() || pos_ == codec_.G.per_page) {
+    if (!pages_.empty() && page_idx_ + 1 < pages_.size()) {
+      ++page_idx_;  // a page linked before a crash, still empty
+    } else {
+      u64 pg = cache_.take(ver);
+      u64* link = pages_.empty() ? head : &pool_.at<LogPageHeader>(pages_.back())->next;
+      pm::store(link, pg);
+      pm::persist(link, 8);
+      pages_.push_back(pg);
+      page_idx_ = pages_.size() - 1;
+    }
+    pos_ = 0;
+  }
+  u64 rec[16];
+  codec_.encode(k, v, log_valid_bit(ver), rec);
+  u64* dst = record(pages_[page_idx_], pos_);
+  pm::store_bytes(dst, rec, codec_.G.words * 8);
+  pm::persist(dst, codec_.G.words * 8);  // one line, one fence (LogGeometry)
+  ++pos_;
+}
+
+void PLog::release_chain(pm::Pool& pool, u64* head, int old) {
+  pm::CategoryScope cat(pm::Category::log);
+  std::vector<u64> pages;
+  for (u64 pg = *head; pg; pg = pool.at<LogPageHeader>(pg)->next) pages.push_back(pg);
+  if (pages.empty()) return;
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    auto* h = pool.at<LogPageHeader>(pages[i]);
+    pm::store(&h->flavor, i + 1 < pages.size() ? static_cast<u64>(1 - old) : kDiscardFlavor);
+    pm::flush(&h->flavor, 8);
+  }
+  pm::fence();
+  pm::store(head, 0);
+  pm::persist(head, 8);
+}
+
+void PLog::hand_over(int old) {
+  std::vector<u64> pages = std::move(pages_);
+  std::size_t written = page_idx_ + 1 == pages.size() ? pos_ : 0;  // records in the last page
+  pages_.clear();
+  page_idx_ = pos_ = 0;
+  for (std::size_t i = 0; i + 1 < pages.size(); ++i) cache_.give(1 - old, pages[i]);
+  if (!pages.empty()) reuse_last_page(pages.back(), written, old);
+}
+
+// The last page mixes records of the released log (bit 1 - old) with unwritten words (bit
+// old). Rather than give it back and initialise a new page (a whole page of flushes), make
+// it one flavor again by rewriting the cheaper part: the unwritten records with 1 - old (for
+// freelist_{1-old}) or the written ones with old (for freelist_old). Its flavor word says
+// "discard" (release_chain) until the rewrite is durable, so a crash in between frees it.
+void PLog::reuse_last_page(u64 page, std::size_t written, int old) {
+  pm::CategoryScope cat(pm::Category::log);
+  const LogGeometry& G = codec_.G;
+  auto line_of = [&](std::size_t r) { return G.offset(r) / 64; };
+  std::size_t lines_written = written ? line_of(written - 1) + G.lines_per_record : 0;
+  std::size_t first_free_line =
+      written < G.per_page ? line_of(written) : line_of(G.per_page - 1) + 1;
+  std::size_t lines_total = line_of(G.per_page - 1) + G.lines_per_record;
+  bool fill_rest = lines_total - first_free_line <= lines_written;
+  u64 bit = fill_rest ? static_cast<u64>(1 - old) : static_cast<u64>(old);
+  std::size_t from = fill_rest ? written : 0, to = fill_rest ? G.per_page : written;
+  u64 filler[16];
+  std::fill(filler, filler + G.words, bit);
+  for (std::size_t r = from; r < to; ++r) pm::store_bytes(record(page, r), filler, G.words * 8);
+  if (from < to) {
+    const std::byte* a = pool_.at(page + G.offset(from));
+    const std::byte* b = pool_.at(page + G.offset(to - 1)) + G.words * 8;
+    pm::flush(a, static_cast<std::size_t>(b - a));
+    pm::fence();
+  }
+  auto* h = pool_.at<LogPageHeader>(page);
+  pm::store(&h->flavor, bit);
+  pm::persist(&h->flavor, 8);
+  cache_.give(static_cast<int>(bit), page);
+}
+
+std::size_t PLog::records() const {
+  if (pages_.empty()) return 0;
+  return page_idx_ * codec_.G.per_page + pos_;
+}
+
+}  // namespace dptree::detail

@@ -1,0 +1,106 @@
+// The write-optimized adaptive PM log of the buffer tree (§2.1, Figure 2).
+//
+//   The page and record format (LogPageHeader, LogGeometry, RecordCodec) is in
+//     format/log_page.h.
+//   LogPageCache: the two page freelists (freelist_0 / freelist_1) of §2.1, chosen by the
+//     global version; thread-safe so several partition logs (§3.1) can share it.
+//   PLog: one persistent list of pages (its head word is persistent; the current page and
+//     offset are volatile): append, replay, hand-over of its pages after a merge.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include "format/layout.h"
+#include "format/log_page.h"
+#include "st/owner_dir.h"
+
+namespace dptree::pm {
+class Pool;
+}
+
+namespace dptree::detail {
+
+class LogPageCache {
+ public:
+  LogPageCache(pm::Pool& pool, OwnerDir& dir, std::size_t page_bytes);
+  // A page for the log of version `ver`: from freelist_ver, else a new one from the allocator
+  // whose record words all carry `ver` (§2.1 caching allocation). Its next word is 0 and
+  // durable. May throw pool_full (nothing changed then).
+  u64 take(int ver);
+  // A full page of the released log of the other version goes to freelist_ver.
+  void give(int ver, u64 page);
+  // Returns a page to the allocator.
+  void discard(u64 page);
+  // Rebuilds both freelists from the directory: every page not in `in_use` goes to the list
+  // of its flavor or back to the allocator when marked kDiscardFlavor (recovery).
+  void sweep(const std::unordered_set<u64>& in_use);
+  // Keeps at most `want` pages cached (C_size, §2.1), dropping from the list `cv` does not use
+  // first.
+  void trim(std::size_t want, int cv);
+  std::size_t size(int ver) const;
+  std::vector<u64> pages(int ver) const;
+  std::size_t dram_bytes() const;
+
+ private:
+  pm::Pool& pool_;
+  OwnerDir& dir_;
+  std::size_t page_bytes_;
+  mutable std::mutex mu_;
+  std::vector<u64> free_[2];
+};
+
+class PLog {
+ public:
+  // `head` is the persistent first-page word of this log (Root::log_head[ver]).
+  PLog(pm::Pool& pool, const RecordCodec& codec, LogPageCache& cache);
+  // Appends one record to the log whose head word is `head`, of version `ver`: one flush and
+  // one fence when the record fits a line (layout above). May throw pool_full when a new
+  // page is needed; the log is unchanged then.
+  void append(u64* head, int ver, u64 k, u64 v);
+  // Reads the log at `head` of version `ver` into fn(k, v) in order; the first torn or absent
+  // record ends it and is where appending continues (it is invalidated first when torn).
+  template <class F>
+  void replay(u64* head, int ver, F&& fn) {
+    attach(head);
+    u64 vb = log_valid_bit(ver);
+    for (std::size_t i = 0; i < pages_.size(); ++i) {
+      page_idx_ = i;
+      for (pos_ = 0; pos_ < codec_.G.per_page; ++pos_) {
+        u64 k, v;
+        u64* rec = record(pages_[i], pos_);
+        if (!codec_.decode(rec, vb, k, v)) {
+          invalidate_if_torn(rec, vb);
+          return;
+        }
+        fn(k, v);
+      }
+    }
+  }
+  // After the merge of this log's version `old` committed: every page but the last is full
+  // and goes to freelist_{1-old}; the last, mixing both bits, is made one flavor again by
+  // rewriting its smaller part and goes to that flavor's freelist. The log is empty
+  // afterwards. Call release_chain first.
+  void hand_over(int old);
+  // Marks the pages of the chain at `head` with their next flavor (or discard for the last)
+  // and clears `head`, persistently. Idempotent: recovery re-runs it while *head != 0.
+  static void release_chain(pm::Pool& pool, u64* head, int old);
+  const std::vector<u64>& pages() const { return pages_; }
+  std::size_t records() const;
+
+ private:
+  void attach(u64* head);
+  u64* record(u64 page, std::size_t r) const;
+  void invalidate_if_torn(u64* rec, u64 vb);
+  void reuse_last_page(u64 page, std::size_t written, int old);
+  pm::Pool& pool_;
+  const RecordCodec& codec_;
+  LogPageCache& cache_;
+  std::vector<u64> pages_;  // the chain of the current log
+  std::size_t page_idx_ = 0, pos_ = 0;
+};
+
+}  // namespace dptree::detail

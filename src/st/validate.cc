@@ -1,0 +1,194 @@
+// Open-time checks of a DPTree family pool (validate.h).
+#include "st/validate.h"
+
+#include <cstddef>
+#include <unordered_set>
+
+#include "dptree/error.h"
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::detail {
+
+void throw_corrupt(const pm::Pool& pool, const char* tree, const std::string& what, u64 off,
+                   const std::string& problem) {
+  throw Error(Errc::corrupt, "pool '" + pool.name() + "': " + tree + " " + what + " at offset " +
+                                 std::to_string(off) + " " + problem +
+                                 ": the pool is damaged; restore it from a copy (`dptree check "
+                                 "POOL` reports without writing)");
+}
+
+void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t bytes,
+                         const std::string& what) {
+  const auto& a = pool.allocator();
+  if (a.owner_of(off) != owner)
+    throw Error(Errc::corrupt, "pool '" + pool.name() + "': " + what + " at offset " +
+                                   std::to_string(off) + " is not a live block owned by the word " +
+                                   "at offset " + std::to_string(owner) +
+                                   ": the pool is damaged; restore it from a copy");
+  if (a.block_size(off) < bytes)
+    throw Error(Errc::corrupt,
+                "pool '" + pool.name() + "': " + what + " at offset " + std::to_string(off) +
+                    " is a block of " + std::to_string(a.block_size(off)) + " bytes, not " +
+                    std::to_string(bytes) + ": the pool is damaged; restore it from a copy");
+}
+
+std::byte* checked_root(const pm::Pool& pool, std::size_t bytes, const char* tree) {
+  u64 off = *pool.root_word();
+  if (off == 0) return nullptr;
+  require_owned_block(pool, off, pool.offset_of(pool.root_word()), 8, std::string(tree) + " root");
+  // Smaller than the tree's root: another index's root, not this tree's.
+  return pool.allocator().block_size(off) < bytes ? nullptr : pool.at(off);
+}
+
+namespace {
+
+class Validator {
+ public:
+  Validator(const TreeParts& t, const Root& root, const TreeShape& shape)
+      : t_(t), pool_(t.pool), root_(root), shape_(shape) {}
+
+  void run() {
+    const u64 root_off = pool_.offset_of(&root_);
+    if (root_.gv & ~shape_.gv_bits) fail("root's gv word", root_off, "has unknown bits set");
+    directory();
+    pending();
+    const int cv = static_cast<int>(root_.gv & 1);
+    std::size_t leaves = leaf_list(cv);
+    if (root_.base_count[cv] > leaves * t_.L.cap)
+      fail("root's base count", root_off,
+           "says " + std::to_string(root_.base_count[cv]) + " keys in " + std::to_string(leaves) +
+               " leaves of " + std::to_string(t_.L.cap) + " slots");
+    if (root_.base_count[1 - cv] > pool_.size())
+      fail("root's base count of the other version", root_off, "is larger than the pool");
+    old_leaf_list(1 - cv);
+    for (u64 head : shape_.logs) log_chain(head);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what, u64 off, const std::string& problem) const {
+    throw_corrupt(pool_, shape_.tree, what, off, problem);
+  }
+  u64 word(u64 off) const { return *pool_.at<u64>(off); }
+  u64 off_of(const u64* w) const { return pool_.offset_of(w); }
+
+  // Directory blocks, each owned by the word linking it; every slot's block owned by the slot
+  // and a leaf or log page that names the slot as its owner.
+  void directory() {
+    u64 link = off_of(&root_.dir);
+    for (u64 b = word(link); b; link = b, b = word(b)) {
+      require_owned_block(pool_, b, link, kDirBlockBytes,
+                          std::string(shape_.tree) + " owner directory block");
+      dir_blocks_.insert(b);
+      for (std::size_t i = 1; i <= kDirSlots; ++i) owned(b + 8 * i);
+    }
+  }
+
+  void owned(u64 slot) {
+    u64 blk = word(slot);
+    if (!blk) return;
+    if (pool_.allocator().owner_of(blk) != slot)
+      fail("owner directory slot", slot,
+           "holds " + std::to_string(blk) + ", which is not a live block it owns");
+    const u64 type = pool_.allocator().block_size(blk) >= 16 ? word(blk + 8) : 0;
+    const std::size_t need = type == kLeafType ? t_.L.bytes : page_bytes();
+    if (type != kLeafType && type != kPageType)
+      fail("block owned by directory slot " + std::to_string(slot), blk,
+           "is neither a leaf nor a log page (type word " + std::to_string(type) + ")");
+    require_owned_block(pool_, blk, slot, need,
+                        std::string(shape_.tree) + (type == kLeafType ? " leaf" : " log page"));
+    if (word(blk) != slot)
+      fail(type == kLeafType ? "leaf" : "log page", blk,
+           "names owner slot " + std::to_string(word(blk)) + ", not " + std::to_string(slot));
+    (type == kLeafType ? leaves_ : pages_).insert(blk);
+  }
+
+  // The bytes a page's records span (the page size rounded down to whole records).
+  std::size_t page_bytes() const {
+    const auto& G = t_.codec.G;
+    return G.offset(G.per_page - 1) + G.words * 8;
+  }
+
+  bool is_dir_slot(u64 s) const {
+    if (s % 8) return false;
+    for (u64 b : dir_blocks_)
+      if (s >= b + 8 && s <= b + 8 * kDirSlots) return true;
+    return false;
+  }
+
+  // pendingLeaves blocks, owned by their links; every entry a directory slot.
+  void pending() {
+    u64 link = off_of(&root_.pending);
+    for (u64 b = word(link); b; link = b, b = word(b)) {
+      require_owned_block(pool_, b, link, kPendingBlockBytes,
+                          std::string(shape_.tree) + " pendingLeaves block");
+      for (std::size_t i = 1; i <= kPendingSlots; ++i)
+        if (u64 s = word(b + 8 * i); s && !is_dir_slot(s))
+          fail("pendingLeaves entry", b + 8 * i,
+               "holds " + std::to_string(s) + ", which is not an owner directory slot");
+    }
+  }
+
+  // The leaf list of the current version: owned leaves, no cycle, restart counts not ahead.
+  std::size_t leaf_list(int v) {
+    std::unordered_set<u64> seen;
+    u64 link = off_of(&root_.head[v]);
+    for (u64 l = word(link); l; link = off_of(&t_.leaf(l).next(v)), l = word(link)) {
+      if (!leaves_.contains(l))
+        fail("leaf list of version " + std::to_string(v) + ": the word", link,
+             "points to " + std::to_string(l) + ", which is not a leaf the directory owns");
+      if (!seen.insert(l).second)
+        fail("leaf list of version " + std::to_string(v), l, "has a cycle");
+      if ((t_.leaf(l).rc(v) & shape_.rc_mask) > root_.restart_count)
+        fail("leaf", l, "has a restart count ahead of the root's");
+    }
+    return seen.size();
+  }
+
+  // The list of the other version, as garbage collection walks it after a crash (merge.cc
+  // collect_garbage): up to the first leaf whose owner slot no longer holds it. Every leaf
+  // before that must be owned; the first freed one must still name a directory slot.
+  void old_leaf_list(int v) {
+    if (root_.gv & kInMerge) return;  // recovery reclaims the merge: the list is not read
+    if (!(root_.gv & kInGc) && !root_.pending) return;
+    std::unordered_set<u64> seen;
+    u64 link = off_of(&root_.head[v]);
+    for (u64 l = word(link); l; link = off_of(&t_.leaf(l).next(v)), l = word(link)) {
+      if (leaves_.contains(l)) {
+        if (!seen.insert(l).second)
+          fail("leaf list of version " + std::to_string(v), l, "has a cycle");
+        continue;
+      }
+      // A leaf freed by the interrupted collection: its header names its old slot.
+      if (l % 8 || l < 64 || l > pool_.size() - 16 || !is_dir_slot(word(l)) || word(word(l)) == l)
+        fail("leaf list of version " + std::to_string(v) + ": the word", link,
+             "points to " + std::to_string(l) + ", which is neither an owned leaf nor a freed one");
+      return;
+    }
+  }
+
+  // A log page chain linked through each page's next word: owned pages, no page in two places.
+  void log_chain(u64 head) {
+    u64 link = head;
+    for (u64 pg = word(link); pg; link = pg + offsetof(LogPageHeader, next), pg = word(link)) {
+      if (!pages_.contains(pg))
+        fail("log: the word", link,
+             "points to " + std::to_string(pg) + ", which is not a log page the directory owns");
+      if (!in_logs_.insert(pg).second) fail("log page", pg, "is in two logs, or twice in one");
+    }
+  }
+
+  const TreeParts& t_;
+  const pm::Pool& pool_;
+  const Root& root_;
+  const TreeShape& shape_;
+  std::unordered_set<u64> dir_blocks_, leaves_, pages_, in_logs_;
+};
+
+}  // namespace
+
+void validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape) {
+  Validator(t, root, shape).run();
+}
+
+}  // namespace dptree::detail

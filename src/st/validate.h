@@ -1,0 +1,59 @@
+// Open-time checks of a DPTree family pool (single-threaded §2 and concurrent §3): PM is
+// untrusted input, so before recovery follows any offset, count or state word read from the
+// pool, these checks prove that every block it will reach is a live allocator block of the
+// right size, owned by the word that points to it, that lists end (no cycle) and that version
+// and state words are in range. A violation throws Error(corrupt) naming the structure and
+// its offset. They run once per open; lookups and writes trust what they proved.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "dptree/error.h"
+#include "dptree/pm/pool.h"
+#include "st/family.h"
+
+namespace dptree::detail {
+
+// What differs between the two trees.
+struct TreeShape {
+  const char* tree;       // "DPTree" or "cdptree", for messages
+  u64 gv_bits;            // the bits gv may hold
+  u64 rc_mask;            // the bits of a leaf's rc word that hold a restart count
+  std::vector<u64> logs;  // offsets of the words that start each log page chain
+};
+
+// The root block the pool's root word points to, checked to be a live block owned by the
+// root word; nullptr when the pool has no root or its root block is smaller than `bytes`
+// (another index's root).
+std::byte* checked_root(const pm::Pool& pool, std::size_t bytes, const char* tree);
+
+// Throws Error(corrupt) unless `off` is a live block of at least `bytes` bytes whose owner
+// word is at `owner` (an offset in the pool). `what` names the structure.
+void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t bytes,
+                         const std::string& what);
+
+// Every check above over the tree whose persistent parts are `t` (attached) and root `root`:
+// directory, pendingLeaves, the leaf lists, the logs of `shape.logs`, counts.
+void validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape);
+
+// The format words of a root (leaf capacity, log page size, ...) put into default `Options`
+// must pass Options::validate(); its complaint becomes Error(corrupt): the pool, not the
+// caller, is wrong.
+template <class Options>
+void validate_format(const pm::Pool& pool, const Options& format, const char* tree) {
+  try {
+    format.validate();
+  } catch (const Error& e) {
+    throw Error(Errc::corrupt, "pool '" + pool.name() + "': the " + tree +
+                                   " root holds an impossible format (" + e.what() +
+                                   "): the pool is damaged; restore it from a copy");
+  }
+}
+
+// Error(corrupt) for `tree` in `pool`: "<what> at offset <off>: <problem>".
+[[noreturn]] void throw_corrupt(const pm::Pool& pool, const char* tree, const std::string& what,
+                                u64 off, const std::string& problem);
+
+}  // namespace dptree::detail

@@ -113,6 +113,33 @@ def plot_fig8d(d, cfg, path):
     return save(fig, path, f"Figure 8d: merge flushes, {P.human(d['records'])} inserts")
 
 
+def plot_fig11(d, cfg, path):
+    rows = P.fig11_rows(d)
+    bm = [r for r in rows if r[1] is not None]
+    dp = [r for r in rows if r[1] is None]
+    xs = [r[1] for r in bm]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for workload, k, style in (("insert", 2, "-o"), ("lookup", 3, "--s")):
+        axes[0].plot(xs, [P.lookup_ns(r[k]) if r[k] else None for r in bm], style,
+                     color="tab:red", label=f"2-Tier-BM {workload}")
+        if dp and dp[0][k]:
+            axes[0].axhline(P.lookup_ns(dp[0][k]), color="tab:blue",
+                            linestyle=style[:-1], label=f"DPTree {workload}")
+    axes[0].set_xlabel("leaves in DRAM (%)")
+    axes[0].set_ylabel("ns per operation")
+    axes[0].legend(fontsize="small")
+    for field, style, name in (("flushes_per_op", "-o", "flushes"), ("fences_per_op", "--s", "fences")):
+        axes[1].plot(xs, [r[2][field] if r[2] else None for r in bm], style, color="tab:red",
+                     label=f"2-Tier-BM {name}")
+        if dp and dp[0][2]:
+            axes[1].axhline(dp[0][2][field], color="tab:blue", linestyle=style[:-1],
+                            label=f"DPTree {name}")
+    axes[1].set_xlabel("leaves in DRAM (%)")
+    axes[1].set_ylabel("per insert")
+    axes[1].legend(fontsize="small")
+    return save(fig, path, f"Figure 11: DPTree vs. 2-Tier-BM, {P.human(d['records'])} keys")
+
+
 def plot_fig10(d, cfg, path):
     runs = d["runs"]
     modes = P.modes_of(d)
@@ -252,5 +279,5 @@ def plot_recovery(d, cfg, path):
 
 
 PLOTTERS = {"table1": plot_table1, "fig8ab": plot_fig8ab, "fig8c": plot_fig8c,
-            "fig8d": plot_fig8d, "fig10": plot_fig10, "space": plot_space, "fig12": plot_fig12,
+            "fig8d": plot_fig8d, "fig10": plot_fig10, "fig11": plot_fig11, "space": plot_space, "fig12": plot_fig12,
             "fig13": plot_fig13, "peers": plot_peers, "recovery": plot_recovery}

@@ -84,5 +84,11 @@ TEST(ProcessKill, Wort) {
   expect_kills("wort", 1, {});
 }
 
+// 2-Tier-BM is single-threaded: one writer; small pages, one page of leaves in DRAM and a
+// small log, so kills land in evictions, steals and checkpoints.
+TEST(ProcessKill, BMBTree) {
+  expect_kills("bm-btree", 1, {{"page_bytes", "256"}, {"dram_pct", "1"}, {"log_pct", "1"}});
+}
+
 }  // namespace
 }  // namespace dptree::testing

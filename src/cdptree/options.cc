@@ -8,6 +8,7 @@
 #include "format/verify.h"
 #include "registry/option_table.h"
 #include "registry/option_values.h"
+#include "st/options.h"
 
 namespace dptree {
 
@@ -17,36 +18,20 @@ void CDPTreeOptions::validate() const {
   };
   if (log_partitions < 1 || log_partitions > 4096)
     bad("log_partitions=" + std::to_string(log_partitions) + " is out of range: use 1..4096");
-  if (!(merge_ratio > 0 && merge_ratio < 1))
-    bad("merge_ratio (R)=" + option_values::shown(merge_ratio) +
-        " is out of range: use a value in (0, 1)");
-  if (!(bloom_error_rate > 0 && bloom_error_rate < 1))
-    bad("bloom_error_rate=" + option_values::shown(bloom_error_rate) +
-        " is out of range: use a value in (0, 1)");
   if (leaf_capacity == 0 && (leaf_bytes < 512 || leaf_bytes > (1u << 20)))
     bad("leaf_bytes=" + std::to_string(leaf_bytes) + " is out of range: use 512..1048576");
   if (leaf_capacity != 0 &&
       (leaf_capacity < detail::kMinLeafCapacity || leaf_capacity > detail::kMaxLeafCapacity))
     bad("leaf_capacity=" + std::to_string(leaf_capacity) +
         " is out of range: use 4..4096, or 0 to derive it from leaf_bytes");
-  if (!detail::log_page_size_ok(log_page_size))
-    bad("log_page_size=" + std::to_string(log_page_size) +
-        " is out of range: use a multiple of 1024 from 1024 to 64 MiB");
-  if (!(fill_rate > 0.5 && fill_rate <= 1))
-    bad("fill_rate (FR)=" + option_values::shown(fill_rate) +
-        " is out of range: use a value in (0.5, 1]");
-  if (!(consolidate_threshold > 0 && consolidate_threshold <= 0.5))
-    bad("consolidate_threshold (CT)=" + option_values::shown(consolidate_threshold) +
-        " is out of range: use a value in (0, 0.5]");
+  validate_merge_settings("CDPTree", {merge_ratio, fill_rate, consolidate_threshold,
+                                      bloom_error_rate, log_page_size, min_merge_records});
   if (merge_threads > 256)
     bad("merge_threads=" + std::to_string(merge_threads) +
         " is out of range: use 1..256, or 0 for the hardware threads");
   if (recovery_threads > 256)
     bad("recovery_threads=" + std::to_string(recovery_threads) +
         " is out of range: use 1..256, or 0 for the hardware threads");
-  if (min_merge_records > kMaxMergeRecords)
-    bad("min_merge_records=" + std::to_string(min_merge_records) +
-        " is out of range: use 0..2^30 (it sizes the buffer's Bloom filter)");
   if (psize < 1) bad("psize=0 is out of range: use at least 1 leaf per merge partition");
 }
 
@@ -91,9 +76,7 @@ const option_values::OptionTable<CDPTreeOptions>& table() {
 }  // namespace
 
 CDPTreeOptions CDPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
-  CDPTreeOptions o = table().parse(m);
-  o.validate();
-  return o;
+  return table().parse(m);
 }
 
 std::vector<OptionDoc> cdptree_option_docs() {

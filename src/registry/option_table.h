@@ -1,9 +1,9 @@
 // One table per index family of the options it takes (IndexConfig::options, `dptree bench
 // --option k=v`): each key with its kind, the field it sets, the accepted values and a line of
-// help. The table parses a map into an options struct (starting from the struct's defaults),
-// refuses an unknown key by listing the known ones, and describes itself for `dptree bench
-// --help-options INDEX`. The struct's validate() still checks the ranges, as the typed
-// interface (DPTreeOptions, CDPTreeOptions) needs the same checks.
+// help. The table parses a map into an options struct (starting from the struct's defaults,
+// then the struct's validate(), which the typed interface DPTreeOptions / CDPTreeOptions uses
+// too), refuses an unknown key by listing the known ones, and describes itself for `dptree
+// bench --help-options INDEX`.
 #pragma once
 
 #include <cstddef>
@@ -80,7 +80,7 @@ class OptionTable {
         });
   }
 
-  // The options of `m` set on the defaults (validate() is the caller's).
+  // The options of `m` set on the defaults, then Opts::validate().
   Opts parse(const std::map<std::string, std::string>& m) const {
     Opts o;
     for (const auto& [k, v] : m) {
@@ -90,6 +90,7 @@ class OptionTable {
                     "unknown " + family_ + " option '" + k + "': use " + keys());
       e->set(o, k, v);
     }
+    o.validate();
     return o;
   }
 

@@ -38,30 +38,38 @@ const char* to_string(SplitMode m) {
   return m == SplitMode::rebuild ? "rebuild" : "keep_last";
 }
 
+void validate_merge_settings(const std::string& family, const MergeSettings& m) {
+  auto bad = [&](const std::string& what) {
+    throw Error(Errc::invalid_argument, family + " option " + what);
+  };
+  if (!(m.merge_ratio > 0 && m.merge_ratio < 1))
+    bad("merge_ratio (R)=" + option_values::shown(m.merge_ratio) +
+        " is out of range: use a value in (0, 1)");
+  if (!(m.fill_rate > 0.5 && m.fill_rate <= 1))
+    bad("fill_rate (FR)=" + option_values::shown(m.fill_rate) +
+        " is out of range: use a value in (0.5, 1]");
+  if (!(m.consolidate_threshold > 0 && m.consolidate_threshold <= 0.5))
+    bad("consolidate_threshold (CT)=" + option_values::shown(m.consolidate_threshold) +
+        " is out of range: use a value in (0, 0.5]");
+  if (!log_page_size_ok(m.log_page_size))
+    bad("log_page_size=" + std::to_string(m.log_page_size) +
+        " is out of range: use a multiple of 1024 from 1024 to 64 MiB");
+  if (m.min_merge_records > kMaxMergeRecords)
+    bad("min_merge_records=" + std::to_string(m.min_merge_records) +
+        " is out of range: use 0..2^30 (it sizes the buffer's Bloom filter)");
+  if (!(m.bloom_error_rate > 0 && m.bloom_error_rate < 1))
+    bad("bloom_error_rate=" + option_values::shown(m.bloom_error_rate) +
+        " is out of range: use a value in (0, 1)");
+}
+
 void DPTreeOptions::validate() const {
   auto bad = [](const std::string& what) {
     throw Error(Errc::invalid_argument, "DPTree option " + what);
   };
   if (leaf_capacity < kMinLeafCapacity || leaf_capacity > kMaxLeafCapacity)
     bad("leaf_capacity=" + std::to_string(leaf_capacity) + " is out of range: use 4..4096");
-  if (!(merge_ratio > 0 && merge_ratio < 1))
-    bad("merge_ratio (R)=" + option_values::shown(merge_ratio) +
-        " is out of range: use a value in (0, 1)");
-  if (!(fill_rate > 0.5 && fill_rate <= 1))
-    bad("fill_rate (FR)=" + option_values::shown(fill_rate) +
-        " is out of range: use a value in (0.5, 1]");
-  if (!(consolidate_threshold > 0 && consolidate_threshold <= 0.5))
-    bad("consolidate_threshold (CT)=" + option_values::shown(consolidate_threshold) +
-        " is out of range: use a value in (0, 0.5]");
-  if (!log_page_size_ok(log_page_size))
-    bad("log_page_size=" + std::to_string(log_page_size) +
-        " is out of range: use a multiple of 1024 from 1024 to 64 MiB");
-  if (min_merge_records > kMaxMergeRecords)
-    bad("min_merge_records=" + std::to_string(min_merge_records) +
-        " is out of range: use 0..2^30 (it sizes the buffer's Bloom filter)");
-  if (!(bloom_error_rate > 0 && bloom_error_rate < 1))
-    bad("bloom_error_rate=" + option_values::shown(bloom_error_rate) +
-        " is out of range: use a value in (0, 1)");
+  validate_merge_settings("DPTree", {merge_ratio, fill_rate, consolidate_threshold,
+                                     bloom_error_rate, log_page_size, min_merge_records});
   if (key_bytes && !entry_width_ok(key_bytes))
     bad("key_bytes=" + std::to_string(key_bytes) +
         " is out of range: use 8, 16, 24, 32, 40, 48 or 56");
@@ -121,9 +129,7 @@ const option_values::OptionTable<DPTreeOptions>& table() {
 }  // namespace
 
 DPTreeOptions DPTreeOptions::from_map(const std::map<std::string, std::string>& m) {
-  DPTreeOptions o = table().parse(m);
-  o.validate();
-  return o;
+  return table().parse(m);
 }
 
 std::vector<OptionDoc> dptree_option_docs() {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dptree/error.h"
+#include "dptree/pm/store.h"
 
 namespace dptree::pm {
 namespace {
@@ -115,6 +116,23 @@ TEST(Persist, DetectsAFlushInstruction) {
   auto f = flush_instruction();
   EXPECT_TRUE(f == FlushInstruction::clwb || f == FlushInstruction::clflushopt ||
               f == FlushInstruction::clflush);
+}
+
+}  // namespace
+}  // namespace dptree::pm
+
+namespace dptree::pm {
+namespace {
+
+// An empty vector's data() may be null: storing its zero bytes is a no-op, never a memcpy
+// from null (UndefinedBehaviorSanitizer reported one when a recovery rebuilt an empty leaf's
+// order array from a thread's never-grown scratch vector).
+TEST(Store, ZeroBytesFromAnEmptyVectorStoreNothing) {
+  std::vector<std::uint16_t> empty;
+  std::uint64_t word = 42;
+  store_bytes(&word, empty.data(), empty.size() * sizeof(std::uint16_t));
+  store_bytes(&word, nullptr, 0);
+  EXPECT_EQ(word, 42u);
 }
 
 }  // namespace

@@ -38,7 +38,9 @@ inline void store(T* dst, const std::type_identity_t<T>& value) {
     *dst = value;
 }
 
+// len may be 0, with src null (an empty vector's data()): nothing is stored.
 inline void store_bytes(void* dst, const void* src, std::size_t len) {
+  if (len == 0) return;
   if (tracking_stores()) [[unlikely]]
     detail::sim_store(dst, src, len);
   else

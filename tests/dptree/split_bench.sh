@@ -3,14 +3,16 @@
 # the two in one script (the machine is shared: compare ratios, not absolute figures).
 #   usage: tests/dptree/split_bench.sh [dptree binary] [records] [seconds] [reps] [bench flags...]
 #   e.g. ... 1000000 2 2 --flush-delay-ns 100   (an emulated cost per flushed line)
+# The raw JSON of every run stays in $SPLIT_BENCH_OUT (default: a new folder under /tmp,
+# printed at the end) so that any figure quoted from the table can be traced to its runs.
 set -eu
 BIN=${1:-build/release/tools/dptree}
 RECORDS=${2:-2000000}
 SECONDS_PER_RUN=${3:-3}
 REPS=${4:-2}
 shift $(($# < 4 ? $# : 4))
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
+OUT=${SPLIT_BENCH_OUT:-$(mktemp -d /tmp/split_bench.XXXXXX)}
+mkdir -p "$OUT"
 for rep in $(seq "$REPS"); do
   for split in rebuild keep_last; do
     "$BIN" bench --index dptree --workload insert_only,read_only,read_absent,scan_insert \
@@ -37,3 +39,4 @@ for w in ["insert_only", "read_only", "read_absent", "scan_insert"]:
     pb = statistics.median(r["pm_bytes_per_record"] for r in b)
     print(f"{w:12} {ta:15.3f} {tb:17.3f} {tb / ta:6.2f} {fa:6.2f}/{fb:<7.2f} {pa:6.1f}/{pb:<7.1f}")
 PY
+echo "raw JSON of every run: $OUT"

@@ -12,12 +12,12 @@ PEERS = ["dptree", "fastfair", "fptree"]
 NAMES = {"dptree": "DPTree", "fastfair": "FAST_FAIR", "fptree": "FPTree",
          "cdptree": "DPTree (concurrent)", "lbtree": "LB+-Tree", "utree": "uTree",
          "cawbt": "CAWBT", "btree": "B+-tree (DRAM)", "absl-btree": "absl::btree_map",
-         "bm-btree": "2-Tier-BM", "wort": "WORT"}
+         "bm-btree": "2-Tier-BM", "wort": "WORT", "tips-btree": "TIPS (B+-tree)"}
 DRAM_PCTS = [10, 25, 50, 75, 100]  # Fig. 11: the share of 2-Tier-BM's leaves in DRAM
 # The `peers` experiment: every persistent index of the project, then the volatile B+-trees
 # (ours and the absl::btree_map yardstick).
 ALL_PEERS = ["dptree", "cdptree", "fastfair", "fptree", "lbtree", "utree", "cawbt", "wort",
-             "bm-btree", "btree", "absl-btree"]
+             "bm-btree", "tips-btree", "btree", "absl-btree"]
 MIXES = ["insert_only", "read_only", "read_update", "scan_insert", "mixed"]
 
 # Table 1: PM flush stats per op of the 50M insert workload (Sum, Log, Alloc, Node, Fence).
@@ -541,10 +541,10 @@ def body_peers(d, cfg):
                            key=lambda i: ro[i], default=None)
                 if best:
                     heads.append(f"pmem 1-thread ReadOnly fastest persistent: {NAMES.get(best, best)}")
-    text += ("FAST_FAIR, FPTree, LB+-Tree, uTree, CAWBT, WORT and 2-Tier-BM are our "
+    text += ("FAST_FAIR, FPTree, LB+-Tree, uTree, CAWBT, WORT, 2-Tier-BM and TIPS are our "
              "implementations from their papers on the same PM layer (docs/indexes.md, "
-             "docs/peers.md and docs/bm-btree.md say where each departs; 2-Tier-BM runs with its "
-             "defaults, every leaf in DRAM). CAWBT and LB+-Tree assume a flushed line reaches PM "
+             "docs/peers.md, docs/bm-btree.md and docs/tips.md say where each departs; 2-Tier-BM "
+             "runs with its defaults, every leaf in DRAM; TIPS over our B+-tree). CAWBT and LB+-Tree assume a flushed line reaches PM "
              "whole. B+-tree (DRAM) and absl::btree_map keep nothing in PM: they are the volatile "
              "references.\n")
     return text, "; ".join(heads)

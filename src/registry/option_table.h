@@ -59,9 +59,9 @@ class OptionTable {
   template <class E>
   OptionTable& choice(std::string key, E Opts::*field, std::vector<std::pair<std::string, E>> names,
                       std::string help) {
-    std::string range;
-    for (std::size_t i = 0; i < names.size(); ++i)
-      range += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i].first;
+    std::vector<std::string> values;
+    for (const auto& n : names) values.push_back(n.first);
+    const std::string range = listed(values);
     return add(
         std::move(key), "choice", range, std::move(help),
         [fam = family_, field, names, range](Opts& o, const std::string& k, const std::string& v) {
@@ -122,9 +122,15 @@ class OptionTable {
     return nullptr;
   }
   std::string keys() const {
+    std::vector<std::string> k;
+    for (const auto& e : entries_) k.push_back(e.key);
+    return listed(k);
+  }
+  // "a, b or c".
+  static std::string listed(const std::vector<std::string>& words) {
     std::string s;
-    for (std::size_t i = 0; i < entries_.size(); ++i)
-      s += (i == 0 ? "" : i + 1 == entries_.size() ? " or " : ", ") + entries_[i].key;
+    for (std::size_t i = 0; i < words.size(); ++i)
+      s += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
     return s;
   }
 

@@ -13,6 +13,22 @@
 
 namespace dptree::detail {
 
+namespace {
+
+// A new zeroed block of `bytes`, written back and then activated into the persistent word
+// `link` (§2.4): the last block's next word, or the list's head.
+u64 append_zeroed_block(pm::Pool& pool, std::size_t bytes, u64* link) {
+  pm::CategoryScope cat(pm::Category::alloc);
+  auto& alloc = pool.allocator();
+  u64 b = alloc.reserve(bytes);
+  pm::fill_bytes(pool.at(b), 0, bytes);
+  pm::flush(pool.at(b), bytes);
+  alloc.activate(link, b);
+  return b;
+}
+
+}  // namespace
+
 OwnerDir::OwnerDir(pm::Pool& pool, u64* head) : pool_(pool), head_(head) {}
 
 u64* OwnerDir::word(u64 off) const {
@@ -34,12 +50,8 @@ void OwnerDir::load() {
 u64 OwnerDir::take_slot() {
   std::lock_guard g(mu_);
   if (free_.empty()) {
-    pm::CategoryScope cat(pm::Category::alloc);
-    auto& alloc = pool_.allocator();
-    u64 b = alloc.reserve(kDirBlockBytes);
-    pm::fill_bytes(pool_.at(b), 0, kDirBlockBytes);
-    pm::flush(pool_.at(b), kDirBlockBytes);
-    alloc.activate(blocks_.empty() ? head_ : &pool_.at<DirBlock>(blocks_.back())->next, b);
+    u64 b = append_zeroed_block(
+        pool_, kDirBlockBytes, blocks_.empty() ? head_ : &pool_.at<DirBlock>(blocks_.back())->next);
     blocks_.push_back(b);
     for (std::size_t i = kDirSlots; i-- > 0;) free_.push_back(b + offsetof(DirBlock, slot) + 8 * i);
   }
@@ -81,12 +93,9 @@ void PendingLeaves::start() {
 
 void PendingLeaves::new_block_if_full() {
   if (!blocks_.empty() && pos_ < kPendingSlots) return;
-  pm::CategoryScope cat(pm::Category::alloc);
-  auto& alloc = pool_.allocator();
-  u64 b = alloc.reserve(kPendingBlockBytes);
-  pm::fill_bytes(pool_.at(b), 0, kPendingBlockBytes);
-  pm::flush(pool_.at(b), kPendingBlockBytes);
-  alloc.activate(blocks_.empty() ? head_ : &pool_.at<PendingBlock>(blocks_.back())->next, b);
+  u64 b =
+      append_zeroed_block(pool_, kPendingBlockBytes,
+                          blocks_.empty() ? head_ : &pool_.at<PendingBlock>(blocks_.back())->next);
   blocks_.push_back(b);
   pos_ = 0;
 }

@@ -29,13 +29,6 @@ std::map<std::string, std::string> small() {
           {"background_merge", "0"}, {"merge_threads", "1"},      {"recovery_threads", "1"}};
 }
 
-double extra_of(const Index& idx, const std::string& name) {
-  for (auto& [k, v] : idx.stats().extra)
-    if (k == name) return v;
-  ADD_FAILURE() << "no stat " << name;
-  return 0;
-}
-
 class CDPTreeCrash : public ::testing::TestWithParam<SeedUnit> {};
 
 TEST_P(CDPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
@@ -64,7 +57,7 @@ TEST_P(CDPTreeCrash, LogsOfSeveralPages) {
   c.key_space = 300;
   double most_pages = 0;
   c.after_op = [&](const Index& idx) {
-    most_pages = std::max(most_pages, extra_of(idx, "log_pages"));
+    most_pages = std::max(most_pages, NamedStats(idx.stats().extra)["log_pages"]);
   };
   expect_crashes_everywhere(c, {"log_append", "log_page", "merge_range", "flush", "version_flip",
                                 "garbage_collection", "log_release", "recovery"});

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dptree/index.h"
+#include "dptree/string_index.h"
 
 namespace dptree {
 
@@ -44,6 +45,9 @@ struct IndexInfo {
   bool concurrent = false;  // safe for several threads at once
   std::function<std::unique_ptr<Index>(const IndexConfig&)> create;
   std::vector<OptionDoc> options = {};  // empty: the index documents no options here
+  // The same index over byte-string keys (string_index.h); empty: integer keys only. A pool
+  // holds one form or the other, and opening it with the other form is a wrong_index error.
+  std::function<std::unique_ptr<StringIndex>(const IndexConfig&)> create_string = {};
 };
 
 // All registered indexes, in registration order. The first call registers the built-in ones.

@@ -34,6 +34,7 @@ const std::vector<Target>& targets() {
       {"utree", {{"leaf_slots", "16"}}},
       {"lbtree", {}},
       {"wort", {}},
+      {"roart", {}},
       {"bm-btree", {{"page_bytes", "256"}, {"dram_pct", "10"}, {"log_pct", "1"}}},
       {"tips-btree",
        {{"replay", "inline"},

@@ -79,6 +79,10 @@ TEST(ProcessKill, LBTreeTwoWriters) {
   expect_kills("lbtree", 2, {});
 }
 
+TEST(ProcessKill, RoartTwoWriters) {
+  expect_kills("roart", 2, {});
+}
+
 // WORT is single-threaded: one writer.
 TEST(ProcessKill, Wort) {
   expect_kills("wort", 1, {});

@@ -1,0 +1,114 @@
+// The ROART engine over byte-string keys (layout.h); the integer and string indexes
+// (roart_index.cc) are thin front ends over it. Writers are serialised by one lock and
+// readers take none (the read side of ROWEX: every change a reader can meet is one 8-byte
+// store, or a whole new node swung in by one); unlinked slots are reused only when no reader
+// can still hold them (epoch.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "baselines/roart/epoch.h"
+#include "baselines/roart/layout.h"
+#include "baselines/slab/slab_arena.h"
+#include "dptree/index.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::baselines::roart {
+
+// The 16-bit fingerprint a leaf-array entry carries of its whole key.
+unsigned fingerprint(std::string_view k);
+
+// What the calling thread's ROART operation is writing, for crash tests to name captures.
+const char* current_phase();
+
+class Tree {
+ public:
+  // Opens (and recovers) or creates the ROART of `pool` holding keys of `form`; threads == 1
+  // leaves out the lock and the deferred reuse.
+  Tree(pm::Pool& pool, u64 form, unsigned threads);
+
+  std::optional<Value> lookup(std::string_view k) const;
+  // An upsert (may_insert and may_update), insert or update; false when it changed nothing.
+  bool put(std::string_view k, Value v, bool may_insert, bool may_update);
+  bool remove(std::string_view k);
+  // Calls emit for up to count pairs with key >= start, in key order; returns how many.
+  std::size_t scan(std::string_view start, std::size_t count,
+                   const std::function<void(std::string_view, Value)>& emit) const;
+
+  IndexStats stats() const;
+  CheckReport check() const;
+
+ private:
+  // A word that names a child, and where it sits.
+  struct Slot {
+    u64* word = nullptr;  // nullptr: no such child
+    u64 hi = 0;           // the key byte the word keeps (entry compression)
+    u64 parent = 0;       // the node holding the word (0: the root word)
+    int byte = -1;        // its byte there (-1: the root or an end word)
+    u64 seen = 0;         // the word as it was read
+  };
+  struct Path;  // what every key below a word must hold (recovery, check)
+
+  // Reads
+  Slot find_child(u64 node, int byte) const;
+  std::size_t prefix_bytes(u64 node, std::size_t depth, std::string& out) const;
+  std::string_view any_key(u64 w) const;
+  const Leaf* leaf_at(u64 entry) const;
+  bool walk(u64 w, std::size_t depth, std::string_view start, bool bounded, std::size_t count,
+            const std::function<void(std::string_view, Value)>& emit, std::size_t& got) const;
+  bool walk_array(u64 w, std::string_view start, bool bounded, std::size_t count,
+                  const std::function<void(std::string_view, Value)>& emit, std::size_t& got) const;
+  bool walk_node(u64 w, std::size_t depth, std::string_view start, bool bounded, std::size_t count,
+                 const std::function<void(std::string_view, Value)>& emit, std::size_t& got) const;
+  std::vector<std::pair<int, u64>> children(u64 node) const;
+
+  // Writes
+  bool put_locked(std::string_view k, Value v, bool may_insert, bool may_update);
+  bool put_in_array(const Slot& s, std::size_t depth, std::string_view k, Value v, bool may_insert,
+                    bool may_update);
+  u64 new_leaf(std::string_view k, Value v);
+  u64 new_array(const std::vector<u64>& entries);
+  u64 new_node(std::size_t depth, std::string_view prefix, u64 end,
+               const std::vector<std::pair<int, u64>>& kids);
+  void split_array(const Slot& s, std::size_t depth, u64 entry);
+  void split_prefix(const Slot& s, std::size_t depth, std::size_t m, std::string_view k, Value v);
+  void add_child(const Slot& s, int byte, u64 child);
+  void publish(const Slot& s, u64 child);
+  void unlink(const Slot& s);
+  void retire(int arena, u64 off);
+  u64 take(int arena);
+
+  // Recovery and check (recovery.cc)
+  void recover();
+  bool recover_word(u64 w, std::size_t depth, const Path& p, bool end);
+  bool recover_array(u64 w, std::size_t depth, const Path& p, bool end);
+  void rebuild_n48_slots(u64 w);
+  [[noreturn]] void problem(const std::string& what) const;
+
+  int arena_of(u64 child) const;
+  void* at(u64 off) const { return pool_.at<char>(off); }
+  template <class T>
+  T* node(u64 w) const {
+    return pool_.at<T>(off_of(w));
+  }
+
+  pm::PoolClaim claim_;  // before anything touches the pool
+  pm::Pool& pool_;
+  Root* root_ = nullptr;
+  std::unique_ptr<SlabArena> arenas_[kArenas];
+  bool concurrent_;
+  std::mutex write_;
+  Epochs epochs_;
+  std::atomic<std::size_t> records_{0};
+  std::size_t array_splits_ = 0, grows_ = 0, prefix_splits_ = 0;
+};
+
+}  // namespace dptree::baselines::roart

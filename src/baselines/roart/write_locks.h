@@ -1,0 +1,78 @@
+// ROWEX's write side (the concurrency ROART takes from ART-ROWEX): a writer locks the word
+// holder it swings (the parent) and the node or leaf array it changes, then validates that
+// neither has been replaced meanwhile. Readers take no lock.
+//
+// The locks and the "replaced" (obsolete) marks are volatile, so they live in DRAM beside the
+// pool rather than in the nodes: a crash leaves no lock held, and recovery resets nothing.
+// Locks are striped by slot offset; a writer takes its two stripes in stripe order, so two
+// writers never wait on each other in a cycle. Obsolete marks are one bit per 64-byte granule
+// of the pool (every node and leaf-array slot is 64-byte aligned); a slot's bit is cleared when
+// it is handed out again, which the epochs (epoch.h) delay until no thread can still hold it.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+namespace dptree::baselines::roart {
+
+class WriteLocks {
+ public:
+  explicit WriteLocks(std::size_t pool_bytes)
+      : obsolete_(std::make_unique<std::atomic<std::uint64_t>[]>(pool_bytes / 64 / 64 + 1)) {}
+
+  // Holds the stripes of `a` and `b` (offsets; 0 names the root word's own lock).
+  class Pair {
+   public:
+    Pair(WriteLocks& l, std::uint64_t a, std::uint64_t b) : l_(l) {
+      s1_ = stripe(a);
+      s2_ = stripe(b);
+      if (s1_ > s2_) std::swap(s1_, s2_);
+      l_.lock(s1_);
+      if (s2_ != s1_) l_.lock(s2_);
+    }
+    ~Pair() {
+      if (s2_ != s1_) l_.unlock(s2_);
+      l_.unlock(s1_);
+    }
+    Pair(const Pair&) = delete;
+    Pair& operator=(const Pair&) = delete;
+
+   private:
+    WriteLocks& l_;
+    std::size_t s1_, s2_;
+  };
+
+  bool obsolete(std::uint64_t off) const {
+    return off && (word(off).load(std::memory_order_acquire) >> bit(off) & 1);
+  }
+  void set_obsolete(std::uint64_t off) {
+    word(off).fetch_or(std::uint64_t{1} << bit(off), std::memory_order_release);
+  }
+  void clear_obsolete(std::uint64_t off) {
+    word(off).fetch_and(~(std::uint64_t{1} << bit(off)), std::memory_order_release);
+  }
+
+ private:
+  static constexpr std::size_t kStripes = 1 << 14;
+  static std::size_t stripe(std::uint64_t off) {
+    return static_cast<std::size_t>((off >> 6) * 0x9E37'79B9'7F4A'7C15ull >> 50) % kStripes;
+  }
+  void lock(std::size_t s) {
+    for (;;) {
+      if (!stripes_[s].exchange(true, std::memory_order_acquire)) return;
+      while (stripes_[s].load(std::memory_order_relaxed)) std::this_thread::yield();
+    }
+  }
+  void unlock(std::size_t s) { stripes_[s].store(false, std::memory_order_release); }
+  std::atomic<std::uint64_t>& word(std::uint64_t off) const { return obsolete_[off >> 12]; }
+  static unsigned bit(std::uint64_t off) { return static_cast<unsigned>(off >> 6) & 63; }
+
+  std::atomic<bool> stripes_[kStripes] = {};
+  std::unique_ptr<std::atomic<std::uint64_t>[]> obsolete_;
+};
+
+}  // namespace dptree::baselines::roart

@@ -1,0 +1,197 @@
+// ROART through the generic fixtures (generic_peer_fixture.h: model runs with reopens, bad
+// input, crash images in 64-byte and 8-byte units) and its own cases: integer keys that share
+// long prefixes, string keys of mixed lengths that are prefixes of each other against
+// std::map (inserts, updates, removes, scans from any start, reopens), and the two forms
+// kept apart in a pool.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "baselines/generic_peer_fixture.h"
+#include "dptree/error.h"
+#include "dptree/string_index.h"
+#include "fixtures/model_fixture.h"
+
+namespace dptree::testing {
+namespace {
+
+const Peer kPeers[] = {
+    {"roart", {}, "leaf_arrays", 20, pm::Unit::word8, 2600},
+};
+
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
+                         [](const auto& i) { return i.param.name; });
+
+struct DramMode {
+  DramMode() { pm::set_mode(pm::Mode::dram); }
+};
+
+std::unique_ptr<StringIndex> open_strings(pm::Pool* pool, unsigned threads = 0) {
+  IndexConfig c;
+  c.pool = pool;
+  c.threads = threads;
+  return find_index("roart").create_string(c);
+}
+
+TEST(Roart, RegisteredConcurrentWithAStringForm) {
+  DramMode mode;
+  const auto& info = find_index("roart");
+  EXPECT_TRUE(info.persistent);
+  EXPECT_TRUE(info.concurrent);
+  ASSERT_TRUE(info.create_string);
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  auto idx = make_index("roart", pool.get(), {}, 1);
+  idx->upsert(~Key{0}, ~Value{0});
+  idx->upsert(0, 1);
+  EXPECT_EQ(idx->lookup(~Key{0}), std::optional<Value>(~Value{0}));
+  EXPECT_EQ(idx->lookup(0), std::optional<Value>(1));
+}
+
+// Integer keys that share all but their last bytes, or their first ones: prefix splits and
+// scans that start inside a prefix.
+TEST(Roart, IntegerKeysWithLongSharedPrefixesMatchStdMap) {
+  DramMode mode;
+  auto pool = pm::Pool::create_in_memory(16 << 20);
+  auto idx = make_index("roart", pool.get(), {});
+  std::map<Key, Value> model;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 6000; ++i) {
+    Key k = i % 3 == 0   ? rng()
+            : i % 3 == 1 ? (0xABCDEF0123ull << 24) | (rng() & 0xFFFF)
+                         : Key(rng() & 0xFFF) << 52;
+    Value v = rng();
+    idx->upsert(k, v);
+    model[k] = v;
+  }
+  expect_check_ok(*idx, "after inserts");
+  expect_same_contents(*idx, model, "after inserts");
+  idx.reset();
+  idx = make_index("roart", pool.get(), {});
+  expect_same_contents(*idx, model, "after reopening");
+  for (int i = 0; i < 200; ++i) {
+    Key start = i % 2 ? (0xABCDEF0123ull << 24) | (rng() & 0xFFFFF) : rng();
+    std::vector<KV> out;
+    idx->scan(start, 50, out);
+    auto it = model.lower_bound(start);
+    for (const auto& kv : out) {
+      ASSERT_NE(it, model.end());
+      ASSERT_EQ(kv, KV(it->first, it->second)) << "scan from " << start;
+      ++it;
+    }
+    ASSERT_TRUE(out.size() == 50 || it == model.end());
+  }
+}
+
+// Keys over a small alphabet (0x00, 0x01, 'a', 0xFF) in the lengths that matter (1, 8, 9, 63,
+// 64, 65, 1024), their prefixes and their last-byte variants.
+std::vector<std::string> mixed_keys(std::mt19937_64& rng, std::size_t n) {
+  const char alphabet[] = {'\0', '\1', 'a', '\xff'};
+  const std::size_t lengths[] = {1, 8, 9, 63, 64, 65, 1024, 2, 3, 16};
+  std::vector<std::string> keys;
+  while (keys.size() < n) {
+    std::string k(lengths[rng() % 10], 'a');
+    for (char& c : k) c = alphabet[rng() % (rng() % 5 == 0 ? 4 : 2)];
+    keys.push_back(k);
+    keys.push_back(k.substr(0, 1 + rng() % k.size()));
+    std::string v = k;
+    v.back() = alphabet[rng() % 4];
+    keys.push_back(v);
+  }
+  return keys;
+}
+
+void expect_scans_like(const StringIndex& idx, const std::map<std::string, Value>& model,
+                       const std::vector<std::string>& keys, std::mt19937_64& rng) {
+  for (int i = 0; i < 100; ++i) {
+    std::string start = keys[rng() % keys.size()];
+    if (i % 3 == 0) start += '\0';
+    std::size_t count = 1 + rng() % 80;
+    std::vector<StringKV> out;
+    idx.scan(start, count, out);
+    auto it = model.lower_bound(start);
+    std::size_t want = 0;
+    for (auto j = it; j != model.end() && want < count; ++j) ++want;
+    ASSERT_EQ(out.size(), want) << "scan of " << count;
+    for (const auto& kv : out) {
+      ASSERT_EQ(kv.first, it->first);
+      ASSERT_EQ(kv.second, it->second);
+      ++it;
+    }
+  }
+}
+
+TEST(Roart, StringKeysOfMixedLengthsMatchStdMap) {
+  DramMode mode;
+  auto pool = pm::Pool::create_in_memory(64 << 20);
+  auto idx = open_strings(pool.get());
+  std::map<std::string, Value> model;
+  std::mt19937_64 rng(11);
+  auto keys = mixed_keys(rng, 3000);
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 6000; ++i) {
+      const std::string& k = keys[rng() % keys.size()];
+      Value v = rng();
+      switch (rng() % 5) {
+        case 0:
+          ASSERT_EQ(idx->insert(k, v), !model.contains(k));
+          model.try_emplace(k, v);
+          break;
+        case 1:
+          ASSERT_EQ(idx->update(k, v), model.contains(k));
+          if (model.contains(k)) model[k] = v;
+          break;
+        case 2:
+          ASSERT_EQ(idx->remove(k), model.erase(k) == 1);
+          break;
+        default:
+          idx->upsert(k, v);
+          model[k] = v;
+      }
+      auto got = idx->lookup(keys[rng() % keys.size()]);
+      (void)got;
+    }
+    for (const auto& k : keys) {
+      auto it = model.find(k);
+      ASSERT_EQ(idx->lookup(k), it == model.end() ? std::nullopt : std::optional(it->second))
+          << "key of " << k.size() << " bytes, round " << round;
+    }
+    expect_scans_like(*idx, model, keys, rng);
+    auto r = idx->check();
+    ASSERT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+    ASSERT_EQ(idx->stats().records, model.size());
+    idx.reset();
+    idx = open_strings(pool.get());  // reopen: recovery walks and rebuilds
+  }
+  for (const auto& [k, v] : std::map<std::string, Value>(model)) ASSERT_TRUE(idx->remove(k));
+  EXPECT_EQ(idx->stats().records, 0u);
+  auto r = idx->check();
+  EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+}
+
+TEST(Roart, RefusesBadStringKeysAndTheOtherForm) {
+  DramMode mode;
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  {
+    auto idx = open_strings(pool.get());
+    EXPECT_THROW(idx->upsert("", 1), Error);
+    EXPECT_THROW(idx->lookup(std::string(kStringKeyMaxBytes + 1, 'x')), Error);
+    idx->upsert(std::string(kStringKeyMaxBytes, 'x'), 2);
+    EXPECT_EQ(idx->lookup(std::string(kStringKeyMaxBytes, 'x')), std::optional<Value>(2));
+  }
+  try {
+    make_index("roart", pool.get(), {});
+    ADD_FAILURE() << "a string pool opened with integer keys";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::wrong_index);
+    EXPECT_NE(std::string(e.what()).find("--key-type string"), std::string::npos) << e.what();
+  }
+  auto ints = pm::Pool::create_in_memory(1 << 20);
+  make_index("roart", ints.get(), {})->upsert(1, 1);
+  EXPECT_THROW(open_strings(ints.get()), Error);
+}
+
+}  // namespace
+}  // namespace dptree::testing

@@ -5,9 +5,19 @@
 // concurrency).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "baselines/roart/roart.h"
 #include "baselines/stats_watch.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+#include "dptree/string_index.h"
 #include "fixtures/concurrent_crash_fixture.h"
+#include "fixtures/named_stats.h"
 #include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {
@@ -15,7 +25,70 @@ namespace {
 
 TEST(RoartConcurrency, SharedKeysWithSplitsAndScans) {
   StatsWatch splits{"array_splits"};
-  expect_stress_with_scans(peer_stress("roart", 1, 3000), {&splits});
+  expect_stress_with_scans(peer_stress("roart", 1, 40000), {&splits});
+}
+
+// String keys that share long prefixes, so writers split prefixes, grow nodes and split
+// leaf arrays under each other while a reader looks up keys no writer touches (each must be
+// found every time, with its value) and scans (keys must come in order).
+TEST(RoartConcurrency, StringWritersSplitPrefixesWhileAReaderLooks) {
+  pm::set_mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(64 << 20);
+  IndexConfig cfg;
+  cfg.pool = pool.get();
+  auto idx = find_index("roart").create_string(cfg);
+  // Each writer's keys start with its number, so the two write disjoint keys; their third
+  // byte (i / 100) takes new values as i grows, so nodes grow through every kind.
+  auto key = [](unsigned t, unsigned i) {
+    std::string k = std::to_string(t) + "/" + char(i / 100) + "/user/" +
+                    std::string(i % 7 * 3, 'p') + "/" + std::to_string(i * 2654435761u % 100000);
+    return i % 5 == 0 ? k.substr(0, 3 + i % 11) : k;
+  };
+  for (unsigned i = 0; i < 2000; ++i) idx->upsert("stable/" + std::to_string(i), i);
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> misses{0}, disorder{0};
+  std::thread reader([&] {
+    for (unsigned n = 0; !stop.load(); ++n) {
+      unsigned i = n % 2000;
+      if (idx->lookup("stable/" + std::to_string(i)) != std::optional<Value>(i)) ++misses;
+      if (n % 50 == 0) {
+        std::vector<StringKV> out;
+        idx->scan(key(n % 2, n), 40, out);
+        for (std::size_t j = 1; j < out.size(); ++j) disorder += !(out[j - 1].first < out[j].first);
+      }
+    }
+  });
+  std::vector<std::map<std::string, Value>> models(2);
+  std::vector<std::thread> writers;
+  for (unsigned t = 0; t < 2; ++t)
+    writers.emplace_back([&, t] {
+      for (unsigned i = 0; i < 6000; ++i) {
+        std::string k = key(t, i % 3000);
+        if (i % 4 == 3) {
+          idx->remove(k);
+          models[t].erase(k);
+        } else {
+          idx->upsert(k, i);
+          models[t][k] = i;
+        }
+      }
+    });
+  for (auto& w : writers) w.join();
+  stop = true;
+  reader.join();
+  EXPECT_EQ(misses.load(), 0u);
+  EXPECT_EQ(disorder.load(), 0u);
+  for (unsigned t = 0; t < 2; ++t)
+    for (const auto& [k, v] : models[t]) ASSERT_EQ(idx->lookup(k), std::optional<Value>(v)) << k;
+  auto r = idx->check();
+  EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+  EXPECT_EQ(idx->stats().records, 2000 + models[0].size() + models[1].size());
+  NamedStats st(idx->stats().extra);
+  std::printf("array splits %.0f, node grows %.0f, prefix splits %.0f\n", st["array_splits"],
+              st["grows"], st["prefix_splits"]);
+  EXPECT_GE(st["array_splits"], 200);
+  EXPECT_GE(st["grows"], 2);
+  EXPECT_GE(st["prefix_splits"], 3);
 }
 
 // Removes empty leaf arrays and nodes while readers walk through them.

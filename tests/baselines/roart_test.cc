@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "baselines/generic_peer_fixture.h"
+#include "baselines/roart/tree.h"
 #include "dptree/error.h"
 #include "dptree/string_index.h"
 #include "fixtures/model_fixture.h"
+#include "fixtures/named_stats.h"
 
 namespace dptree::testing {
 namespace {
@@ -34,6 +36,11 @@ std::unique_ptr<StringIndex> open_strings(pm::Pool* pool, unsigned threads = 0) 
   c.pool = pool;
   c.threads = threads;
   return find_index("roart").create_string(c);
+}
+
+void expect_string_check_ok(const StringIndex& idx, const std::string& where) {
+  auto r = idx.check();
+  EXPECT_TRUE(r.ok) << where << ": " << (r.problems.empty() ? "" : r.problems[0]);
 }
 
 TEST(Roart, RegisteredConcurrentWithAStringForm) {
@@ -169,6 +176,65 @@ TEST(Roart, StringKeysOfMixedLengthsMatchStdMap) {
   EXPECT_EQ(idx->stats().records, 0u);
   auto r = idx->check();
   EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+}
+
+// A node made by a leaf-array split with two children grows through every kind (N4, N16,
+// N48, N256) as keys with new bytes arrive; removes then empty it and it goes.
+TEST(Roart, NodesGrowThroughEveryKindAndGoWhenEmptied) {
+  DramMode mode;
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  auto idx = open_strings(pool.get(), 1);
+  std::map<std::string, Value> model;
+  auto put = [&](std::string k) {
+    idx->upsert(k, k.size());
+    model[k] = k.size();
+  };
+  for (int i = 0; i < 65; ++i) put(std::string("g") + char(i % 2) + std::to_string(i));
+  for (int b = 2; b < 256; ++b) put(std::string("g") + char(b) + "x");
+  EXPECT_GE(NamedStats(idx->stats().extra)["grows"], 3);
+  expect_string_check_ok(*idx, "after growing");
+  idx.reset();
+  idx = open_strings(pool.get(), 1);
+  std::vector<StringKV> all;
+  idx->scan(std::string(1, '\0'), 1000, all);
+  ASSERT_EQ(all.size(), model.size());
+  auto it = model.begin();
+  for (const auto& kv : all) ASSERT_EQ(kv.first, (it++)->first);
+  for (const auto& [k, v] : model) ASSERT_TRUE(idx->remove(k)) << k;
+  EXPECT_EQ(idx->stats().records, 0u);
+  EXPECT_EQ(NamedStats(idx->stats().extra)["nodes"], 0);
+  EXPECT_EQ(NamedStats(idx->stats().extra)["leaf_arrays"], 0);
+  expect_string_check_ok(*idx, "after removing everything");
+}
+
+// The engine's floor query (the greatest key <= k; PACTree's search layer uses it) against
+// std::map, over mixed keys and probes that are keys, their prefixes and their extensions.
+TEST(RoartTree, FloorMatchesStdMap) {
+  DramMode mode;
+  auto pool = pm::Pool::create_in_memory(32 << 20);
+  baselines::roart::Tree t(*pool, baselines::roart::kFormStrings, 1);
+  std::map<std::string, Value> model;
+  std::mt19937_64 rng(5);
+  auto keys = mixed_keys(rng, 1500);
+  for (std::size_t i = 0; i < keys.size(); i += 2) {
+    t.put(keys[i], i, true, true);
+    model[keys[i]] = i;
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    for (std::string probe :
+         {keys[i], keys[i] + '\0', keys[i].substr(0, keys[i].size() / 2 + 1), keys[i] + '\xff'}) {
+      auto got = t.floor(probe);
+      auto it = model.upper_bound(probe);
+      if (it == model.begin()) {
+        ASSERT_FALSE(got.has_value()) << "probe of " << probe.size() << " bytes";
+      } else {
+        --it;
+        ASSERT_TRUE(got.has_value()) << "probe of " << probe.size() << " bytes";
+        ASSERT_EQ(got->first, it->first);
+        ASSERT_EQ(got->second, it->second);
+      }
+    }
+  }
 }
 
 TEST(Roart, RefusesBadStringKeysAndTheOtherForm) {

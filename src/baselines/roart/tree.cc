@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "baselines/common.h"
 #include "baselines/roart/phase.h"
@@ -56,8 +57,8 @@ std::size_t slot_bytes(int arena) {
 
 }  // namespace
 
-Tree::Tree(pm::Pool& pool, u64 form, unsigned threads)
-    : claim_(pool, "roart"), pool_(pool), concurrent_(threads != 1), epochs_(threads != 1) {
+Tree::Tree(pm::Pool& pool, u64 form, unsigned threads) : pool_(pool) {
+  claim_.emplace(pool, "roart");
   root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "roart"));
   if (root_->dir[0] == 0 && root_->tree == 0) {  // never opened: this open decides the form
     pm::store(&root_->form, form);
@@ -68,9 +69,38 @@ Tree::Tree(pm::Pool& pool, u64 form, unsigned threads)
                                        " keys: open it with --key-type " +
                                        (root_->form == kFormStrings ? "string" : "u64"));
   }
+  open(threads);
+}
+
+Tree::Tree(pm::Pool& pool, Root* root, unsigned threads) : pool_(pool), root_(root) {
+  embedded_ = true;
+  if (root_->magic == 0) {  // new: the slab size first, then the magic that says it is set
+    pm::store(&root_->slab_size, SlabArena::slab_size_for(pool.size()));
+    pm::store(&root_->form, kFormStrings);
+    pm::persist(root_, sizeof(Root));
+    pm::store(&root_->magic, kMagic);
+    pm::persist(&root_->magic, 8);
+  }
+  if (root_->magic != kMagic || root_->form != kFormStrings ||
+      root_->slab_size != SlabArena::slab_size_for(pool.size()))
+    problem("the search layer's root block is not a ROART's");
+  open(threads);
+}
+
+void Tree::open(unsigned threads) {
+  concurrent_ = threads != 1;
+  if (concurrent_) locks_ = std::make_unique<WriteLocks>(pool_.size());
+  epochs_.set_enabled(concurrent_);
   for (int a = 0; a < kArenas; ++a)
-    arenas_[a] = std::make_unique<SlabArena>(pool, &root_->dir[a], slot_bytes(a), root_->slab_size);
+    arenas_[a] =
+        std::make_unique<SlabArena>(pool_, &root_->dir[a], slot_bytes(a), root_->slab_size);
   recover();
+}
+
+std::vector<const SlabArena*> Tree::arenas() const {
+  std::vector<const SlabArena*> v;
+  for (const auto& a : arenas_) v.push_back(a.get());
+  return v;
 }
 
 // ---- reads ----------------------------------------------------------------------------
@@ -225,17 +255,17 @@ bool Tree::walk(u64 w, std::size_t depth, std::string_view start, bool bounded, 
 bool Tree::walk_array(u64 w, std::string_view start, bool bounded, std::size_t count,
                       const std::function<void(std::string_view, Value)>& emit,
                       std::size_t& got) const {
-  std::vector<std::pair<std::string_view, Value>> kv;
-  kv.reserve(kArrayEntries);
+  std::pair<std::string_view, Value> kv[kArrayEntries];
+  std::size_t n = 0;
   for (const u64& e : node<LeafArray>(w)->entry)
     if (u64 x = load8(&e)) {
       const Leaf* l = leaf_at(x);
       std::string_view k(l->key(), l->len);
-      if (!bounded || k >= start) kv.emplace_back(k, load8(&l->value));
+      if (!bounded || k >= start) kv[n++] = {k, load8(&l->value)};
     }
-  std::sort(kv.begin(), kv.end());
-  for (const auto& [k, v] : kv) {
-    emit(k, v);
+  std::sort(kv, kv + n);
+  for (std::size_t i = 0; i < n; ++i) {
+    emit(kv[i].first, kv[i].second);
     if (++got == count) return true;
   }
   return false;
@@ -265,21 +295,116 @@ bool Tree::walk_node(u64 w, std::size_t d, std::string_view start, bool bounded,
   }
   const NodeHeader* h = node<NodeHeader>(w);
   if (take_end && walk(child_of(load8(&h->end)), b, start, false, count, emit, got)) return true;
-  for (auto [byte, c] : children(w)) {
-    if (bounded && byte < first) continue;
-    if (walk(c, b + 1, start, bounded && byte == first, count, emit, got)) return true;
+  return for_each_child(w, bounded ? first : 0, [&](int byte, u64 c) {
+    return walk(c, b + 1, start, bounded && byte == first, count, emit, got);
+  });
+}
+
+// Calls fn(byte, child word) for node w's children with byte >= from, in byte order, until it
+// returns true; returns whether one did. No allocation: scans call it for every node.
+bool Tree::for_each_child(u64 w, int from, const std::function<bool(int, u64)>& fn) const {
+  if (tag_of(w) == kN256) {
+    for (int b = from; b < 256; ++b)
+      if (u64 c = child_of(load8(&node<N256>(w)->child[b])); c && fn(b, c)) return true;
+    return false;
   }
+  if (tag_of(w) == kN48) {
+    const N48* n = node<N48>(w);
+    for (int b = from; b < 256; ++b) {
+      unsigned i = std::atomic_ref<const std::uint8_t>(n->slot[b]).load(std::memory_order_acquire);
+      if (i == 0 || i > 48) continue;
+      u64 c = load8(&n->child[i - 1]);
+      if (child_of(c) && byte_of(c) == b && fn(b, child_of(c))) return true;
+    }
+    return false;
+  }
+  const u64* words = tag_of(w) == kN4 ? node<N4>(w)->child : node<N16>(w)->child;
+  int n = tag_of(w) == kN4 ? 4 : 16, k = 0;
+  std::pair<int, u64> kids[16];
+  for (int i = 0; i < n; ++i)
+    if (u64 c = load8(&words[i]); child_of(c) && byte_of(c) >= from)
+      kids[k++] = {byte_of(c), child_of(c)};
+  std::sort(kids, kids + k);
+  for (int i = 0; i < k; ++i)
+    if (fn(kids[i].first, kids[i].second)) return true;
   return false;
+}
+
+// ---- floor (PACTree's search layer asks for the greatest anchor <= a key) --------------
+
+std::optional<std::pair<std::string, Value>> Tree::floor(std::string_view k) const {
+  Epochs::Guard g(epochs_);
+  std::optional<std::pair<std::string, Value>> out;
+  floor_walk(child_of(load8(&root_->tree)), 0, k, true, out);
+  return out;
+}
+
+// The greatest key of array w (<= k when `bounded`) into `out`; false if none.
+bool Tree::floor_array(u64 w, std::string_view k, bool bounded,
+                       std::optional<std::pair<std::string, Value>>& out) const {
+  const Leaf* best = nullptr;
+  for (const u64& e : node<LeafArray>(w)->entry)
+    if (u64 x = load8(&e)) {
+      const Leaf* l = leaf_at(x);
+      std::string_view lk(l->key(), l->len);
+      if ((!bounded || lk <= k) && (!best || lk > std::string_view(best->key(), best->len)))
+        best = l;
+    }
+  if (best) out.emplace(std::string(best->key(), best->len), load8(&best->value));
+  return best != nullptr;
+}
+
+// The greatest key below child word w (at `depth`): <= k when `bounded` (the path so far
+// holds k's bytes), else the greatest of all. Mirrors walk_node, from the right.
+bool Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool bounded,
+                      std::optional<std::pair<std::string, Value>>& out) const {
+  if (!w) return false;
+  if (tag_of(w) == kArray) return floor_array(w, k, bounded, out);
+  std::string pfx;
+  if (!prefix_bytes(w, d, pfx)) return false;
+  std::size_t b = d + pfx.size();
+  const NodeHeader* h = node<NodeHeader>(w);
+  int below = 256;  // children with a byte below this one are all < k
+  if (bounded) {
+    std::size_t m = d;
+    while (m < b && m < k.size() && k[m] == pfx[m - d]) ++m;
+    if (m < b) {
+      if (m == k.size() || uc(k[m]) < uc(pfx[m - d])) return false;  // every key here is > k
+      bounded = false;                                               // every key here is < k
+    } else if (k.size() == b) {
+      return floor_walk(child_of(load8(&h->end)), b, k, false, out);  // only the end key <= k
+    } else {
+      if (auto c = find_child(w, uc(k[b]));
+          c.word && floor_walk(child_of(c.seen), b + 1, k, true, out))
+        return true;
+      below = uc(k[b]);
+    }
+  }
+  // Children below, greatest first; one emptied meanwhile gives the next one down.
+  auto kids = children(w);
+  for (auto it = kids.rbegin(); it != kids.rend(); ++it)
+    if (it->first < below && floor_walk(it->second, b + 1, k, false, out)) return true;
+  return floor_walk(child_of(load8(&h->end)), b, k, false, out);  // a prefix of k: smaller
 }
 
 // ---- writes ---------------------------------------------------------------------------
 
 u64 Tree::take(int arena) {
   Phase ph("alloc");
-  return arenas_[arena]->alloc();
+  if (!concurrent_) return arenas_[arena]->alloc();
+  u64 off = 0;
+  {
+    std::lock_guard g(arena_mu_[arena]);
+    off = arenas_[arena]->alloc();
+  }
+  if (arena <= kArenaArray) locks_->clear_obsolete(off);  // handed out again
+  return off;
 }
 
+// Called under the locks that unlinked the slot: a node or array is marked replaced before
+// they are released, so a writer that found it without a lock sees that when it validates.
 void Tree::retire(int arena, u64 off) {
+  if (concurrent_ && arena <= kArenaArray) locks_->set_obsolete(off);
   epochs_.retire(arena, off, [this](int a, u64 o) { arenas_[a]->release(o); });
 }
 
@@ -356,31 +481,67 @@ void Tree::unlink(const Slot& s) {
   }
 }
 
-bool Tree::put(std::string_view k, Value v, bool may_insert, bool may_update) {
-  pm::CategoryScope cat(pm::Category::node);
-  if (!concurrent_) return put_locked(k, v, may_insert, may_update);
-  std::lock_guard g(write_);
-  return put_locked(k, v, may_insert, may_update);
+// Holds the locks of slot s's holder and of x (the word's child, 0 for none) when concurrent,
+// and tells whether both are as the lock-free walk saw them: neither replaced, s naming x.
+struct Tree::Locked {
+  std::optional<WriteLocks::Pair> pair;
+  bool ok = true;
+  Locked(Tree& t, const Slot& s, u64 x) {
+    if (!t.concurrent_) return;
+    pair.emplace(*t.locks_, off_of(s.parent), off_of(x));
+    ok = !t.locks_->obsolete(off_of(s.parent)) && child_of(load8(s.word)) == x &&
+         !t.locks_->obsolete(off_of(x));
+  }
+  explicit operator bool() const { return ok; }
+};
+
+void Tree::collect() {
+  epochs_.collect([this](int a, u64 o) {
+    std::lock_guard g(arena_mu_[a]);
+    arenas_[a]->release(o);
+  });
 }
 
-bool Tree::put_locked(std::string_view k, Value v, bool may_insert, bool may_update) {
+bool Tree::put(std::string_view k, Value v, bool may_insert, bool may_update) {
+  pm::CategoryScope cat(pm::Category::node);
+  for (;;) {
+    std::optional<bool> r;
+    {
+      Epochs::Guard g(epochs_);
+      r = put_once(k, v, may_insert, may_update);
+    }
+    collect();
+    if (r) return *r;
+    std::this_thread::yield();  // a writer replaced what this one had found
+  }
+}
+
+std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert, bool may_update) {
   Slot s{&root_->tree};
   std::size_t d = 0;
   std::string pfx;
   for (;;) {
-    u64 w = child_of(*s.word);
+    u64 w = child_of(load8(s.word));
     if (!w) {  // the root word or an end word, empty
       if (!may_insert) return false;
+      Locked g(*this, s, 0);
+      if (!g) return std::nullopt;
       publish(s, new_array({new_leaf(k, v)}));
       ++records_;
       return true;
     }
-    if (tag_of(w) == kArray) return put_in_array(s, d, k, v, may_insert, may_update);
-    prefix_bytes(w, d, pfx);
+    if (tag_of(w) == kArray) {
+      Locked g(*this, s, w);
+      if (!g) return std::nullopt;
+      return put_in_array(s, d, k, v, may_insert, may_update);
+    }
+    if (!prefix_bytes(w, d, pfx)) return std::nullopt;  // a remove is dropping the empty node
     std::size_t b = d + pfx.size(), m = d;
     while (m < b && m < k.size() && k[m] == pfx[m - d]) ++m;
     if (m < b) {  // k leaves (or ends inside) the node's prefix at byte m
       if (!may_insert) return false;
+      Locked g(*this, s, w);
+      if (!g) return std::nullopt;
       split_prefix(s, d, m, k, v);
       ++records_;
       return true;
@@ -393,8 +554,9 @@ bool Tree::put_locked(std::string_view k, Value v, bool may_insert, bool may_upd
     Slot c = find_child(w, uc(k[b]));
     if (!c.word) {
       if (!may_insert) return false;
-      Slot at{s.word, s.hi, s.parent, s.byte, w};
-      add_child(at, uc(k[b]), new_array({new_leaf(k, v)}));
+      Locked g(*this, s, w);
+      if (!g || find_child(w, uc(k[b])).word) return std::nullopt;  // or added meanwhile
+      add_child(Slot{s.word, s.hi, s.parent, s.byte, w}, uc(k[b]), new_array({new_leaf(k, v)}));
       ++records_;
       return true;
     }
@@ -541,16 +703,32 @@ void Tree::add_child(const Slot& s, int byte, u64 c) {
 
 bool Tree::remove(std::string_view k) {
   pm::CategoryScope cat(pm::Category::node);
-  std::unique_lock g(write_, std::defer_lock);
-  if (concurrent_) g.lock();
-  std::vector<Slot> path;  // the words naming the nodes on the way
+  for (;;) {
+    std::optional<bool> r;
+    {
+      Epochs::Guard g(epochs_);
+      r = remove_once(k);
+    }
+    if (r && *r)
+      for (bool again = true; again;) {  // nodes the remove left empty go, deepest first
+        Epochs::Guard g(epochs_);
+        again = drop_empty_node(k);
+      }
+    collect();
+    if (r) return *r;
+    std::this_thread::yield();
+  }
+}
+
+// Clears k's entry; an array left empty is unlinked at once (under its holder's lock).
+std::optional<bool> Tree::remove_once(std::string_view k) {
   Slot s{&root_->tree};
   std::size_t d = 0;
+  u64 w = 0;
   for (;;) {
-    u64 w = child_of(*s.word);
+    w = child_of(load8(s.word));
     if (!w) return false;
     if (tag_of(w) == kArray) break;
-    path.push_back(s);
     const NodeHeader* h = node<NodeHeader>(w);
     std::size_t b = d + meta_plen(h->meta);
     if (k.size() < b) return false;
@@ -562,7 +740,9 @@ bool Tree::remove(std::string_view k) {
     }
     d = b + 1;
   }
-  LeafArray* a = node<LeafArray>(child_of(*s.word));
+  Locked g(*this, s, w);
+  if (!g) return std::nullopt;
+  LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
   int at_i = -1, left = 0;
   for (int i = 0; i < int(kArrayEntries); ++i) {
@@ -580,18 +760,36 @@ bool Tree::remove(std::string_view k) {
   unlink(Slot{&a->entry[at_i]});
   retire(kArenaLeaf0 + entry_class(gone), entry_leaf(gone));
   --records_;
-  if (left == 0) {  // an empty array goes, and so does every node it leaves empty
-    u64 arr = child_of(*s.word);
+  if (left == 0) {
     unlink(s);
-    retire(kArenaArray, off_of(arr));
-    while (!path.empty()) {
-      u64 w = child_of(*path.back().word);
-      if (child_of(node<NodeHeader>(w)->end) || !children(w).empty()) break;
-      unlink(path.back());
-      retire(arena_of(w), off_of(w));
-      path.pop_back();
-    }
+    retire(kArenaArray, off_of(w));
   }
+  return true;
+}
+
+bool Tree::node_empty(u64 w) const {
+  return !child_of(load8(&node<NodeHeader>(w)->end)) && children(w).empty();
+}
+
+// Unlinks the deepest empty node on k's path; false when there is none.
+bool Tree::drop_empty_node(std::string_view k) {
+  Slot s{&root_->tree}, found;
+  std::size_t d = 0;
+  for (u64 w = child_of(load8(s.word)); w && tag_of(w) != kArray; w = child_of(s.seen)) {
+    if (node_empty(w)) found = Slot{s.word, s.hi, s.parent, s.byte, w};
+    std::size_t b = d + meta_plen(node<NodeHeader>(w)->meta);
+    if (k.size() == b) break;  // an end word holds arrays only
+    if (k.size() < b) break;
+    s = find_child(w, uc(k[b]));
+    if (!s.word) break;
+    d = b + 1;
+  }
+  if (!found.word) return false;
+  Locked g(*this, found, found.seen);
+  if (!g) return true;  // replaced meanwhile: walk again
+  if (!node_empty(found.seen)) return false;
+  unlink(found);
+  retire(arena_of(found.seen), off_of(found.seen));
   return true;
 }
 

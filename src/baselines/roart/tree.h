@@ -1,8 +1,9 @@
 // The ROART engine over byte-string keys (layout.h); the integer and string indexes
-// (roart_index.cc) are thin front ends over it. Writers are serialised by one lock and
-// readers take none (the read side of ROWEX: every change a reader can meet is one 8-byte
-// store, or a whole new node swung in by one); unlinked slots are reused only when no reader
-// can still hold them (epoch.h).
+// (roart_index.cc) are thin front ends over it. Concurrency is ROWEX's: readers take no lock
+// (every change they can meet is one 8-byte store, or a whole new node swung in by one); a
+// writer finds its target without locks, then locks the word's holder and the target and
+// validates them (write_locks.h), retrying from the root when either was replaced meanwhile.
+// Unlinked slots are reused only when no thread can still hold them (epoch.h).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,7 @@
 
 #include "baselines/roart/epoch.h"
 #include "baselines/roart/layout.h"
+#include "baselines/roart/write_locks.h"
 #include "baselines/slab/slab_arena.h"
 #include "dptree/index.h"
 #include "dptree/pm/pool.h"
@@ -34,6 +36,14 @@ class Tree {
   // Opens (and recovers) or creates the ROART of `pool` holding keys of `form`; threads == 1
   // leaves out the lock and the deferred reuse.
   Tree(pm::Pool& pool, u64 form, unsigned threads);
+  // A ROART of string keys inside another index's root block (PACTree's search layer): `root`
+  // is zeroed on creation. The owner claims the pool, and its check() verifies the allocator's
+  // blocks with arenas() among its own.
+  Tree(pm::Pool& pool, Root* root, unsigned threads);
+
+  // The greatest key <= k and its value, if any.
+  std::optional<std::pair<std::string, Value>> floor(std::string_view k) const;
+  std::vector<const SlabArena*> arenas() const;
 
   std::optional<Value> lookup(std::string_view k) const;
   // An upsert (may_insert and may_update), insert or update; false when it changed nothing.
@@ -69,9 +79,15 @@ class Tree {
   bool walk_node(u64 w, std::size_t depth, std::string_view start, bool bounded, std::size_t count,
                  const std::function<void(std::string_view, Value)>& emit, std::size_t& got) const;
   std::vector<std::pair<int, u64>> children(u64 node) const;
+  bool for_each_child(u64 node, int from, const std::function<bool(int, u64)>& fn) const;
 
-  // Writes
-  bool put_locked(std::string_view k, Value v, bool may_insert, bool may_update);
+  // Writes: each *_once returns nullopt when a lock's validation failed (retry from the root).
+  struct Locked;
+  std::optional<bool> put_once(std::string_view k, Value v, bool may_insert, bool may_update);
+  std::optional<bool> remove_once(std::string_view k);
+  bool drop_empty_node(std::string_view k);
+  bool node_empty(u64 w) const;
+  void collect();
   bool put_in_array(const Slot& s, std::size_t depth, std::string_view k, Value v, bool may_insert,
                     bool may_update);
   u64 new_leaf(std::string_view k, Value v);
@@ -100,15 +116,23 @@ class Tree {
     return pool_.at<T>(off_of(w));
   }
 
-  pm::PoolClaim claim_;  // before anything touches the pool
+  void open(unsigned threads);
+  bool floor_walk(u64 w, std::size_t depth, std::string_view k, bool bounded,
+                  std::optional<std::pair<std::string, Value>>& out) const;
+  bool floor_array(u64 w, std::string_view k, bool bounded,
+                   std::optional<std::pair<std::string, Value>>& out) const;
+
+  std::optional<pm::PoolClaim> claim_;  // before anything touches the pool (standalone)
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::unique_ptr<SlabArena> arenas_[kArenas];
-  bool concurrent_;
-  std::mutex write_;
-  Epochs epochs_;
+  bool embedded_ = false;
+  bool concurrent_ = false;
+  std::unique_ptr<WriteLocks> locks_;  // when concurrent
+  std::mutex arena_mu_[kArenas];       // the arenas' free lists, when concurrent
+  Epochs epochs_{false};
   std::atomic<std::size_t> records_{0};
-  std::size_t array_splits_ = 0, grows_ = 0, prefix_splits_ = 0;
+  std::atomic<std::size_t> array_splits_{0}, grows_{0}, prefix_splits_{0};
 };
 
 }  // namespace dptree::baselines::roart

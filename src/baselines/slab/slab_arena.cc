@@ -173,6 +173,11 @@ void refuse_damaged(const pm::Pool& pool, const std::string& index, const std::s
 
 void check_arena_blocks(const pm::Pool& pool, std::initializer_list<const SlabArena*> arenas,
                         CheckReport& r) {
+  check_arena_blocks(pool, std::vector<const SlabArena*>(arenas), r);
+}
+
+void check_arena_blocks(const pm::Pool& pool, const std::vector<const SlabArena*>& arenas,
+                        CheckReport& r) {
   std::set<std::uint64_t> mine{*pool.root_word()};
   for (const auto* a : arenas) a->for_each_block([&](std::uint64_t b) { mine.insert(b); });
   std::size_t live = 0;

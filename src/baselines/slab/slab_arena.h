@@ -96,5 +96,7 @@ void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
 // check(): the allocator's live blocks are exactly the root block and the arenas' blocks.
 void check_arena_blocks(const pm::Pool& pool, std::initializer_list<const SlabArena*> arenas,
                         CheckReport& r);
+void check_arena_blocks(const pm::Pool& pool, const std::vector<const SlabArena*>& arenas,
+                        CheckReport& r);
 
 }  // namespace dptree::baselines

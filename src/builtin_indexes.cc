@@ -10,6 +10,7 @@ void register_utree_index();       // baselines/utree/utree.cc
 void register_lbtree_index();      // baselines/lbtree/lbtree.cc
 void register_wort_index();        // baselines/wort/wort.cc
 void register_roart_index();       // baselines/roart/roart_index.cc
+void register_pactree_index();     // baselines/pactree/pactree_index.cc
 void register_tips_indexes();      // tips/tips_btree.cc
 void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptree)
 void register_bm_btree_index();    // baselines/bmtree/bm_btree.cc
@@ -24,6 +25,7 @@ void register_builtin_indexes() {
   register_lbtree_index();
   register_wort_index();
   register_roart_index();
+  register_pactree_index();
   register_paper_peers();
   register_bm_btree_index();
   register_tips_indexes();

@@ -12,6 +12,7 @@
 
 #include "baselines/generic_peer_fixture.h"
 #include "baselines/roart/tree.h"
+#include "baselines/string_model.h"
 #include "dptree/error.h"
 #include "dptree/string_index.h"
 #include "fixtures/model_fixture.h"
@@ -30,18 +31,6 @@ INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
 struct DramMode {
   DramMode() { pm::set_mode(pm::Mode::dram); }
 };
-
-std::unique_ptr<StringIndex> open_strings(pm::Pool* pool, unsigned threads = 0) {
-  IndexConfig c;
-  c.pool = pool;
-  c.threads = threads;
-  return find_index("roart").create_string(c);
-}
-
-void expect_string_check_ok(const StringIndex& idx, const std::string& where) {
-  auto r = idx.check();
-  EXPECT_TRUE(r.ok) << where << ": " << (r.problems.empty() ? "" : r.problems[0]);
-}
 
 TEST(Roart, RegisteredConcurrentWithAStringForm) {
   DramMode mode;
@@ -92,90 +81,12 @@ TEST(Roart, IntegerKeysWithLongSharedPrefixesMatchStdMap) {
   }
 }
 
-// Keys over a small alphabet (0x00, 0x01, 'a', 0xFF) in the lengths that matter (1, 8, 9, 63,
-// 64, 65, 1024), their prefixes and their last-byte variants.
-std::vector<std::string> mixed_keys(std::mt19937_64& rng, std::size_t n) {
-  const char alphabet[] = {'\0', '\1', 'a', '\xff'};
-  const std::size_t lengths[] = {1, 8, 9, 63, 64, 65, 1024, 2, 3, 16};
-  std::vector<std::string> keys;
-  while (keys.size() < n) {
-    std::string k(lengths[rng() % 10], 'a');
-    for (char& c : k) c = alphabet[rng() % (rng() % 5 == 0 ? 4 : 2)];
-    keys.push_back(k);
-    keys.push_back(k.substr(0, 1 + rng() % k.size()));
-    std::string v = k;
-    v.back() = alphabet[rng() % 4];
-    keys.push_back(v);
-  }
-  return keys;
-}
-
-void expect_scans_like(const StringIndex& idx, const std::map<std::string, Value>& model,
-                       const std::vector<std::string>& keys, std::mt19937_64& rng) {
-  for (int i = 0; i < 100; ++i) {
-    std::string start = keys[rng() % keys.size()];
-    if (i % 3 == 0) start += '\0';
-    std::size_t count = 1 + rng() % 80;
-    std::vector<StringKV> out;
-    idx.scan(start, count, out);
-    auto it = model.lower_bound(start);
-    std::size_t want = 0;
-    for (auto j = it; j != model.end() && want < count; ++j) ++want;
-    ASSERT_EQ(out.size(), want) << "scan of " << count;
-    for (const auto& kv : out) {
-      ASSERT_EQ(kv.first, it->first);
-      ASSERT_EQ(kv.second, it->second);
-      ++it;
-    }
-  }
-}
-
 TEST(Roart, StringKeysOfMixedLengthsMatchStdMap) {
-  DramMode mode;
-  auto pool = pm::Pool::create_in_memory(64 << 20);
-  auto idx = open_strings(pool.get());
-  std::map<std::string, Value> model;
-  std::mt19937_64 rng(11);
-  auto keys = mixed_keys(rng, 3000);
-  for (int round = 0; round < 4; ++round) {
-    for (int i = 0; i < 6000; ++i) {
-      const std::string& k = keys[rng() % keys.size()];
-      Value v = rng();
-      switch (rng() % 5) {
-        case 0:
-          ASSERT_EQ(idx->insert(k, v), !model.contains(k));
-          model.try_emplace(k, v);
-          break;
-        case 1:
-          ASSERT_EQ(idx->update(k, v), model.contains(k));
-          if (model.contains(k)) model[k] = v;
-          break;
-        case 2:
-          ASSERT_EQ(idx->remove(k), model.erase(k) == 1);
-          break;
-        default:
-          idx->upsert(k, v);
-          model[k] = v;
-      }
-      auto got = idx->lookup(keys[rng() % keys.size()]);
-      (void)got;
-    }
-    for (const auto& k : keys) {
-      auto it = model.find(k);
-      ASSERT_EQ(idx->lookup(k), it == model.end() ? std::nullopt : std::optional(it->second))
-          << "key of " << k.size() << " bytes, round " << round;
-    }
-    expect_scans_like(*idx, model, keys, rng);
-    auto r = idx->check();
-    ASSERT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
-    ASSERT_EQ(idx->stats().records, model.size());
-    idx.reset();
-    idx = open_strings(pool.get());  // reopen: recovery walks and rebuilds
-  }
-  for (const auto& [k, v] : std::map<std::string, Value>(model)) ASSERT_TRUE(idx->remove(k));
-  EXPECT_EQ(idx->stats().records, 0u);
-  auto r = idx->check();
-  EXPECT_TRUE(r.ok) << (r.problems.empty() ? "" : r.problems[0]);
+  run_string_model("roart", 11);
+}
+
+TEST(Roart, StringKeysOfMixedLengthsOneThreadConfiguration) {
+  run_string_model("roart", 12, 1);
 }
 
 // A node made by a leaf-array split with two children grows through every kind (N4, N16,
@@ -183,7 +94,7 @@ TEST(Roart, StringKeysOfMixedLengthsMatchStdMap) {
 TEST(Roart, NodesGrowThroughEveryKindAndGoWhenEmptied) {
   DramMode mode;
   auto pool = pm::Pool::create_in_memory(8 << 20);
-  auto idx = open_strings(pool.get(), 1);
+  auto idx = open_strings("roart", pool.get(), 1);
   std::map<std::string, Value> model;
   auto put = [&](std::string k) {
     idx->upsert(k, k.size());
@@ -194,7 +105,7 @@ TEST(Roart, NodesGrowThroughEveryKindAndGoWhenEmptied) {
   EXPECT_GE(NamedStats(idx->stats().extra)["grows"], 3);
   expect_string_check_ok(*idx, "after growing");
   idx.reset();
-  idx = open_strings(pool.get(), 1);
+  idx = open_strings("roart", pool.get(), 1);
   std::vector<StringKV> all;
   idx->scan(std::string(1, '\0'), 1000, all);
   ASSERT_EQ(all.size(), model.size());
@@ -241,7 +152,7 @@ TEST(Roart, RefusesBadStringKeysAndTheOtherForm) {
   DramMode mode;
   auto pool = pm::Pool::create_in_memory(1 << 20);
   {
-    auto idx = open_strings(pool.get());
+    auto idx = open_strings("roart", pool.get());
     EXPECT_THROW(idx->upsert("", 1), Error);
     EXPECT_THROW(idx->lookup(std::string(kStringKeyMaxBytes + 1, 'x')), Error);
     idx->upsert(std::string(kStringKeyMaxBytes, 'x'), 2);
@@ -256,7 +167,7 @@ TEST(Roart, RefusesBadStringKeysAndTheOtherForm) {
   }
   auto ints = pm::Pool::create_in_memory(1 << 20);
   make_index("roart", ints.get(), {})->upsert(1, 1);
-  EXPECT_THROW(open_strings(ints.get()), Error);
+  EXPECT_THROW(open_strings("roart", ints.get()), Error);
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ class Tree {
   std::size_t scan(std::string_view start, std::size_t count,
                    const std::function<void(std::string_view, Value)>& emit) const;
 
+  void drain() {}  // nothing is deferred
   IndexStats stats() const;
   CheckReport check() const;
 

@@ -38,7 +38,7 @@ test: check-format test-tsan test-asan
 # each first replays the inputs that once failed (tests/fuzz/regressions/INDEX/), then starts
 # from the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
 FUZZ_SECONDS := $(or $(SECONDS),60)
-FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree wort roart bm_btree tips_btree
+FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree wort roart pactree bm_btree tips_btree
 fuzz: setup
 	cmake --preset fuzz >/dev/null
 	cmake --build --preset fuzz -j $(JOBS)

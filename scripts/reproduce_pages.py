@@ -12,7 +12,7 @@ PEERS = ["dptree", "fastfair", "fptree"]
 NAMES = {"dptree": "DPTree", "fastfair": "FAST_FAIR", "fptree": "FPTree",
          "cdptree": "DPTree (concurrent)", "lbtree": "LB+-Tree", "utree": "uTree",
          "cawbt": "CAWBT", "btree": "B+-tree (DRAM)", "absl-btree": "absl::btree_map",
-         "bm-btree": "2-Tier-BM", "wort": "WORT", "roart": "ROART", "tips-btree": "TIPS (B+-tree)"}
+         "bm-btree": "2-Tier-BM", "wort": "WORT", "roart": "ROART", "pactree": "PACTree", "tips-btree": "TIPS (B+-tree)"}
 DRAM_PCTS = [10, 25, 50, 75, 100]  # Fig. 11: the share of 2-Tier-BM's leaves in DRAM
 # The `peers` experiment: every persistent index of the project, then the volatile B+-trees
 # (ours and the absl::btree_map yardstick).

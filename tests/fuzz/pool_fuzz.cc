@@ -35,6 +35,7 @@ const std::vector<Target>& targets() {
       {"lbtree", {}},
       {"wort", {}},
       {"roart", {}},
+      {"pactree", {{"updater", "inline"}}},
       {"bm-btree", {{"page_bytes", "256"}, {"dram_pct", "10"}, {"log_pct", "1"}}},
       {"tips-btree",
        {{"replay", "inline"},

@@ -83,6 +83,10 @@ TEST(ProcessKill, RoartTwoWriters) {
   expect_kills("roart", 2, {});
 }
 
+TEST(ProcessKill, PacTreeTwoWriters) {
+  expect_kills("pactree", 2, {});
+}
+
 // WORT is single-threaded: one writer.
 TEST(ProcessKill, Wort) {
   expect_kills("wort", 1, {});

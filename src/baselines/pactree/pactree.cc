@@ -339,12 +339,15 @@ IndexStats PacTree::stats() const {
   s.records = records_.load();
   auto search = search_->stats();
   s.pm_bytes = search.pm_bytes;  // with the root block, which holds both layers' roots
+  std::size_t data_nodes = 0;
   for (int a = 0; a < kArenas; ++a) {
+    std::lock_guard g(arena_mu_[a]);  // writers take slots meanwhile
+    if (a == kArenaNode) data_nodes = arenas_[a]->used_slots();
     s.pm_bytes += arenas_[a]->pm_bytes();
     s.dram_bytes += arenas_[a]->slabs() * (root_->slab_size / slot_bytes(a)) / 8;
   }
   s.dram_bytes += search.dram_bytes;
-  s.extra = {{"data_nodes", double(arenas_[kArenaNode]->used_slots())},
+  s.extra = {{"data_nodes", double(data_nodes)},
              {"splits", double(splits_.load())},
              {"anchors_inserted", double(anchors_inserted_.load())},
              {"leftovers_cleared", double(leftovers_cleared_)},

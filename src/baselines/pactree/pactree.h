@@ -87,7 +87,7 @@ class PacTree {
   bool concurrent_;
   bool background_;
   std::unique_ptr<roart::WriteLocks> locks_;
-  std::mutex arena_mu_[kArenas];
+  mutable std::mutex arena_mu_[kArenas];
   roart::Epochs epochs_;
   std::unique_ptr<roart::Tree> search_;
   std::atomic<std::size_t> records_{0}, splits_{0}, anchors_inserted_{0};

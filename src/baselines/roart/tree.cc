@@ -796,15 +796,17 @@ bool Tree::drop_empty_node(std::string_view k) {
 IndexStats Tree::stats() const {
   IndexStats s;
   s.records = records_.load();
-  std::size_t nodes = 0, pm = pool_.allocator().block_size(*pool_.root_word());
+  std::size_t nodes = 0, arrays = 0, pm = pool_.allocator().block_size(*pool_.root_word());
   for (int a = 0; a < kArenas; ++a) {
+    std::lock_guard g(arena_mu_[a]);  // writers take slots meanwhile
     pm += arenas_[a]->pm_bytes();
     s.dram_bytes += arenas_[a]->slabs() * (root_->slab_size / slot_bytes(a)) / 8;
     if (a < kArenaArray) nodes += arenas_[a]->used_slots();
+    if (a == kArenaArray) arrays = arenas_[a]->used_slots();
   }
   s.pm_bytes = pm;
   s.extra = {{"nodes", double(nodes)},
-             {"leaf_arrays", double(arenas_[kArenaArray]->used_slots())},
+             {"leaf_arrays", double(arrays)},
              {"array_splits", double(array_splits_)},
              {"grows", double(grows_)},
              {"prefix_splits", double(prefix_splits_)}};

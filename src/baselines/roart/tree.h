@@ -129,8 +129,8 @@ class Tree {
   std::unique_ptr<SlabArena> arenas_[kArenas];
   bool embedded_ = false;
   bool concurrent_ = false;
-  std::unique_ptr<WriteLocks> locks_;  // when concurrent
-  std::mutex arena_mu_[kArenas];       // the arenas' free lists, when concurrent
+  std::unique_ptr<WriteLocks> locks_;     // when concurrent
+  mutable std::mutex arena_mu_[kArenas];  // the arenas' free lists, when concurrent
   Epochs epochs_{false};
   std::atomic<std::size_t> records_{0};
   std::atomic<std::size_t> array_splits_{0}, grows_{0}, prefix_splits_{0};

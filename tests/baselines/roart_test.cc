@@ -22,7 +22,7 @@ namespace dptree::testing {
 namespace {
 
 const Peer kPeers[] = {
-    {"roart", {}, "leaf_arrays", 20, pm::Unit::word8, 2600},
+    {"roart", {}, "leaf_arrays", 20, pm::Unit::word8, 2000},
 };
 
 INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),

@@ -106,9 +106,16 @@ void Engine::mlog_append(Partition& p, std::uint64_t word) {
   ++p.mlog_used;
 }
 
+// The index stores after it announces, often several ranges before the first store (a
+// shift of keys and values, then the count): every range of the call is noted each time, so
+// a store is logged at the first hook after it, whichever range it belongs to.
 void Engine::note_announced(Partition& p) {
-  if (p.announced) pm::note_stores(p.announced, p.announced_len);
-  p.announced = nullptr;
+  for (auto [addr, len] : p.announced) pm::note_stores(addr, len);
+}
+
+void Engine::end_write(Partition& p) {
+  note_announced(p);
+  p.announced.clear();
 }
 
 void* Engine::alloc(Partition& p, std::size_t bytes) {
@@ -150,10 +157,7 @@ void Engine::release(Partition& p, void* node) {
 void Engine::will_write(Partition& p, const void* addr, std::size_t len) {
   note_announced(p);
   if (len == 0) return;
-  if (pm::tracking_stores()) {
-    p.announced = addr;
-    p.announced_len = len;
-  }
+  if (pm::tracking_stores()) p.announced.emplace_back(addr, len);
   const auto first = reinterpret_cast<std::uintptr_t>(addr) & ~std::uintptr_t{63};
   const auto end = reinterpret_cast<std::uintptr_t>(addr) + len;
   bool logged = false;
@@ -244,6 +248,10 @@ void Engine::apply_partition(Partition& p) {
         commit_epoch(p, last);
         last = 0;
       }
+      struct EndWrite {
+        Partition& p;
+        ~EndWrite() { Engine::end_write(p); }
+      } done{p};
       if (r.op == layout::kPut)
         adapter_->upsert(p.header, r.key, r.value);
       else

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "dptree/index.h"
@@ -47,10 +48,10 @@ struct Partition {
   std::map<std::uintptr_t, std::uintptr_t> fresh;  // blocks allocated in this epoch
   std::vector<std::uint64_t> deferred;             // slots to free after commit
   std::vector<layout::Record> batch;               // records of the current round
-  // The range the index announced last (will_write): its plain stores are noted with the
-  // crash simulator (pm::note_stores) at the next announcement, allocation, free or commit.
-  const void* announced = nullptr;
-  std::size_t announced_len = 0;
+  // The ranges the index announced (will_write) in its current write call, in `sim` mode:
+  // the plain stores it made there since are logged with the crash simulator
+  // (pm::note_stores) at each announcement, allocation and free, and when the call returns.
+  std::vector<std::pair<const void*, std::size_t>> announced;
   // Counters (read by stats under the replay lock).
   std::uint64_t undo_lines = 0, undo_skipped = 0, epochs = 0, records = 0;
 };
@@ -87,6 +88,8 @@ class Engine {
   void release(Partition& p, void* node);
   void will_write(Partition& p, const void* addr, std::size_t len);
   static void note_announced(Partition& p);
+  // After an adapter write call: notes its stores, and forgets its ranges.
+  static void end_write(Partition& p);
 
  private:
   // cache.cc

@@ -38,14 +38,15 @@ test: check-format test-tsan test-asan
 # each first replays the inputs that once failed (tests/fuzz/regressions/INDEX/), then starts
 # from the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
 FUZZ_SECONDS := $(or $(SECONDS),60)
-FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree tips_btree
+FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree wort bm_btree tips_btree
 fuzz: setup
 	cmake --preset fuzz >/dev/null
 	cmake --build --preset fuzz -j $(JOBS)
 	@for i in $(FUZZ_INDEXES); do \
 	  mkdir -p build/fuzz/corpus/$$i build/fuzz/crashes/$$i; \
 	  if [ -d tests/fuzz/regressions/$$i ]; then \
-	    ./build/fuzz/tests/fuzz/fuzz_$$i tests/fuzz/regressions/$$i/* >build/fuzz/regress-$$i.log 2>&1 \
+	    DPTREE_FUZZ_SEED_BYTES=1048576 ./build/fuzz/tests/fuzz/fuzz_$$i tests/fuzz/regressions/$$i/* \
+	    >build/fuzz/regress-$$i.log 2>&1 \
 	    || { tail -20 build/fuzz/regress-$$i.log; exit 1; }; fi; \
 	  echo "fuzz: $$i for $(FUZZ_SECONDS) s"; \
 	  DPTREE_FUZZ_SEED_DIR=build/fuzz/corpus/$$i ./build/fuzz/tests/fuzz/fuzz_$$i \

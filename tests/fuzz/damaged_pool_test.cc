@@ -351,7 +351,7 @@ TEST(FuzzerRegression, CdptreeScanOverKeysOutsideTheirLeaves) {
       "00000000f48600000600000000000000228500008071010000000000888500001a00000000000000488800"
       "001d0000000000000048890000f0ff0f0000000000");
   ASSERT_EQ(input.size(), 193u);
-  const auto seeds = make_seeds(target("cdptree"));
+  const auto seeds = make_seeds(target("cdptree"), kRegressionSeedBytes);
   Bytes img = apply_patches(seeds, input.data(), input.size());
   run_one(target("cdptree"), img.data(), img.size());  // returns: accepted or refused
 }

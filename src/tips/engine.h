@@ -52,6 +52,8 @@ struct Partition {
   // the plain stores it made there since are logged with the crash simulator
   // (pm::note_stores) at each announcement, allocation and free, and when the call returns.
   std::vector<std::pair<const void*, std::size_t>> announced;
+  bool in_write = false;      // inside an adapter write call
+  bool plain_stores = false;  // inside pm::begin_plain_stores (sim mode, between two hooks)
   // Counters (read by stats under the replay lock).
   std::uint64_t undo_lines = 0, undo_skipped = 0, epochs = 0, records = 0;
 };
@@ -88,8 +90,23 @@ class Engine {
   void release(Partition& p, void* node);
   void will_write(Partition& p, const void* addr, std::size_t len);
   static void note_announced(Partition& p);
-  // After an adapter write call: notes its stores, and forgets its ranges.
+  // Around an adapter write call: its stretches of plain stores between two hooks are
+  // bracketed for the crash simulator (pm::begin_plain_stores), and at its end its stores
+  // are noted and its ranges forgotten.
+  static void begin_write(Partition& p);
   static void end_write(Partition& p);
+  // A hook (alloc, release, will_write) starts: the index's stores so far are noted, and the
+  // bracket closed (the hook may flush and fence); when it ends, one opens again.
+  class Hook {
+   public:
+    explicit Hook(Partition& p);
+    ~Hook();
+    Hook(const Hook&) = delete;
+    Hook& operator=(const Hook&) = delete;
+
+   private:
+    Partition& p_;
+  };
 
  private:
   // cache.cc

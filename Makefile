@@ -45,7 +45,8 @@ fuzz: setup
 	@for i in $(FUZZ_INDEXES); do \
 	  mkdir -p build/fuzz/corpus/$$i build/fuzz/crashes/$$i; \
 	  if [ -d tests/fuzz/regressions/$$i ]; then \
-	    ./build/fuzz/tests/fuzz/fuzz_$$i tests/fuzz/regressions/$$i/* >build/fuzz/regress-$$i.log 2>&1 \
+	    DPTREE_FUZZ_SEED_BYTES=1048576 ./build/fuzz/tests/fuzz/fuzz_$$i tests/fuzz/regressions/$$i/* \
+	    >build/fuzz/regress-$$i.log 2>&1 \
 	    || { tail -20 build/fuzz/regress-$$i.log; exit 1; }; fi; \
 	  echo "fuzz: $$i for $(FUZZ_SECONDS) s"; \
 	  DPTREE_FUZZ_SEED_DIR=build/fuzz/corpus/$$i ./build/fuzz/tests/fuzz/fuzz_$$i \

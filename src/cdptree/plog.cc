@@ -83,12 +83,20 @@ std::vector<u64> PartitionedLog::read_chain(std::size_t p) const {
   return chain;
 }
 
-std::vector<std::pair<u64, std::size_t>> PartitionedLog::tails() const {
-  std::vector<std::pair<u64, std::size_t>> out;
-  for (std::size_t p = 0; p < sh_.partitions; ++p)
-    if (const Page* t = parts_[p].tail.load(std::memory_order_acquire))
-      out.emplace_back(
-          t->off, std::min<u64>(t->claim.load(std::memory_order_relaxed), sh_.codec.G.per_page));
+bool PartitionedLog::kept(const Page& pg) const {
+  return pg.clean && pg.claim.load(std::memory_order_relaxed) >= sh_.codec.G.per_page;
+}
+
+std::vector<PartitionedLog::PageState> PartitionedLog::page_states() const {
+  std::vector<PageState> out;
+  for (std::size_t p = 0; p < sh_.partitions; ++p) {
+    std::lock_guard g(parts_[p].mu);
+    for (auto& pg : parts_[p].pages)
+      out.push_back(PageState{
+          pg->off,
+          std::min<std::size_t>(pg->claim.load(std::memory_order_relaxed), sh_.codec.G.per_page),
+          kept(*pg)});
+  }
   return out;
 }
 
@@ -104,12 +112,11 @@ std::vector<u64> PartitionedLog::pages() const {
 void PartitionedLog::release() {
   PhaseScope ph(CDPTreePhase::log_release);
   pm::CategoryScope cat(pm::Category::log);
-  const auto per_page = sh_.codec.G.per_page;
   std::vector<std::pair<u64, bool>> all;  // page, goes to the freelist
   for (std::size_t p = 0; p < sh_.partitions; ++p) {
     std::lock_guard g(parts_[p].mu);
     for (auto& pg : parts_[p].pages) {
-      bool keep = pg->clean && pg->claim.load(std::memory_order_relaxed) >= per_page;
+      bool keep = kept(*pg);
       auto* h = sh_.pool.at<detail::LogPageHeader>(pg->off);
       pm::store(&h->flavor, keep ? static_cast<u64>(1 - ver_) : detail::kDiscardFlavor);
       pm::flush(&h->flavor, 8);

@@ -86,10 +86,15 @@ class PartitionedLog {
                             std::size_t max_pages);
   // Every page, in partition and chain order (check, sweep, stats).
   std::vector<u64> pages() const;
-  // Per partition with a page: its tail page and how many of its slots were claimed (check:
-  // the others must hold no word valid for this log, or a torn append there could complete
-  // a stale record).
-  std::vector<std::pair<u64, std::size_t>> tails() const;
+  // What check() verifies of each page of the log, in partition and chain order.
+  struct PageState {
+    u64 off;
+    std::size_t claimed;  // slots handed to writers (all of an adopted page's)
+    bool kept;            // release() gives it to the next flavor's freelist as it stands
+  };
+  // Needs quiesced writers (check): a claimed slot of a kept page then holds a whole record
+  // of this log, and no unclaimed slot holds a word valid for it.
+  std::vector<PageState> page_states() const;
   std::vector<u64> read_chain(std::size_t p) const;
 
  private:
@@ -105,6 +110,8 @@ class PartitionedLog {
     std::vector<std::unique_ptr<Page>> pages;
   };
   u64* record(u64 page, std::size_t r) const;
+  // Every slot was claimed and written: release() may cache the page for the next flavor.
+  bool kept(const Page& pg) const;
   void new_page(std::size_t p, Page* seen);
   void adopt(std::size_t p, u64 page, bool clean);
 

@@ -148,6 +148,19 @@ void sim_note(const void* p, std::size_t len) {
   if (Simulator* s = len ? reg().find_addr(d) : nullptr) s->on_note(d, len);
 }
 
+// Held shared by threads inside begin/end_plain_stores, exclusively by a capture.
+std::shared_mutex& plain_stores_mu() {
+  static std::shared_mutex mu;
+  return mu;
+}
+
+void sim_plain_stores(bool begin) {
+  if (begin)
+    plain_stores_mu().lock_shared();
+  else
+    plain_stores_mu().unlock_shared();
+}
+
 }  // namespace detail
 
 void sim_registry_add(Simulator* s) {
@@ -343,6 +356,7 @@ void Simulator::reindex_pending() {
 }
 
 Image Simulator::capture(const CaptureOptions& opt) const {
+  std::unique_lock plain(detail::plain_stores_mu());  // before mu_: a noting thread needs mu_
   std::lock_guard g(mu_);
   SimRng rng{opt.seed};
   Image img;

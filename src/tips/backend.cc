@@ -106,13 +106,44 @@ void Engine::mlog_append(Partition& p, std::uint64_t word) {
   ++p.mlog_used;
 }
 
+// The index stores after it announces, often several ranges before the first store (a
+// shift of keys and values, then the count): every range of the call is noted each time, so
+// a store is logged at the first hook after it, whichever range it belongs to.
 void Engine::note_announced(Partition& p) {
-  if (p.announced) pm::note_stores(p.announced, p.announced_len);
-  p.announced = nullptr;
+  for (auto [addr, len] : p.announced) pm::note_stores(addr, len);
+}
+
+namespace {
+void set_plain_stores(Partition& p, bool on) {
+  if (p.plain_stores == on || !pm::tracking_stores()) return;
+  p.plain_stores = on;
+  on ? pm::begin_plain_stores() : pm::end_plain_stores();
+}
+}  // namespace
+
+void Engine::begin_write(Partition& p) {
+  p.in_write = true;
+  set_plain_stores(p, true);
+}
+
+void Engine::end_write(Partition& p) {
+  note_announced(p);
+  set_plain_stores(p, false);
+  p.in_write = false;
+  p.announced.clear();
+}
+
+Engine::Hook::Hook(Partition& p) : p_(p) {
+  note_announced(p);
+  set_plain_stores(p, false);
+}
+
+Engine::Hook::~Hook() {
+  if (p_.in_write) set_plain_stores(p_, true);
 }
 
 void* Engine::alloc(Partition& p, std::size_t bytes) {
-  note_announced(p);
+  Hook hook(p);
   PhaseScope phase("mlog");
   pm::CategoryScope cat(pm::Category::alloc);
   auto& a = pool_.allocator();
@@ -137,7 +168,7 @@ void* Engine::alloc(Partition& p, std::size_t bytes) {
 }
 
 void Engine::release(Partition& p, void* node) {
-  note_announced(p);
+  Hook hook(p);
   PhaseScope phase("mlog");
   auto* h = reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(node) - layout::kNodeHeader);
   if (!pool_.contains(h, 16) || h[1] != layout::kNodeMagic)
@@ -148,12 +179,9 @@ void Engine::release(Partition& p, void* node) {
 }
 
 void Engine::will_write(Partition& p, const void* addr, std::size_t len) {
-  note_announced(p);
+  Hook hook(p);
   if (len == 0) return;
-  if (pm::tracking_stores()) {
-    p.announced = addr;
-    p.announced_len = len;
-  }
+  if (pm::tracking_stores()) p.announced.emplace_back(addr, len);
   const auto first = reinterpret_cast<std::uintptr_t>(addr) & ~std::uintptr_t{63};
   const auto end = reinterpret_cast<std::uintptr_t>(addr) + len;
   bool logged = false;
@@ -244,6 +272,11 @@ void Engine::apply_partition(Partition& p) {
         commit_epoch(p, last);
         last = 0;
       }
+      struct Write {
+        Partition& p;
+        explicit Write(Partition& q) : p(q) { Engine::begin_write(p); }
+        ~Write() { Engine::end_write(p); }
+      } call{p};
       if (r.op == layout::kPut)
         adapter_->upsert(p.header, r.key, r.value);
       else

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "dptree/index.h"
@@ -47,10 +48,12 @@ struct Partition {
   std::map<std::uintptr_t, std::uintptr_t> fresh;  // blocks allocated in this epoch
   std::vector<std::uint64_t> deferred;             // slots to free after commit
   std::vector<layout::Record> batch;               // records of the current round
-  // The range the index announced last (will_write): its plain stores are noted with the
-  // crash simulator (pm::note_stores) at the next announcement, allocation, free or commit.
-  const void* announced = nullptr;
-  std::size_t announced_len = 0;
+  // The ranges the index announced (will_write) in its current write call, in `sim` mode:
+  // the plain stores it made there since are logged with the crash simulator
+  // (pm::note_stores) at each announcement, allocation and free, and when the call returns.
+  std::vector<std::pair<const void*, std::size_t>> announced;
+  bool in_write = false;      // inside an adapter write call
+  bool plain_stores = false;  // inside pm::begin_plain_stores (sim mode, between two hooks)
   // Counters (read by stats under the replay lock).
   std::uint64_t undo_lines = 0, undo_skipped = 0, epochs = 0, records = 0;
 };
@@ -87,6 +90,23 @@ class Engine {
   void release(Partition& p, void* node);
   void will_write(Partition& p, const void* addr, std::size_t len);
   static void note_announced(Partition& p);
+  // Around an adapter write call: its stretches of plain stores between two hooks are
+  // bracketed for the crash simulator (pm::begin_plain_stores), and at its end its stores
+  // are noted and its ranges forgotten.
+  static void begin_write(Partition& p);
+  static void end_write(Partition& p);
+  // A hook (alloc, release, will_write) starts: the index's stores so far are noted, and the
+  // bracket closed (the hook may flush and fence); when it ends, one opens again.
+  class Hook {
+   public:
+    explicit Hook(Partition& p);
+    ~Hook();
+    Hook(const Hook&) = delete;
+    Hook& operator=(const Hook&) = delete;
+
+   private:
+    Partition& p_;
+  };
 
  private:
   // cache.cc

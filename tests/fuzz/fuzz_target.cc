@@ -1,9 +1,9 @@
 // A libFuzzer target over one persistent index (DPTREE_FUZZ_INDEX, set per binary by
-// CMakeLists.txt). An input is not a whole pool (1 MiB inputs run at a few dozen executions a
+// CMakeLists.txt). An input is not a whole pool (whole pools run at a few dozen executions a
 // second) but damage to one: byte 0 picks a seed pool (pool_fuzz.h make_seeds, made once at
 // start), then each 12 bytes are a patch: a word index (4 bytes, taken modulo the pool's
 // words) and the 8-byte value to store there. The patched pool is opened, recovered and
-// checked (run_one). The custom mutator adds patches aimed at non-zero words half the time.
+// checked (run_patched). The custom mutator adds patches aimed at non-zero words half the time.
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,8 +23,14 @@ const dptree::fuzz::Target& the_target() {
   return t;
 }
 
+// DPTREE_FUZZ_SEED_BYTES: the seed pools' size (default the target's seed_pool_bytes);
+// `make fuzz` replays tests/fuzz/regressions/ with kRegressionSeedBytes, the size those
+// inputs were found with.
 const std::vector<dptree::fuzz::Bytes>& seeds() {
-  static const auto s = dptree::fuzz::make_seeds(the_target());
+  static const auto s = [] {
+    const char* b = std::getenv("DPTREE_FUZZ_SEED_BYTES");
+    return dptree::fuzz::make_seeds(the_target(), b ? std::strtoull(b, nullptr, 10) : 0);
+  }();
   return s;
 }
 
@@ -62,8 +68,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  dptree::fuzz::Bytes img = dptree::fuzz::apply_patches(seeds(), data, size);
-  dptree::fuzz::run_one(the_target(), img.data(), img.size());
+  dptree::fuzz::run_patched(the_target(), seeds(), data, size);
   return 0;
 }
 

@@ -17,7 +17,8 @@ const std::vector<Target>& targets() {
        {{"leaf_capacity", "8"},
         {"merge_ratio", "0.3"},
         {"min_merge_records", "16"},
-        {"log_page_size", "1024"}}},
+        {"log_page_size", "1024"}},
+       512 * 1024},
       {"cdptree",
        {{"leaf_capacity", "8"},
         {"log_partitions", "2"},
@@ -27,16 +28,17 @@ const std::vector<Target>& targets() {
         {"psize", "2"},
         {"background_merge", "0"},
         {"merge_threads", "1"},
-        {"recovery_threads", "1"}}},
+        {"recovery_threads", "1"}},
+       640 * 1024},
       {"fastfair", {{"node_bytes", "256"}}},
       {"fptree", {{"leaf_capacity", "8"}}},
       {"cawbt", {}},
       {"utree", {{"leaf_slots", "16"}}},
       {"lbtree", {}},
       {"wort", {}},
-      {"roart", {}},
-      {"pactree", {{"updater", "inline"}}},
-      {"bm-btree", {{"page_bytes", "256"}, {"dram_pct", "10"}, {"log_pct", "1"}}},
+      {"roart", {}, 512 * 1024},
+      {"pactree", {{"updater", "inline"}}, 640 * 1024},
+      {"bm-btree", {{"page_bytes", "256"}, {"dram_pct", "10"}, {"log_pct", "1"}}, 512 * 1024},
       {"tips-btree",
        {{"replay", "inline"},
         {"replay_every", "12"},
@@ -45,7 +47,8 @@ const std::vector<Target>& targets() {
         {"lane_records", "64"},
         {"ulog_lines", "256"},
         {"mlog_entries", "64"},
-        {"cache_entries", "40"}}},
+        {"cache_entries", "40"}},
+       640 * 1024},
   };
   return all;
 }
@@ -88,27 +91,12 @@ struct DramMode {
   pm::Mode old;
 };
 
-}  // namespace
-
-std::vector<Bytes> make_seeds(const Target& t) {
-  DramMode dram;
-  std::vector<Bytes> out;
-  for (std::size_t ops : {30, 200, 600}) {
-    auto pool = pm::Pool::create_in_memory(kSeedPoolBytes);
-    auto idx = open_index(t, *pool);
-    workload(*idx, ops, ops);
-    out.push_back(bytes_of(*pool));  // open: a crash with every store durable
-    idx.reset();
-    out.push_back(bytes_of(*pool));  // closed
-  }
-  return out;
-}
-
-bool run_one(const Target& t, const std::uint8_t* data, std::size_t size) {
+// Opens the image make() returns, recovers it, runs check() and a scan (run_one).
+template <class Make>
+bool accepted(const Target& t, Make make) {
   static DramMode dram;
   try {
-    pm::Image img{pm::Buffer::copy_of(std::as_bytes(std::span(data, size)))};
-    auto pool = pm::Pool::open_image(std::move(img));
+    auto pool = pm::Pool::open_image(pm::Image{make()});
     auto idx = open_index(t, *pool);
     idx->check();
     std::vector<KV> out;
@@ -119,17 +107,53 @@ bool run_one(const Target& t, const std::uint8_t* data, std::size_t size) {
   }
 }
 
-Bytes apply_patches(const std::vector<Bytes>& seeds, const std::uint8_t* data, std::size_t size) {
+// Stores each 12-byte patch of `data` (after its seed byte) into the image at `img`.
+void patch(std::byte* img, std::size_t bytes, const std::uint8_t* data, std::size_t size) {
   constexpr std::size_t kPatch = 12;
-  if (size == 0 || seeds.empty()) return {};
-  Bytes img = seeds[data[0] % seeds.size()];
-  const std::size_t words = img.size() / 8;
+  const std::size_t words = bytes / 8;
   for (std::size_t at = 1; at + kPatch <= size; at += kPatch) {
     std::uint32_t w;
     std::memcpy(&w, data + at, 4);
-    std::memcpy(img.data() + 8 * (w % words), data + at + 4, 8);
+    std::memcpy(img + 8 * (w % words), data + at + 4, 8);
   }
+}
+
+}  // namespace
+
+std::vector<Bytes> make_seeds(const Target& t, std::size_t pool_bytes) {
+  DramMode dram;
+  std::vector<Bytes> out;
+  for (std::size_t ops : {30, 200, 600}) {
+    auto pool = pm::Pool::create_in_memory(pool_bytes ? pool_bytes : t.seed_pool_bytes);
+    auto idx = open_index(t, *pool);
+    workload(*idx, ops, ops);
+    out.push_back(bytes_of(*pool));  // open: a crash with every store durable
+    idx.reset();
+    out.push_back(bytes_of(*pool));  // closed
+  }
+  return out;
+}
+
+bool run_one(const Target& t, const std::uint8_t* data, std::size_t size) {
+  return accepted(t, [&] { return pm::Buffer::copy_of(std::as_bytes(std::span(data, size))); });
+}
+
+Bytes apply_patches(const std::vector<Bytes>& seeds, const std::uint8_t* data, std::size_t size) {
+  if (size == 0 || seeds.empty()) return {};
+  Bytes img = seeds[data[0] % seeds.size()];
+  patch(reinterpret_cast<std::byte*>(img.data()), img.size(), data, size);
   return img;
+}
+
+bool run_patched(const Target& t, const std::vector<Bytes>& seeds, const std::uint8_t* data,
+                 std::size_t size) {
+  if (size == 0 || seeds.empty()) return false;
+  const Bytes& seed = seeds[data[0] % seeds.size()];
+  return accepted(t, [&] {
+    pm::Buffer img = pm::Buffer::copy_of(std::as_bytes(std::span(seed)));
+    patch(img.data(), img.size(), data, size);
+    return img;
+  });
 }
 
 std::uint64_t damage(std::uint64_t x, std::uint64_t other, std::size_t pool_bytes,

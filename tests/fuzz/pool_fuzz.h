@@ -20,18 +20,24 @@ using Bytes = std::vector<std::uint8_t>;
 struct Target {
   std::string index;
   std::map<std::string, std::string> options;
+  // The seed pools' size: the smallest that holds every seed workload, plus 128 KiB (but not
+  // below pm::kMinPoolSize). An execution copies and opens the whole pool, so it sets the
+  // fuzzers' speed.
+  std::size_t seed_pool_bytes = 256 * 1024;
 };
 
 // Every persistent index of the registry, in registration order.
 const std::vector<Target>& targets();
 const Target& target(const std::string& index);
 
-// Bytes of each seed pool.
-inline constexpr std::size_t kSeedPoolBytes = 1024 * 1024;
+// The seed size the libFuzzer inputs in tests/fuzz/regressions/ were found with (an input's
+// patches name words of the pool, so it replays only on seeds of that size).
+inline constexpr std::size_t kRegressionSeedBytes = 1024 * 1024;
 
-// Seed images of `t`: pools written by small workloads (writes, removes, merges), taken both
-// after the index is closed and while it is open (a crash with every store durable).
-std::vector<Bytes> make_seeds(const Target& t);
+// Seed images of `t`: pools of `pool_bytes` (0: t.seed_pool_bytes) written by small
+// workloads (writes, removes, merges), taken both after the index is closed and while it is
+// open (a crash with every store durable).
+std::vector<Bytes> make_seeds(const Target& t, std::size_t pool_bytes = 0);
 
 // Opens `data` as a pool image with `t`'s index, recovers it, runs check() and a scan. True
 // when the index accepted the image, false when it refused it with dptree::Error. Anything
@@ -46,6 +52,11 @@ void mutate(Bytes& img, std::mt19937_64& rng);
 // The pool a libFuzzer input (fuzz_target.cc) stands for: byte 0 picks one of `seeds`, each
 // further 12 bytes a patch (a word index modulo the pool's words, then the 8-byte value).
 Bytes apply_patches(const std::vector<Bytes>& seeds, const std::uint8_t* data, std::size_t size);
+
+// run_one on the pool apply_patches gives, built in place in reused pool memory (one copy of
+// the seed, no allocation): the libFuzzer targets' execution.
+bool run_patched(const Target& t, const std::vector<Bytes>& seeds, const std::uint8_t* data,
+                 std::size_t size);
 
 // The damaged value mutate() stores over a word holding `x`: 0, all ones, a flipped bit, off
 // by one, `other` (another word's value, e.g. another block's offset), near `pool_bytes`, a

@@ -22,6 +22,7 @@ void sim_fill(void* dst, int byte, std::size_t len);
 // under the simulator's lock so no flush sees the write unrecorded.
 void sim_update(void* dst, std::size_t len, void (*op)(void*), void* ctx);
 void sim_note(const void* p, std::size_t len);
+void sim_plain_stores(bool begin);
 }  // namespace detail
 
 inline bool tracking_stores() {
@@ -97,6 +98,19 @@ inline auto update(T* dst, Op op) {
 inline void note_stores(const void* p, std::size_t len) {
   if (tracking_stores()) [[unlikely]]
     detail::sim_note(p, len);
+}
+
+// Brackets a stretch of such plain stores, up to the note_stores that logs them, in `sim`
+// mode: no crash capture runs meanwhile (one raised by another thread waits), so none finds
+// a store not yet noted and reports it as raw. Nothing inside may flush or fence (a capture
+// raised there would wait for itself).
+inline void begin_plain_stores() {
+  if (tracking_stores()) [[unlikely]]
+    detail::sim_plain_stores(true);
+}
+inline void end_plain_stores() {
+  if (tracking_stores()) [[unlikely]]
+    detail::sim_plain_stores(false);
 }
 
 }  // namespace dptree::pm

@@ -45,9 +45,18 @@ TITLES = {
     "peers": "Beyond the paper: every persistent index side by side",
     "recovery": "Beyond the paper: recovery time at 2^k keys, 1 and 2 recovery threads",
     "yardstick": "The yardstick: our indexes as ratios to absl::btree_map",
+    "tries": "Beyond the paper: the tries against the B+-trees, integer and string keys",
 }
 
 YARDSTICK = ["absl-btree", "dptree", "cdptree", "fastfair", "lbtree"]
+# The `tries` experiment: the survey's B+-trees and tries, WORT (the DPTree paper's third peer)
+# and the yardstick.
+TRIES = ["dptree", "cdptree", "lbtree", "fptree", "roart", "pactree", "wort", "absl-btree"]
+BTREES, TRIE_NAMES = ("dptree", "cdptree", "lbtree", "fptree"), ("roart", "pactree", "wort")
+# The DPTree paper's Table 1 (flushes, fences per insert, 50M inserts) and Figure 8: DPTree's
+# lookups up to 2.19x and its scans up to 10.98x WORT's.
+PAPER_TABLE1_FF = {"dptree": (2.26, 1.06), "fptree": (3.64, 3.6), "wort": (6.8, 6.5)}
+PAPER_WORT = {"lookup": 2.19, "scan": 10.98}
 # (index, threads) -> (insert, lookup) ratio to absl-btree at 1 thread that the project aims
 # for: about 1.2x what the DPTree authors' code, the original FAST_FAIR and the original
 # LB+-Tree reached against absl::btree_map on this machine.
@@ -628,9 +637,101 @@ def body_yardstick(d, cfg):
     return text, f"targets met: {met} of {met + missed}"
 
 
+def tries_rows(rs, order, indexes, ref):
+    rows = []
+    for w in order:
+        v = {i: (one(rs, index=i, workload=w) or {}).get("throughput_mops") for i in indexes}
+        rows.append([w, *[f"{v[i]:.3f} ({rx(ratio(v[i], v.get(ref)))})" if v[i] else "-"
+                          for i in indexes]])
+    return rows
+
+
+def tries_reversal(runs, n):
+    """The survey's finding, as this run has it: the best B+-tree and the best trie on lookups
+    and inserts, 1 thread, integer keys against 8-byte string keys."""
+    out = []
+    for kind in ("u64", "string"):
+        for w in ("read_only", "insert_only"):
+            rs = [r for r in runs if r["records"] == n and r["threads"] == 1 and
+                  r.get("key_type", "u64") == kind and r["workload"] == w]
+            best = lambda names: max(((r["throughput_mops"], r["index"]) for r in rs
+                                      if r["index"] in names), default=None)
+            b, t = best(BTREES), best(TRIE_NAMES)
+            if b and t:
+                lead = NAMES.get(b[1], b[1]) if b[0] >= t[0] else NAMES.get(t[1], t[1])
+                out.append(f"{'integer' if kind == 'u64' else '8-byte string'} keys, {w}: best "
+                           f"B+-tree {NAMES.get(b[1], b[1])} {b[0]:.3f}, best trie "
+                           f"{NAMES.get(t[1], t[1])} {t[0]:.3f} Mops/s: **{lead} ahead** "
+                           f"({rx(max(b[0], t[0]) / min(b[0], t[0]))})")
+    return out
+
+
+def body_tries(d, cfg):
+    runs, order = d["runs"], d["order"]
+    text = ("Keys preloaded once per index, size, key kind and thread count (`dptree bench "
+            f"--load-once`), pmem mode; then the mixes for {cfg.seconds} s each, in the order "
+            f"{', '.join(order)} (scan_insert: 95% scans of 100 records). Integer keys, then the "
+            "same keys as 8-byte big-endian strings (`--key-type string --key-set u64be`, the "
+            "survey's \"8B string keys\"). Throughput in Mops/s and, in brackets, relative to "
+            "absl::btree_map (1 thread) or the concurrent DPTree (2 threads) in the same "
+            "script. The load column is the 1-minute load average around each process.\n\n")
+    if d.get("no_strings"):
+        text += ("No string form (left out of the string runs): " +
+                 ", ".join(NAMES.get(i, i) for i in d["no_strings"]) + ".\n\n")
+    heads = []
+    for n in d["sizes"]:
+        rev = tries_reversal(runs, n)
+        text += f"## {human(n)} keys\n\nThe survey's reversal at 1 thread:\n\n"
+        text += "".join(f"- {line}\n" for line in rev) + "\n"
+        heads += [f"{human(n)}: " + "; ".join(line.split(": **")[1].rstrip("*)").split("** (")[0]
+                                              for line in rev[:1] + rev[2:3])] if rev else []
+        for kind in ("u64", "string"):
+            for t in (1, 2):
+                rs = [r for r in runs if r["records"] == n and r["threads"] == t and
+                      r.get("key_type", "u64") == kind]
+                if not rs:
+                    continue
+                indexes = [i for i in TRIES if pick(rs, index=i)]
+                ref = "absl-btree" if t == 1 else "cdptree"
+                loads = sorted({load_note(r) for r in rs})
+                text += (f"### {'integer' if kind == 'u64' else '8-byte string'} keys, {t} "
+                         f"thread{'s' if t > 1 else ''} (load {loads[0]} .. {loads[-1]})\n\n")
+                text += table(["mix", *[NAMES.get(i, i) for i in indexes]],
+                              tries_rows(rs, order, indexes, ref)) + "\n"
+        rs = [r for r in runs if r["records"] == n and r["threads"] == 1 and
+              r["workload"] == "insert_only" and r.get("key_type", "u64") == "u64"]
+        rows = []
+        for r in rs:
+            p = PAPER_TABLE1_FF.get(r["index"])
+            rows.append([NAMES.get(r["index"], r["index"]), f"{r['flushes_per_op']:.2f}",
+                         f"{r['fences_per_op']:.2f}", f"{r.get('pm_bytes_per_record', 0):.1f}",
+                         f"{p[0]} / {p[1]}" if p else "-"])
+        text += ("Flushes and fences per insert (integer keys, 1 thread; the insert run drains "
+                 "what it buffers), PM bytes per record, beside the DPTree paper's Table 1:\n\n")
+        text += table(["index", "flushes/insert", "fences/insert", "PM B/record",
+                       "paper (flushes / fences)"], rows) + "\n"
+        one_t = [r for r in runs if r["records"] == n and r["threads"] == 1 and
+                 r.get("key_type", "u64") == "u64"]
+        dl, wl = (one(one_t, index=i, workload="read_only") for i in ("dptree", "wort"))
+        ds, ws = (one(one_t, index=i, workload="scan_insert") for i in ("dptree", "wort"))
+        if dl and wl and ds and ws:
+            text += (f"DPTree against WORT: lookups "
+                     f"{rx(ratio(dl['throughput_mops'], wl['throughput_mops']))} (Figure 8b: up "
+                     f"to {PAPER_WORT['lookup']}x), scan_insert "
+                     f"{rx(ratio(ds['throughput_mops'], ws['throughput_mops']))} (Figure 8c: "
+                     f"scans up to {PAPER_WORT['scan']}x).\n\n")
+    text += ("ROART, PACTree and WORT are our implementations from their papers "
+             "(docs/indexes.md says where each departs); LB+-Tree and FPTree likewise. The survey "
+             "ran the authors' code on Optane at 100M keys and up to 40 threads; this machine has "
+             "2 cores and DRAM under `clwb`, so the comparison is of designs, not of their "
+             "original numbers.\n")
+    return text, "; ".join(heads)
+
+
 BODIES = {"table1": body_table1, "fig8ab": body_fig8ab, "fig8c": body_fig8c, "fig8d": body_fig8d,
           "fig10": body_fig10, "fig11": body_fig11, "space": body_space, "fig12": body_fig12, "fig13": body_fig13,
-          "peers": body_peers, "recovery": body_recovery, "yardstick": body_yardstick}
+          "peers": body_peers, "recovery": body_recovery, "yardstick": body_yardstick,
+          "tries": body_tries}
 
 HEADLINES = {}
 

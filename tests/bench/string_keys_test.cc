@@ -1,6 +1,5 @@
 // String keys in the benchmark (bench/string_keys.h): each key set maps distinct integer keys
-// to distinct string keys of the promised lengths, and the runner drives an index's string
-// form with them.
+// to distinct string keys of the promised lengths (runner_test.cc runs them).
 #include "bench/string_keys.h"
 
 #include <gtest/gtest.h>
@@ -13,9 +12,7 @@
 #include <string>
 
 #include "bench/random.h"
-#include "bench/runner.h"
 #include "dptree/error.h"
-#include "dptree/pm/persist.h"
 
 namespace dptree::bench {
 namespace {
@@ -108,52 +105,6 @@ TEST_F(WordsFile, AMissingListIsNamed) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::not_found);
     EXPECT_NE(std::string(e.what()).find("wamerican"), std::string::npos) << e.what();
-  }
-}
-
-RunSpec string_run(const std::string& index, const std::string& workload, KeyFormat key) {
-  RunSpec s;
-  s.index = index;
-  s.workload = find_workload(workload);
-  s.records = 2000;
-  s.ops = 6000;
-  s.pm_mode = pm::Mode::dram;
-  s.key = key;
-  return s;
-}
-
-TEST(StringRuns, DriveTheStringForm) {
-  for (const KeyFormat& key : {string_keys(KeySet::u64be), string_keys(KeySet::random, 8, 100)}) {
-    for (const char* w : {"mixed", "ycsb_e", "ycsb_f"}) {
-      RunResult r = run(string_run("absl-btree", w, key));
-      EXPECT_EQ(r.ops, 6000u) << w;
-      const auto inserts = r.ops_by_kind[static_cast<int>(OpKind::insert)];
-      EXPECT_EQ(r.final_records, 2000u + inserts) << w << ": inserts are new keys";
-      // No removes and one thread: every lookup (and read-modify-write) finds its key.
-      EXPECT_EQ(r.reads_found, r.ops_by_kind[static_cast<int>(OpKind::read)] +
-                                   r.ops_by_kind[static_cast<int>(OpKind::rmw)])
-          << w;
-      EXPECT_EQ(r.key_type, KeyType::string);
-      EXPECT_EQ(r.key_set, key.set);
-      EXPECT_EQ(r.key_max_bytes, key.max_bytes);
-    }
-  }
-}
-
-TEST(StringRuns, AbsentReadsMissWithStringKeys) {
-  RunResult r = run(string_run("absl-btree", "read_absent", string_keys(KeySet::random, 8, 40)));
-  EXPECT_GT(r.ops_by_kind[static_cast<int>(OpKind::read)], 0u);
-  EXPECT_EQ(r.reads_found, 0u);
-}
-
-TEST(StringRuns, AnIntegerOnlyIndexIsRefusedNamingTheStringOnes) {
-  try {
-    run(string_run("stdmap", "read_only", string_keys(KeySet::u64be)));
-    FAIL() << "stdmap ran string keys";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("absl-btree"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("--key-type u64"), std::string::npos) << e.what();
   }
 }
 

@@ -2,6 +2,8 @@
 // space of key_kinds.h): in 64-byte and in 8-byte units, with recoveries crashed at their
 // events and recovered images that keep working; every acknowledged write must survive and
 // check() pass on each recovered image. DPTREE_CRASH_SCALE multiplies the operations.
+// DPTree's string form: about 2,700 images over the two units, 20 s under ASan on a loaded
+// 2-core machine (a 1 MiB pool: each image copies it).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -19,7 +21,7 @@ TEST_P(StringCrash, ImagesRecoverWithAcknowledgedWrites) {
   for (pm::Unit unit : {pm::Unit::line64, pm::Unit::word8}) {
     StringCrashConfig c;
     c.index = GetParam();
-    c.pool_bytes = std::size_t{4} << 20;
+    c.pool_bytes = std::size_t{1} << 20;
     c.seed = unit == pm::Unit::word8 ? 2 : 1;
     c.unit = unit;
     c.ops = 1200;

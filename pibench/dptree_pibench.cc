@@ -1,5 +1,7 @@
-// PiBench wrapper: one shared library that serves any registered index through PiBench's
-// tree_api (docs/pibench.md). The index is chosen by the environment:
+// PiBench wrapper: one shared library that serves any registered index (the benchmark's
+// absl-btree included) through PiBench's tree_api (docs/pibench.md). Keys of 1 to 8 bytes go
+// to the index's integer form, longer ones to its string form (string_index.h). The index is
+// chosen by the environment:
 //   DPTREE_PIBENCH_INDEX    index name (default btree; see `dptree bench --list`)
 //   DPTREE_PIBENCH_OPTIONS  index options, KEY=VALUE[,KEY=VALUE...]
 //   DPTREE_PIBENCH_PM_MODE  pmem (default), eadr, dram or sim
@@ -8,6 +10,7 @@
 // Persistent indexes live in PiBench's --pool_path (opened if it exists, so --skip_load
 // works; else created with --pool_size, default 1 GiB), or in a temporary pool file that
 // never outlives the process (temp_pool.h).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/reference_indexes.h"
+#include "bench/string_keys.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -100,39 +105,85 @@ dptree::IndexConfig config_from_env(const tree_options_t& opt) {
   return cfg;
 }
 
-class DptreeTree final : public tree_api {
- public:
-  DptreeTree(const tree_options_t& opt, const dptree::IndexInfo& info)
-      : opt_(opt), blind_(blind_writes()) {
-    dptree::IndexConfig cfg = config_from_env(opt);
-    if (info.persistent) {
-      const std::size_t size = opt.pool_size ? opt.pool_size : std::size_t{1} << 30;
-      if (opt.pool_path.empty()) {
-        temp_.emplace();
-        pool_ = dptree::pm::Pool::create(temp_->path(), size);
-      } else {
-        const std::filesystem::path path(opt.pool_path);
-        pool_ = std::filesystem::exists(path) ? dptree::pm::Pool::open(path)
-                                              : dptree::pm::Pool::create(path, size);
-      }
-      cfg.pool = pool_.get();
+// What the integer and the string tree share: the pool, the value handling, the guard.
+class TreeBase : public tree_api {
+ protected:
+  TreeBase(const tree_options_t& opt, const dptree::IndexInfo& info)
+      : opt_(opt), blind_(blind_writes()), cfg_(config_from_env(opt)) {
+    if (!info.persistent) return;
+    const std::size_t size = opt.pool_size ? opt.pool_size : std::size_t{1} << 30;
+    if (opt.pool_path.empty()) {
+      temp_.emplace();
+      pool_ = dptree::pm::Pool::create(temp_->path(), size);
+    } else {
+      const std::filesystem::path path(opt.pool_path);
+      pool_ = std::filesystem::exists(path) ? dptree::pm::Pool::open(path)
+                                            : dptree::pm::Pool::create(path, size);
     }
-    // A throw from here on destroys pool_ and then temp_, which removes the file.
-    index_ = info.create(cfg);
-    value_mask_ = index_->max_value();  // values beyond it lose their top bits (docs/pibench.md)
+    cfg_.pool = pool_.get();
   }
+  // A derived tree's index goes before the pool (members of the derived class are destroyed
+  // first), and temp_, declared first, goes last: a throw from the derived constructor
+  // removes the temporary file too.
 
-  ~DptreeTree() override {
-    index_.reset();  // before its pool; temp_ (declared first) goes last
-    pool_.reset();
+  std::size_t value_size() const { return opt_.value_size < 8 ? opt_.value_size : 8; }
+  // Values beyond the index's max_value() lose their top bits (docs/pibench.md).
+  Value val(const char* p, std::size_t n) const {
+    const Value v = to_u64(p, n);
+    return (value_mask_ & (value_mask_ + 1)) == 0 ? v & value_mask_ : v % (value_mask_ + 1);
+  }
+  // No exception may cross into PiBench: note it and fail the operation.
+  template <class F>
+  static bool guarded(F&& f) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      note_failure(e);
+      return false;
+    }
+  }
+  // Scan results as PiBench reads them: key_size bytes of key (put_key) then value_size of
+  // value per record, in a buffer of this thread's that lives until its next scan.
+  template <class Records, class PutKey>
+  int pack(const Records& records, char*& out, PutKey&& put_key) const {
+    thread_local std::vector<char> packed;
+    const std::size_t ks = opt_.key_size, vs = value_size();
+    packed.assign(records.size() * (ks + vs), 0);
+    char* p = packed.data();
+    for (const auto& r : records) {
+      put_key(r, p, ks);
+      std::memcpy(p + ks, &r.second, vs);
+      p += ks + vs;
+    }
+    out = packed.data();
+    return static_cast<int>(records.size());
+  }
+  // A found value into PiBench's buffer.
+  void put_value(Value v, char* out) const { std::memcpy(out, &v, value_size()); }
+
+  tree_options_t opt_;
+  bool blind_;
+  dptree::IndexConfig cfg_;
+  Value value_mask_ = ~Value{0};
+
+ private:
+  std::optional<TempPoolFile> temp_;
+  std::unique_ptr<dptree::pm::Pool> pool_;
+};
+
+// Keys of 1 to 8 bytes: little-endian integers on the index's integer form.
+class IntTree final : public TreeBase {
+ public:
+  IntTree(const tree_options_t& opt, const dptree::IndexInfo& info)
+      : TreeBase(opt, info), index_(info.create(cfg_)) {
+    value_mask_ = index_->max_value();
   }
 
   bool find(const char* key, size_t sz, char* value_out) override {
     return guarded([&] {
       auto v = index_->lookup(to_u64(key, sz));
-      if (!v) return false;
-      std::memcpy(value_out, &*v, value_size());
-      return true;
+      if (v) put_value(*v, value_out);
+      return v.has_value();
     });
   }
   bool insert(const char* key, size_t key_sz, const char* value, size_t value_sz) override {
@@ -154,68 +205,98 @@ class DptreeTree final : public tree_api {
   }
   int scan(const char* key, size_t key_sz, int scan_sz, char*& values_out) override {
     thread_local std::vector<KV> records;
-    thread_local std::vector<char> packed;
     records.clear();
-    packed.clear();
-    int n = 0;
     guarded([&] {
       index_->scan(to_u64(key, key_sz), scan_sz > 0 ? static_cast<std::size_t>(scan_sz) : 0,
                    records);
-      const std::size_t ks = key_size(), vs = value_size();
-      packed.resize(records.size() * (ks + vs));
-      char* p = packed.data();
-      for (const KV& r : records) {
-        std::memcpy(p, &r.first, ks);
-        std::memcpy(p + ks, &r.second, vs);
-        p += ks + vs;
-      }
-      n = static_cast<int>(records.size());
       return true;
     });
-    values_out = packed.data();
-    return n;
+    return pack(records, values_out,
+                [](const KV& r, char* p, std::size_t n) { std::memcpy(p, &r.first, n); });
   }
 
  private:
-  std::size_t key_size() const { return opt_.key_size < 8 ? opt_.key_size : 8; }
-  std::size_t value_size() const { return opt_.value_size < 8 ? opt_.value_size : 8; }
-  Value val(const char* p, std::size_t n) const {
-    const Value v = to_u64(p, n);
-    return (value_mask_ & (value_mask_ + 1)) == 0 ? v & value_mask_ : v % (value_mask_ + 1);
-  }
-  // No exception may cross into PiBench: note it and fail the operation.
-  template <class F>
-  bool guarded(F&& f) {
-    try {
-      return f();
-    } catch (const std::exception& e) {
-      note_failure(e);
-      return false;
-    }
+  std::unique_ptr<dptree::Index> index_;
+};
+
+// Keys of more than 8 bytes: byte strings on the index's string form.
+class StringTree final : public TreeBase {
+ public:
+  StringTree(const tree_options_t& opt, const dptree::IndexInfo& info)
+      : TreeBase(opt, info), index_(info.create_string(cfg_)) {
+    value_mask_ = index_->max_value();
   }
 
-  tree_options_t opt_;
-  bool blind_;
-  std::optional<TempPoolFile> temp_;  // first member: destroyed after the pool
-  std::unique_ptr<dptree::pm::Pool> pool_;
-  std::unique_ptr<dptree::Index> index_;
-  Value value_mask_ = ~Value{0};
+  bool find(const char* key, size_t sz, char* value_out) override {
+    return guarded([&] {
+      auto v = index_->lookup({key, sz});
+      if (v) put_value(*v, value_out);
+      return v.has_value();
+    });
+  }
+  bool insert(const char* key, size_t key_sz, const char* value, size_t value_sz) override {
+    return guarded([&] {
+      const Value v = val(value, value_sz);
+      return blind_ ? (index_->upsert({key, key_sz}, v), true) : index_->insert({key, key_sz}, v);
+    });
+  }
+  bool update(const char* key, size_t key_sz, const char* value, size_t value_sz) override {
+    return guarded([&] {
+      const Value v = val(value, value_sz);
+      return blind_ ? (index_->upsert({key, key_sz}, v), true) : index_->update({key, key_sz}, v);
+    });
+  }
+  bool remove(const char* key, size_t key_sz) override {
+    return guarded([&] { return index_->remove({key, key_sz}); });
+  }
+  // Each record is key_size bytes of key (a shorter key padded with zero bytes) and its value.
+  int scan(const char* key, size_t key_sz, int scan_sz, char*& values_out) override {
+    thread_local std::vector<dptree::StringKV> records;
+    records.clear();
+    guarded([&] {
+      index_->scan({key, key_sz}, scan_sz > 0 ? static_cast<std::size_t>(scan_sz) : 0, records);
+      return true;
+    });
+    return pack(records, values_out, [](const dptree::StringKV& r, char* p, std::size_t n) {
+      std::memcpy(p, r.first.data(), std::min(n, r.first.size()));
+    });
+  }
+
+ private:
+  std::unique_ptr<dptree::StringIndex> index_;
 };
+
+// Keys of 1 to 8 bytes go to any index as integers; longer ones (up to the limit of string
+// keys) to an index with a string form; values of 1 to 8 bytes.
+void check_sizes(const tree_options_t& opt, const dptree::IndexInfo& info) {
+  if (opt.value_size > 8 || opt.value_size == 0)
+    throw dptree::Error(dptree::Errc::invalid_argument,
+                        "values of 1 to 8 bytes only (PiBench -v/--value_size); got " +
+                            std::to_string(opt.value_size));
+  if (opt.key_size == 0 || opt.key_size > dptree::kStringKeyMaxBytes)
+    throw dptree::Error(dptree::Errc::invalid_argument,
+                        "keys of 1 to " + std::to_string(dptree::kStringKeyMaxBytes) +
+                            " bytes only (PiBench -k/--key_size); got " +
+                            std::to_string(opt.key_size));
+  if (opt.key_size > 8 && !info.create_string)
+    throw dptree::Error(dptree::Errc::invalid_argument,
+                        "index '" + info.name + "' takes keys of 1 to 8 bytes; a key size of " +
+                            std::to_string(opt.key_size) +
+                            " needs an index that takes string keys (" +
+                            dptree::bench::string_index_names() +
+                            "): set DPTREE_PIBENCH_INDEX to one, or run PiBench with -k 8");
+}
 
 }  // namespace
 
 // Returns nullptr (after a message on stderr) when the request cannot be served.
 extern "C" tree_api* create_tree(const tree_options_t& opt) {
   try {
-    if (opt.key_size > 8 || opt.value_size > 8 || opt.key_size == 0 || opt.value_size == 0)
-      throw dptree::Error(dptree::Errc::invalid_argument,
-                          "keys and values of 1 to 8 bytes only (PiBench -k/--key_size and "
-                          "-v/--value_size); got " +
-                              std::to_string(opt.key_size) + " and " +
-                              std::to_string(opt.value_size));
+    dptree::bench::register_reference_indexes();
     const dptree::IndexInfo& info = from_var("DPTREE_PIBENCH_INDEX", [](const std::string& v) {
       return std::cref(dptree::find_index(v.empty() ? "btree" : v));
     });
+    check_sizes(opt, info);
     if (opt.num_threads > 1 && !info.concurrent)
       throw dptree::Error(dptree::Errc::invalid_argument,
                           "index '" + info.name + "' is not safe for concurrent use: run PiBench " +
@@ -223,7 +304,8 @@ extern "C" tree_api* create_tree(const tree_options_t& opt) {
     dptree::pm::set_mode(from_var("DPTREE_PIBENCH_PM_MODE", [](const std::string& v) {
       return dptree::pm::parse_mode(v.empty() ? "pmem" : v);
     }));
-    return new DptreeTree(opt, info);
+    if (opt.key_size > 8) return new StringTree(opt, info);
+    return new IntTree(opt, info);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dptree pibench wrapper: cannot create the tree: %s\n", e.what());
     return nullptr;

@@ -8,7 +8,7 @@ PACKAGES=(
   clang-format clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libabsl-dev
-  python3 python3-matplotlib
+  python3 python3-matplotlib wamerican
 )
 
 missing=()

@@ -65,6 +65,9 @@ struct BenchOptions {
   bool load_once = false;
   std::vector<std::string> index_options;
   bool quiet = false;
+  std::string key_type = "u64";
+  std::string key_set;     // empty: random
+  std::string key_length;  // empty: 8
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -76,10 +79,11 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 void print_list() {
-  fmt::print("{:<12} {:<10} {:<10} {}\n", "index", "persistent", "concurrent", "description");
+  fmt::print("{:<12} {:<10} {:<10} {:<7} {}\n", "index", "persistent", "concurrent", "strings",
+             "description");
   for (const auto& i : registered_indexes())
-    fmt::print("{:<12} {:<10} {:<10} {}\n", i.name, i.persistent ? "yes" : "no",
-               i.concurrent ? "yes" : "no", i.description);
+    fmt::print("{:<12} {:<10} {:<10} {:<7} {}\n", i.name, i.persistent ? "yes" : "no",
+               i.concurrent ? "yes" : "no", i.create_string ? "yes" : "no", i.description);
 }
 
 // The options `index` takes: key, kind, default, accepted values and a line of help each.
@@ -161,7 +165,10 @@ void check_index_options(const std::vector<RunSpec>& specs) {
     cfg.threads = t;
     cfg.options = specs.front().options;
     try {
-      info.create(cfg);
+      if (specs.front().key.type == bench::KeyType::string)
+        info.create_string(cfg);
+      else
+        info.create(cfg);
     } catch (const Error& e) {
       if (e.code() != Errc::pool_full) throw;
     }
@@ -203,16 +210,51 @@ void on_signal(int) {
   bench::request_stop();
 }
 
-// The indexes --index names (all registered ones when it is empty).
-std::vector<const IndexInfo*> selected_indexes(const BenchOptions& o) {
+// The indexes --index names (all registered ones when it is empty, those that take strings
+// for string keys).
+std::vector<const IndexInfo*> selected_indexes(const BenchOptions& o, bool strings) {
   std::vector<const IndexInfo*> indexes;
   if (o.indexes.empty())
-    for (const auto& i : registered_indexes()) indexes.push_back(&i);
+    for (const auto& i : registered_indexes()) {
+      if (!strings || i.create_string) indexes.push_back(&i);
+    }
   else
-    for (const auto& name : split(o.indexes)) indexes.push_back(&find_index(name));
+    for (const auto& name : split(o.indexes)) {
+      const IndexInfo& i = find_index(name);
+      if (strings && !i.create_string)
+        throw Error(Errc::invalid_argument,
+                    "index '" + name +
+                        "' takes 8-byte integer keys only, not --key-type string; the indexes "
+                        "that take strings: " +
+                        bench::string_index_names());
+      indexes.push_back(&i);
+    }
   if (indexes.empty())
     throw Error(Errc::invalid_argument, "--index lists no index: see `dptree bench --list`");
   return indexes;
+}
+
+// --key-type, --key-set and --key-length; the string keys are made once to check them (the
+// word list exists, the lengths suit the key set).
+bench::KeyFormat key_format(const BenchOptions& o, const RunSpec& base) {
+  bench::KeyFormat f;
+  f.type = bench::parse_key_type(o.key_type);
+  if (f.type == bench::KeyType::u64) {
+    if (!o.key_set.empty() || !o.key_length.empty())
+      throw Error(Errc::invalid_argument,
+                  "--key-set and --key-length describe string keys: add --key-type string");
+    return f;
+  }
+  if (!o.key_set.empty()) f.set = bench::parse_key_set(o.key_set);
+  if (!o.key_length.empty()) {
+    if (f.set == bench::KeySet::words)
+      throw Error(Errc::invalid_argument,
+                  "--key-length does not apply to --key-set words (the words have their own "
+                  "lengths): drop it");
+    bench::parse_key_length(o.key_length, f);
+  }
+  (void)bench::StringKeyMaker(f, base.distribution.value_or(bench::Distribution::uniform));
+  return f;
 }
 
 // The workloads --workload names, or the one mix --read/--insert/... give.
@@ -265,6 +307,7 @@ RunSpec base_spec(const BenchOptions& o) {
   base.keep_pool = o.keep;
   base.recovery = o.recovery;
   base.options = parse_index_options(o.index_options);
+  base.key = key_format(o, base);
   if (o.scan_selectivity > 0) {
     // Mean length = selectivity x records; uniform in [1, 2L-1] gives a standard deviation
     // of ~0.58 L, close to the DPTree paper's 0.001% +- 0.0006%.
@@ -281,7 +324,7 @@ RunSpec base_spec(const BenchOptions& o) {
 // The runs, grouped so that each (workload, threads) block compares the indexes in turn.
 std::vector<RunSpec> plan_runs(const BenchOptions& o, const RunSpec& base) {
   const bool all_indexes = o.indexes.empty();
-  const auto indexes = selected_indexes(o);
+  const auto indexes = selected_indexes(o, base.key.type == bench::KeyType::string);
   const auto workloads = selected_workloads(o);
   const std::vector<unsigned> threads = parse_threads(o.threads);
   std::vector<RunSpec> specs;
@@ -368,6 +411,13 @@ std::vector<bench::RunResult> run_all(const BenchOptions& o, const std::vector<R
   return results;
 }
 
+std::string key_description(const bench::KeyFormat& f) {
+  if (f.type == bench::KeyType::u64) return "8-byte integer keys";
+  if (f.set != bench::KeySet::random) return fmt::format("{} string keys", to_string(f.set));
+  if (f.min_bytes == f.max_bytes) return fmt::format("random {}-byte string keys", f.min_bytes);
+  return fmt::format("random string keys of {}-{} bytes", f.min_bytes, f.max_bytes);
+}
+
 void run_bench(const BenchOptions& o) {
   bench::register_reference_indexes();
   if (o.list) {
@@ -388,9 +438,9 @@ void run_bench(const BenchOptions& o) {
 
   if (!o.quiet)
     fmt::print(stderr,
-               "dptree bench: {} run(s); records {}, {}, pm-mode {} (flush: {}), seed {}, "
+               "dptree bench: {} run(s); records {}, {}, {}, pm-mode {} (flush: {}), seed {}, "
                "latency sample rate {}\n",
-               specs.size(), o.records,
+               specs.size(), o.records, key_description(specs.front().key),
                o.ops ? fmt::format("{} ops", o.ops) : fmt::format("{} s per run", o.seconds),
                o.pm_mode, pm::to_string(pm::flush_instruction()), o.seed, o.sample_rate);
   std::signal(SIGINT, on_signal);
@@ -408,8 +458,8 @@ void run_bench(const BenchOptions& o) {
   }
 }
 
-void setup(CLI::App& app) {
-  auto o = std::make_shared<BenchOptions>();
+// --index, --workload and how long each run lasts.
+void add_run_flags(CLI::App& app, BenchOptions* o) {
   std::string workload_names;
   for (const auto& w : bench::named_workloads())
     workload_names += fmt::format("\n  {:<12} {}", w.name, w.description);
@@ -438,12 +488,33 @@ void setup(CLI::App& app) {
                  "Thread counts, comma-separated (e.g. 1,2): one run per count")
       ->capture_default_str();
   app.add_flag("--pin", o->pin, "Pin worker thread i to the i-th CPU this process may use");
+}
+
+// Which keys the operations take and how they are distributed.
+void add_key_flags(CLI::App& app, BenchOptions* o) {
   app.add_option("--distribution", o->distribution,
                  "Key distribution (default: the workload's own; uniform for the paper's mixes)")
       ->check(CLI::IsMember({"uniform", "zipfian", "sequential", "latest"}));
   app.add_option("--theta", o->theta, "Zipfian/latest skew, 0 <= theta < 1")
       ->capture_default_str()
       ->check(number_in(0.0, 0.999999));
+  app.add_option("--key-type", o->key_type,
+                 "Keys: u64 (8-byte integers) or string (byte strings, run on the string form "
+                 "of each index; --list shows which take them)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"u64", "string"}));
+  app.add_option("--key-set", o->key_set,
+                 "String keys: random (bytes, --key-length long), u64be (the integer keys as "
+                 "8-byte big-endian strings) or words (the wamerican word list, numbered "
+                 "variants beyond it) (default: random)")
+      ->check(CLI::IsMember({"random", "u64be", "words"}));
+  app.add_option("--key-length", o->key_length,
+                 "Random string keys: N bytes, or MIN-MAX for lengths uniform in that range, "
+                 "8 to 1024 (default: 8)");
+}
+
+// The operation mix and the scans.
+void add_mix_flags(CLI::App& app, BenchOptions* o) {
   auto* len = app.add_option("--scan-length", o->scan_length, "Records per scan (fixed)")
                   ->capture_default_str()
                   ->check(whole_in(1, kMaxScan));
@@ -470,6 +541,10 @@ void setup(CLI::App& app) {
                  "DPTree Fig. 10); applies to every workload (default: each workload's own, 0 "
                  "except read_absent)")
       ->check(number_in(0.0, 100.0));
+}
+
+// Seed, sampling, persistence and the pool.
+void add_pm_flags(CLI::App& app, BenchOptions* o) {
   app.add_option("--seed", o->seed, "Seed of every random choice")
       ->capture_default_str()
       ->check(whole_in(0, UINT64_MAX));
@@ -497,6 +572,10 @@ void setup(CLI::App& app) {
       ->check(whole_in(0, kMaxDelayNs));
   app.add_option("--fence-delay-ns", o->fence_delay_ns, "Emulated extra latency per fence (ns)")
       ->check(whole_in(0, kMaxDelayNs));
+}
+
+// Outputs and the options of runs and indexes.
+void add_output_flags(CLI::App& app, BenchOptions* o) {
   app.add_option("--json", o->json, "Write the results as JSON to FILE ('-': stdout)");
   app.add_option("--csv", o->csv, "Write the results as CSV to FILE ('-': stdout)");
   app.add_flag("--recovery", o->recovery,
@@ -510,6 +589,15 @@ void setup(CLI::App& app) {
   app.add_option("--option", o->index_options,
                  "Index option KEY=VALUE passed to every index (repeatable)");
   app.add_flag("--quiet", o->quiet, "No progress or status output on stderr (errors only)");
+}
+
+void setup(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  add_run_flags(app, o.get());
+  add_key_flags(app, o.get());
+  add_mix_flags(app, o.get());
+  add_pm_flags(app, o.get());
+  add_output_flags(app, o.get());
   app.callback([o] { run_bench(*o); });
 }
 

@@ -17,6 +17,16 @@ inline std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// The inverse of mix64: undoes each xor-shift and multiplication in turn.
+inline std::uint64_t unmix64(std::uint64_t x) {
+  x ^= x >> 31 ^ x >> 62;
+  x *= 0x319642b2d24d8ec3ULL;  // the inverse of 0x94d049bb133111eb modulo 2^64
+  x ^= x >> 27 ^ x >> 54;
+  x *= 0x96de1b173f119089ULL;  // the inverse of 0xbf58476d1ce4e5b9
+  x ^= x >> 30 ^ x >> 60;
+  return x - 0x9e3779b97f4a7c15ULL;
+}
+
 // xoshiro256** (Blackman & Vigna), seeded through SplitMix64.
 class Rng {
  public:

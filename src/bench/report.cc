@@ -59,7 +59,11 @@ std::vector<std::string> csv_row(const RunResult& r) {
           num(r.dram_bytes_per_record),
           num(r.pm_bytes_per_record),
           std::to_string(r.final_records),
-          std::to_string(r.latency_ns.samples)};
+          std::to_string(r.latency_ns.samples),
+          std::string(to_string(r.key_type)),
+          r.key_type == KeyType::string ? std::string(to_string(r.key_set)) : "",
+          std::to_string(r.key_min_bytes),
+          std::to_string(r.key_max_bytes)};
 }
 
 std::string csv_escape(const std::string& s) {
@@ -110,7 +114,11 @@ const std::vector<std::string>& csv_columns() {
                                              "dram_bytes_per_record",
                                              "pm_bytes_per_record",
                                              "final_records",
-                                             "latency_samples"};
+                                             "latency_samples",
+                                             "key_type",
+                                             "key_set",
+                                             "key_min_bytes",
+                                             "key_max_bytes"};
   return c;
 }
 
@@ -165,6 +173,10 @@ std::string to_json(const std::vector<RunResult>& rs) {
     j["pool_open_seconds"] =
         r.pool_open_seconds ? nlohmann::ordered_json(*r.pool_open_seconds) : nullptr;
     j["pm_mode"] = r.pm_mode;
+    j["key_type"] = std::string(to_string(r.key_type));
+    j["key_set"] =
+        r.key_type == KeyType::string ? nlohmann::ordered_json(to_string(r.key_set)) : nullptr;
+    j["key_bytes"] = {{"min", r.key_min_bytes}, {"max", r.key_max_bytes}};
     // Beyond the list: what is needed to reproduce and interpret the run.
     j["persistent"] = r.persistent;
     j["mix"] = mix_string(r.mix);

@@ -36,6 +36,10 @@ std::string concurrent_names() {
   return s.empty() ? "none yet" : s;
 }
 
+bool string_run(const RunSpec& spec) {
+  return spec.key.type == KeyType::string;
+}
+
 // Removes the pool file when the run ends (also on an exception), unless it is to be kept.
 struct PoolFileGuard {
   std::filesystem::path path;
@@ -84,6 +88,12 @@ void validate(const RunSpec& spec, const IndexInfo& info) {
     throw Error(Errc::invalid_argument, "--sample-rate must be in [0, 1] (e.g. 0.1)");
   if (spec.ops == 0 && !(spec.seconds > 0))
     throw Error(Errc::invalid_argument, "give a positive --ops count or --seconds duration");
+  if (string_run(spec) && !info.create_string)
+    throw Error(Errc::invalid_argument, "index '" + info.name +
+                                            "' takes 8-byte integer keys only: run it with "
+                                            "--key-type u64, or pick an index that takes "
+                                            "strings (" +
+                                            string_index_names() + ")");
   if (info.persistent && spec.pool_path.empty())
     throw Error(Errc::invalid_argument,
                 "index '" + info.name + "' is persistent and needs a pool path (--pool PATH)");
@@ -106,7 +116,9 @@ struct LoadedIndex::State {
   PoolFileGuard file;
   std::unique_ptr<pm::Pool> pool;
   IndexConfig cfg;
-  std::unique_ptr<Index> index;
+  std::unique_ptr<Index> index;                     // integer keys, or
+  std::unique_ptr<StringIndex> sindex;              // string keys, made by
+  std::unique_ptr<const StringKeyMaker> key_maker;  // from the integer keys of the stream
   Value max_value = 0;
   double preload_seconds = 0;
   std::uint64_t next_id = 0;   // the first id no insert has used yet
@@ -126,9 +138,12 @@ std::size_t default_pool_size(const std::vector<RunSpec>& runs) {
                                     : spec.seconds * 4e6 * static_cast<double>(spec.threads);
     records += run_ops * spec.workload.mix.insert / 100.0;
   }
-  // 512 B per record is generous for 16-byte records. The pool reserves all of it
+  // 512 B per record is generous for 16-byte records; string keys add twice their longest
+  // (a key blob and its allocator block's rounding). The pool reserves all of it
   // (posix_fallocate), hence the cap at half the free space.
-  double want = 64.0 * 1024 * 1024 + records * 512;
+  const KeyFormat& key = runs.front().key;
+  const double per_record = 512.0 + (key.type == KeyType::string ? 2.0 * key.max_bytes : 0);
+  double want = 64.0 * 1024 * 1024 + records * per_record;
   const auto& path = runs.front().pool_path;
   std::error_code ec;
   auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
@@ -140,6 +155,42 @@ std::size_t default_pool_size(const std::vector<RunSpec>& runs) {
 std::size_t default_pool_size(const RunSpec& spec) {
   return default_pool_size(std::vector<RunSpec>{spec});
 }
+
+namespace {
+
+// Creates (or, on an opened pool, recovers) the index in the form the spec's keys need.
+void open_index(LoadedIndex::State& st, Distribution dist) {
+  if (string_run(st.spec)) {
+    if (!st.key_maker) st.key_maker = std::make_unique<StringKeyMaker>(st.spec.key, dist);
+    st.sindex = st.info->create_string(st.cfg);
+    st.max_value = st.sindex->max_value();
+  } else {
+    st.index = st.info->create(st.cfg);
+    st.max_value = st.index->max_value();
+  }
+}
+
+void drain(LoadedIndex::State& st) {
+  if (st.sindex)
+    st.sindex->drain();
+  else
+    st.index->drain();
+}
+
+// Upserts ids 0 .. records-1 in id order through `put(key, value)`.
+template <class Report, class Put>
+void preload(const LoadedIndex::State& st, Distribution dist, const Report& report, Put&& put) {
+  const RunSpec& spec = st.spec;
+  for (std::uint64_t id = 0; id < spec.records; ++id) {
+    put(KeyGenerator::key_of(id, dist), preload_value(spec.seed, id, st.max_value));
+    if ((id & 0xffff) == 0) {
+      report("preload", static_cast<double>(id) / static_cast<double>(spec.records));
+      if (stop_requested()) break;
+    }
+  }
+}
+
+}  // namespace
 
 std::unique_ptr<LoadedIndex> load(const RunSpec& spec, const std::vector<RunSpec>& runs,
                                   Progress* progress) {
@@ -162,20 +213,17 @@ std::unique_ptr<LoadedIndex> load(const RunSpec& spec, const std::vector<RunSpec
   }
   st->cfg = IndexConfig{st->pool.get(), static_cast<std::size_t>(spec.records), spec.threads,
                         spec.options};
-  st->index = st->info->create(st->cfg);
-  st->max_value = st->index->max_value();
+  open_index(*st, dist);
 
   // Preload: ids 0 .. records-1 in id order, single-threaded (deterministic structure).
   report("preload", 0);
   auto t0 = Clock::now();
-  for (std::uint64_t id = 0; id < spec.records; ++id) {
-    st->index->upsert(KeyGenerator::key_of(id, dist), preload_value(spec.seed, id, st->max_value));
-    if ((id & 0xffff) == 0) {
-      report("preload", static_cast<double>(id) / static_cast<double>(spec.records));
-      if (stop_requested()) break;
-    }
-  }
-  st->index->drain();  // no merge of the preload spills into the first timed run
+  if (st->sindex)
+    preload(*st, dist, report,
+            [&](Key k, Value v) { st->sindex->upsert(st->key_maker->make(k), v); });
+  else
+    preload(*st, dist, report, [&](Key k, Value v) { st->index->upsert(k, v); });
+  drain(*st);  // no merge of the preload spills into the first timed run
   st->preload_seconds = seconds_since(t0);
   st->next_id = spec.records;
   return std::make_unique<LoadedIndex>(std::move(st));
@@ -223,6 +271,12 @@ RunResult describe(const RunSpec& spec, const LoadedIndex::State& st, Distributi
   r.shared_load = st.runs > 0;
   r.preload_seconds = st.runs == 0 ? st.preload_seconds : 0;
   r.pm_mode = std::string(pm::to_string(spec.pm_mode));
+  r.key_type = spec.key.type;
+  if (st.key_maker) {
+    r.key_set = spec.key.set;
+    r.key_min_bytes = st.key_maker->min_bytes();
+    r.key_max_bytes = st.key_maker->max_bytes();
+  }
   r.flush_delay_ns = spec.flush_delay_ns;
   r.fence_delay_ns = spec.fence_delay_ns;
   if (st.pool) r.pool = st.spec.pool_path.string();
@@ -246,36 +300,40 @@ StreamParams stream_params(const RunSpec& spec, const LoadedIndex::State& st, Di
 struct RunControl {
   const RunSpec& spec;
   const StreamParams& sp;
-  Index* index;
-  std::vector<int> cpus;  // pinning: the CPUs this process may use (empty: no pinning)
+  Index* index;                     // integer keys, or
+  StringIndex* sindex;              // string keys, made by
+  const StringKeyMaker* key_maker;  // from the integer keys of the stream
+  std::vector<int> cpus;            // pinning: the CPUs this process may use (empty: no pinning)
   std::atomic<unsigned> ready{0};
   std::atomic<bool> go{false}, stop{false};
 };
 
-// One operation of the stream on the index; the counters of its kind go to `w`.
-inline void apply(Index* index, const Op& op, Value max_value, std::vector<KV>& buf,
+// One operation of the stream on the index, with `key` for the operation's key (op.key, or
+// the string key made from it); the counters of its kind go to `w`.
+template <class IndexT, class K, class Buf>
+inline void apply(IndexT* index, const Op& op, const K& key, Value max_value, Buf& buf,
                   WorkerState& w) {
   switch (op.kind) {
     case OpKind::read:
-      if (index->lookup(op.key)) ++w.found;
+      if (index->lookup(key)) ++w.found;
       break;
     case OpKind::insert:  // index.h: blind writes, of new and of present keys
-      index->upsert(op.key, op.value);
+      index->upsert(key, op.value);
       break;
     case OpKind::update:
-      index->overwrite(op.key, op.value);
+      index->overwrite(key, op.value);
       break;
     case OpKind::remove:
-      index->remove(op.key);
+      index->remove(key);
       break;
     case OpKind::scan:
       buf.clear();
-      index->scan(op.key, op.length, buf);
+      index->scan(key, op.length, buf);
       break;
     case OpKind::rmw: {
-      const auto v = index->lookup(op.key);
+      const auto v = index->lookup(key);
       if (v) ++w.found;
-      index->upsert(op.key,
+      index->upsert(key,
                     v ? (*v + 1) % (max_value == ~Value{0} ? ~Value{0} : max_value + 1) : op.value);
       break;
     }
@@ -283,21 +341,52 @@ inline void apply(Index* index, const Op& op, Value max_value, std::vector<KV>& 
   ++w.by_kind[static_cast<std::size_t>(op.kind)];
 }
 
+// A worker's way to its index: integer keys go as they are.
+class IntKeys {
+ public:
+  explicit IntKeys(const RunControl& rc) : index_(rc.index) { buf_.reserve(rc.sp.scan.max); }
+  void operator()(const Op& op, Value max_value, WorkerState& w) {
+    apply(index_, op, op.key, max_value, buf_, w);
+  }
+
+ private:
+  Index* const index_;
+  std::vector<KV> buf_;
+};
+
+// String keys: each integer key becomes its string key first, inside the timed operation
+// (as drawing the integer key is).
+class StringKeys {
+ public:
+  explicit StringKeys(const RunControl& rc) : index_(rc.sindex), maker_(rc.key_maker) {
+    buf_.reserve(rc.sp.scan.max);
+  }
+  void operator()(const Op& op, Value max_value, WorkerState& w) {
+    maker_->make(op.key, key_);
+    apply(index_, op, std::string_view(key_), max_value, buf_, w);
+  }
+
+ private:
+  StringIndex* const index_;
+  const StringKeyMaker* const maker_;
+  std::string key_;
+  std::vector<StringKV> buf_;
+};
+
 // Worker t: waits for the start, then runs its share of the operations (or until stopped),
-// timing a sampled fraction of them.
+// timing a sampled fraction of them. Keys: IntKeys or StringKeys.
+template <class Keys>
 void work(RunControl& rc, unsigned t, WorkerState& w) {
   try {
     if (!rc.cpus.empty()) pin_to(rc.cpus[t % rc.cpus.size()]);
     OpStream stream(rc.sp, t);
     // Sampling draws from its own generator so the operations do not depend on the rate.
     Rng sampler(stream_seed(rc.spec.seed, 0x5a5a0000ULL + t));
-    std::vector<KV> buf;
-    buf.reserve(rc.sp.scan.max);
+    Keys keys(rc);
     const unsigned n = rc.spec.threads;
     const std::uint64_t ops = rc.spec.ops;
     const std::uint64_t quota = ops ? ops / n + (t < ops % n ? 1 : 0) : ~std::uint64_t{0};
     const double rate = rc.spec.sample_rate;
-    Index* const index = rc.index;
     const Value max_value = rc.sp.max_value;
     rc.ready.fetch_add(1);
     while (!rc.go.load(std::memory_order_acquire)) std::this_thread::yield();
@@ -310,7 +399,7 @@ void work(RunControl& rc, unsigned t, WorkerState& w) {
       const Op op = stream.next();
       const bool sampled = rate > 0 && sampler.unit() < rate;
       const auto start = sampled ? Clock::now() : Clock::time_point{};
-      apply(index, op, max_value, buf, w);
+      keys(op, max_value, w);
       if (sampled)
         w.hist.record(static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
@@ -336,7 +425,8 @@ std::pair<Clock::time_point, Clock::time_point> drive(RunControl& rc, WorkerStat
   std::vector<std::thread> threads;
   threads.reserve(n);
   for (unsigned t = 0; t < n; ++t)
-    threads.emplace_back(work, std::ref(rc), t, std::ref(workers[t]));
+    threads.emplace_back(rc.sindex ? work<StringKeys> : work<IntKeys>, std::ref(rc), t,
+                         std::ref(workers[t]));
   while (rc.ready.load() < n) std::this_thread::yield();
   c0 = pm::counters();
   const auto start = Clock::now();
@@ -411,14 +501,18 @@ void count_costs(RunResult& r, const pm::CounterSnapshot& delta, const IndexStat
 // completes. The reopened index stays loaded for the next run on a shared load.
 void time_recovery(RunResult& r, LoadedIndex::State& st, Distribution dist) {
   st.index.reset();
+  st.sindex.reset();
   st.pool.reset();
   const auto ot0 = Clock::now();
   st.pool = pm::Pool::open(st.spec.pool_path);
   r.pool_open_seconds = seconds_since(ot0);
   const auto rt0 = Clock::now();
   st.cfg.pool = st.pool.get();
-  st.index = st.info->create(st.cfg);
-  (void)st.index->lookup(KeyGenerator::key_of(0, dist));
+  open_index(st, dist);
+  if (st.sindex)
+    (void)st.sindex->lookup(st.key_maker->make(KeyGenerator::key_of(0, dist)));
+  else
+    (void)st.index->lookup(KeyGenerator::key_of(0, dist));
   r.recovery_seconds = seconds_since(rt0);
 }
 
@@ -438,7 +532,12 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
 
   RunResult r = describe(spec, st, dist);
   const StreamParams sp = stream_params(spec, st, dist, scan);
-  RunControl rc{spec, sp, st.index.get(), spec.pin ? allowed_cpus() : std::vector<int>{}};
+  RunControl rc{spec,
+                sp,
+                st.index.get(),
+                st.sindex.get(),
+                st.key_maker.get(),
+                spec.pin ? allowed_cpus() : std::vector<int>{}};
   const unsigned n = spec.threads;
   auto workers = std::make_unique<WorkerState[]>(n);
   pm::CounterSnapshot c0;
@@ -448,7 +547,7 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
   if (mix.insert + mix.update + mix.remove + mix.rmw > 0 && !stop_requested()) {
     // The merges the run's writes made necessary are part of its cost (index.h, drain).
     report("drain", 0);
-    st.index->drain();
+    drain(st);
     const Clock::time_point drained = Clock::now();
     r.drain_seconds = std::chrono::duration<double>(drained - end).count();
     end = drained;
@@ -458,7 +557,7 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
   for (unsigned t = 0; t < n; ++t)
     if (workers[t].error) std::rethrow_exception(workers[t].error);
   count_ops(r, workers.get(), n, st);
-  count_costs(r, delta, st.index->stats());
+  count_costs(r, delta, st.sindex ? st.sindex->stats() : st.index->stats());
   if (spec.recovery && st.info->persistent && !stop_requested()) {
     report("recovery", 0);
     time_recovery(r, st, dist);

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/string_keys.h"
 #include "bench/workload.h"
 #include "dptree/pm/persist.h"
 #include "dptree/registry.h"
@@ -41,6 +42,7 @@ struct RunSpec {
   bool keep_pool = false;
   bool recovery = false;
   std::map<std::string, std::string> options;  // IndexConfig::options
+  KeyFormat key;  // string keys drive the index's string form (IndexInfo::create_string)
 };
 
 struct Latency {
@@ -79,6 +81,9 @@ struct RunResult {
   // apart, the pool's open before it.
   std::optional<double> recovery_seconds, pool_open_seconds;
   std::string pm_mode;
+  KeyType key_type = KeyType::u64;
+  KeySet key_set = KeySet::random;                     // string keys only
+  std::uint32_t key_min_bytes = 8, key_max_bytes = 8;  // the keys' length range
   std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
   std::string pool;  // the pool file used ("" for volatile indexes)
   std::vector<std::pair<std::string, double>> index_stats;  // IndexStats::extra

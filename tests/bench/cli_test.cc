@@ -37,16 +37,17 @@ TEST(Cli, HelpForEveryCommand) {
     EXPECT_TRUE(has(r.output, "Usage")) << c;
   }
   Result r = run("bench --help");
-  for (const char* flag : {"--index",          "--list",        "--workload",
-                           "--records",        "--ops",         "--seconds",
-                           "--threads",        "--pin",         "--distribution",
-                           "--theta",          "--scan-length", "--scan-selectivity",
-                           "--read",           "--insert",      "--update",
-                           "--remove",         "--scan",        "--seed",
-                           "--sample-rate",    "--pm-mode",     "--pool",
-                           "--pool-size",      "--keep",        "--flush-delay-ns",
-                           "--fence-delay-ns", "--json",        "--csv",
-                           "--recovery",       "--help-options"})
+  for (const char* flag : {"--index",          "--list",         "--workload",
+                           "--records",        "--ops",          "--seconds",
+                           "--threads",        "--pin",          "--distribution",
+                           "--theta",          "--scan-length",  "--scan-selectivity",
+                           "--read",           "--insert",       "--update",
+                           "--remove",         "--scan",         "--seed",
+                           "--sample-rate",    "--pm-mode",      "--pool",
+                           "--pool-size",      "--keep",         "--flush-delay-ns",
+                           "--fence-delay-ns", "--json",         "--csv",
+                           "--recovery",       "--help-options", "--key-type",
+                           "--key-set",        "--key-length"})
     EXPECT_TRUE(has(r.output, flag)) << flag;
 }
 
@@ -60,12 +61,22 @@ TEST(Cli, BadFlagsExitNonZeroSayingWhatIsAccepted) {
         Case{"bench --workload nope", "use one of insert_only"},
         Case{"bench --distribution gauss", "uniform,zipfian"},
         Case{"bench --pm-mode nvme", "pmem,eadr,dram"},
-        Case{"bench --threads 0", "thread counts from 1"}, Case{"bench --theta 1.5", "--theta"},
+        Case{"bench --threads 0", "thread counts from 1"},
+        Case{"bench --theta 1.5", "--theta"},
         Case{"bench --read 50 --insert 20", "must sum to 100"},
         Case{"bench --index nope", "registered indexes (btree"},
         Case{"bench --help-options nope", "registered indexes (btree"},
         Case{"bench --index stdmap --threads 2", "not safe for concurrent use"},
-        Case{"bench --ops 10 --seconds 1", "excludes"}, Case{"bench --option x", "KEY=VALUE"},
+        Case{"bench --ops 10 --seconds 1", "excludes"},
+        Case{"bench --option x", "KEY=VALUE"},
+        Case{"bench --key-type int", "u64,string"},
+        Case{"bench --key-type string --key-set bytes", "random,u64be,words"},
+        Case{"bench --key-set u64be", "add --key-type string"},
+        Case{"bench --key-type string --key-length 4", "at least 8 bytes"},
+        Case{"bench --key-type string --key-length 2000", "1 to 1024 bytes"},
+        Case{"bench --key-type string --key-set u64be --key-length 16", "u64be keys are 8 bytes"},
+        Case{"bench --key-type string --key-set words --key-length 8", "does not apply"},
+        Case{"bench --key-type string --index stdmap", "that take strings: absl-btree"},
         Case{"frobnicate", "accepts"}}) {
     Result r = run(c.args);
     EXPECT_EQ(r.status, 2) << c.args;
@@ -76,8 +87,9 @@ TEST(Cli, BadFlagsExitNonZeroSayingWhatIsAccepted) {
 TEST(Cli, ListShowsTheRegisteredIndexes) {
   Result r = run("bench --list");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "btree        no         yes")) << r.output;
-  EXPECT_TRUE(has(r.output, "stdmap       no         no")) << r.output;
+  EXPECT_TRUE(has(r.output, "btree        no         yes        no")) << r.output;
+  EXPECT_TRUE(has(r.output, "stdmap       no         no         no")) << r.output;
+  EXPECT_TRUE(has(r.output, "absl-btree   no         no         yes")) << r.output;
 }
 
 TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {
@@ -128,6 +140,38 @@ TEST(Cli, JsonAndCsvOfATinyRun) {
   int lines = 0;
   while (std::getline(cf, line)) ++lines;
   EXPECT_EQ(lines, 5) << "header + 4 runs";
+  std::filesystem::remove(json);
+  std::filesystem::remove(csv);
+}
+
+// String keys: the runs take the string forms, and the JSON and CSV say which keys they took.
+TEST(Cli, StringKeysJsonAndCsv) {
+  const std::string json = temp("strings.json"), csv = temp("strings.csv");
+  Result r =
+      run("bench --key-type string --key-length 16-64 --workload mixed --records 1000 --ops 2000 "
+          "--pm-mode dram --quiet --json " +
+          json + " --csv " + csv);
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream jf(json);
+  const auto j = nlohmann::json::parse(jf);
+  ASSERT_FALSE(j.empty());
+  for (const auto& run : j) {
+    EXPECT_EQ(run["key_type"], "string");
+    EXPECT_EQ(run["key_set"], "random");
+    EXPECT_EQ(run["key_bytes"]["min"], 16);
+    EXPECT_EQ(run["key_bytes"]["max"], 64);
+    EXPECT_EQ(run["ops"], 2000);
+  }
+  EXPECT_EQ(j[0]["index"], "absl-btree") << "without --index: the indexes that take strings";
+  std::ifstream cf(csv);
+  std::string header, row;
+  std::getline(cf, header);
+  std::getline(cf, row);
+  EXPECT_TRUE(has(header, "key_type,key_set,key_min_bytes,key_max_bytes")) << header;
+  EXPECT_TRUE(has(row, "string,random,16,64")) << row;
+  r = run("bench --index absl-btree --records 100 --ops 100 --pm-mode dram --quiet --json -");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "\"key_type\": \"u64\"")) << r.output;
   std::filesystem::remove(json);
   std::filesystem::remove(csv);
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -255,7 +257,13 @@ TEST_F(PiBenchWrapper, RefusesWhatItCannotServe) {
   setenv("DPTREE_PIBENCH_INDEX", "btree", 1);
   tree_options_t opt;
   opt.key_size = 16;
-  EXPECT_EQ(create_(opt), nullptr) << "keys longer than 8 bytes";
+  EXPECT_EQ(create_(opt), nullptr) << "keys longer than 8 bytes on an integer-only index";
+  setenv("DPTREE_PIBENCH_INDEX", "absl-btree", 1);
+  opt.key_size = 1025;
+  EXPECT_EQ(create_(opt), nullptr) << "keys longer than the limit of string keys";
+  opt.key_size = 8;
+  opt.value_size = 16;
+  EXPECT_EQ(create_(opt), nullptr) << "values longer than 8 bytes";
   for (const char* bad : {"-5", "1e6", "12x", "99999999999999999999"}) {
     setenv("DPTREE_PIBENCH_RECORDS", bad, 1);
     EXPECT_EQ(create("tips-btree", 1), nullptr) << "DPTREE_PIBENCH_RECORDS=" << bad;
@@ -269,6 +277,76 @@ TEST_F(PiBenchWrapper, RefusesWhatItCannotServe) {
   setenv("DPTREE_PIBENCH_OPTIONS", "leaf_capacity", 1);
   EXPECT_EQ(create("dptree", 1), nullptr) << "an option without a value";
   EXPECT_FALSE(fs::exists(temp_pool_of(getpid())));
+}
+
+// Keys longer than 8 bytes (PiBench -k) go to an index's string form: keys of that size
+// holding zero bytes, sharing long prefixes and differing in their last byte only, checked
+// against a model in memcmp order; scans return key_size bytes of key per record.
+TEST_F(PiBenchWrapper, LongKeysDriveTheStringForm) {
+  std::vector<std::string> names = {"absl-btree"};
+  for (const auto& info : dptree::registered_indexes())
+    if (info.create_string) names.push_back(info.name);
+  for (const std::string& name : names)
+    for (std::size_t ks : {16u, 100u}) {
+      const std::string what = name + " with " + std::to_string(ks) + "-byte keys";
+      setenv("DPTREE_PIBENCH_INDEX", name.c_str(), 1);
+      tree_options_t opt;
+      opt.key_size = ks;
+      opt.pool_size = kPoolBytes;
+      std::unique_ptr<tree_api> t(create_(opt));
+      ASSERT_NE(t, nullptr) << what;
+      auto key = [ks](std::uint64_t i) {  // distinct for i < 1792
+        std::string k(ks, '\0');
+        k[0] = static_cast<char>(i % 3);
+        k[ks / 2] = static_cast<char>(i / 7);
+        k[ks - 1] = static_cast<char>(i);
+        return k;
+      };
+      auto write = [&](std::uint64_t i, std::uint64_t v, bool insert) {
+        const std::string k = key(i);
+        return insert ? t->insert(k.data(), ks, reinterpret_cast<const char*>(&v), 8)
+                      : t->update(k.data(), ks, reinterpret_cast<const char*>(&v), 8);
+      };
+      auto find = [&](const std::string& k) -> std::optional<std::uint64_t> {
+        std::uint64_t v = 0;
+        if (!t->find(k.data(), ks, reinterpret_cast<char*>(&v))) return std::nullopt;
+        return v;
+      };
+      std::map<std::string, std::uint64_t> m;
+      for (std::uint64_t i = 0; i < kKeys; ++i) {
+        EXPECT_TRUE(write(i, i + 1, true)) << what << " insert " << i;
+        EXPECT_FALSE(write(i, 7, true)) << what << " insert of a present key";
+        m[key(i)] = i + 1;
+      }
+      for (std::uint64_t i = 0; i < kKeys; i += 2) {
+        EXPECT_TRUE(write(i, 5000 + i, false)) << what << " update " << i;
+        m[key(i)] = 5000 + i;
+      }
+      for (std::uint64_t i = 0; i < kKeys; i += 3) {
+        EXPECT_TRUE(t->remove(key(i).data(), ks)) << what << " remove " << i;
+        m.erase(key(i));
+      }
+      EXPECT_FALSE(write(kKeys + 1, 1, false)) << what << ": update of an absent key";
+      for (std::uint64_t i = 0; i < kKeys; ++i) {
+        auto it = m.find(key(i));
+        EXPECT_EQ(find(key(i)), it == m.end() ? std::nullopt : std::optional(it->second))
+            << what << " find " << i;
+      }
+      for (std::uint64_t i = 0; i < kKeys; i += 37) {
+        char* out = nullptr;
+        const std::string from = key(i);
+        const int got = t->scan(from.data(), ks, 25, out);
+        auto it = m.lower_bound(from);
+        ASSERT_EQ(got, std::min<int>(25, static_cast<int>(std::distance(it, m.end())))) << what;
+        for (int r = 0; r < got; ++r, ++it) {
+          const char* rec = out + r * (ks + 8);
+          EXPECT_EQ(std::string(rec, ks), it->first) << what << " scan from " << i << " #" << r;
+          std::uint64_t v = 0;
+          std::memcpy(&v, rec + ks, 8);
+          EXPECT_EQ(v, it->second) << what << " scan from " << i << " #" << r;
+        }
+      }
+    }
 }
 
 TEST_F(PiBenchWrapper, FailedCreateLeavesNoPool) {

@@ -273,5 +273,52 @@ TEST(Runner, VolatileIndexesNeedNoPool) {
   EXPECT_EQ(r.flushes_per_op, 0.0);
 }
 
+// String keys (bench/string_keys.h) drive the string form of an index.
+RunSpec string_run(const std::string& index, const std::string& workload, KeyFormat key) {
+  RunSpec s = small(index, workload);
+  s.key = key;
+  return s;
+}
+
+TEST(StringRuns, DriveTheStringForm) {
+  for (const KeyFormat& key :
+       {KeyFormat{.type = KeyType::string, .set = KeySet::u64be},
+        KeyFormat{.type = KeyType::string, .set = KeySet::random, .max_bytes = 100}}) {
+    for (const char* w : {"mixed", "ycsb_e", "ycsb_f"}) {
+      RunResult r = run(string_run("absl-btree", w, key));
+      EXPECT_EQ(r.ops, 6000u) << w;
+      const auto inserts = r.ops_by_kind[static_cast<int>(OpKind::insert)];
+      EXPECT_EQ(r.final_records, 2000u + inserts) << w << ": inserts are new keys";
+      // No removes and one thread: every lookup (and read-modify-write) finds its key.
+      EXPECT_EQ(r.reads_found, r.ops_by_kind[static_cast<int>(OpKind::read)] +
+                                   r.ops_by_kind[static_cast<int>(OpKind::rmw)])
+          << w;
+      EXPECT_EQ(r.key_type, KeyType::string);
+      EXPECT_EQ(r.key_set, key.set);
+      EXPECT_EQ(r.key_max_bytes, key.max_bytes);
+    }
+  }
+}
+
+TEST(StringRuns, AbsentReadsMissWithStringKeys) {
+  RunResult r =
+      run(string_run("absl-btree", "read_absent",
+                     KeyFormat{.type = KeyType::string, .set = KeySet::random, .max_bytes = 40}));
+  EXPECT_GT(r.ops_by_kind[static_cast<int>(OpKind::read)], 0u);
+  EXPECT_EQ(r.reads_found, 0u);
+}
+
+TEST(StringRuns, AnIntegerOnlyIndexIsRefusedNamingTheStringOnes) {
+  try {
+    run(string_run("stdmap", "read_only",
+                   KeyFormat{.type = KeyType::string, .set = KeySet::u64be}));
+    FAIL() << "stdmap ran string keys";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("absl-btree"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--key-type u64"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace dptree::bench

@@ -1,0 +1,171 @@
+// DPTree over string keys (its registry entry's create_string) against a std::map model: mixed
+// key lengths, prefixes, last-byte differences, zero and 0xFF bytes; merges, splits,
+// consolidations, reopening the pool in the middle; bad input and the other form's pools.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+
+#include "dptree/error.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+#include "fixtures/named_stats.h"
+#include "string_keys.h"
+
+namespace dptree::testing {
+namespace {
+
+void expect_same(const StringIndex& idx, const std::map<std::string, Value>& model,
+                 const std::string& where) {
+  std::vector<StringKV> all;
+  idx.scan(std::string(1, '\0'), model.size() + 10, all);
+  ASSERT_EQ(all.size(), model.size()) << where;
+  auto it = model.begin();
+  for (const auto& [k, v] : all) {
+    ASSERT_EQ(k, it->first) << where;
+    ASSERT_EQ(v, it->second) << where;
+    ++it;
+  }
+  const CheckReport r = idx.check();
+  ASSERT_TRUE(r.ok) << where << ": " << (r.problems.empty() ? "" : r.problems.front());
+}
+
+TEST(DPTreeStrings, ModelWithReopens) {
+  const auto keys = mixed_string_keys(900, 3);
+  auto pool = pm::Pool::create_in_memory(32 << 20);
+  auto idx = make_string_index(*pool, small_string_options());
+  std::map<std::string, Value> model;
+  std::mt19937_64 rng(5);
+  double merges = 0, freed = 0;  // counted per open: summed over the reopens
+  for (int op = 0; op < 6000; ++op) {
+    const std::string& k = keys[rng() % keys.size()];
+    const Value v = rng() % 1000000;
+    const int r = static_cast<int>(rng() % 100);
+    const bool present = model.contains(k);
+    if (r < 20) {
+      EXPECT_EQ(idx->remove(k), present);
+      model.erase(k);
+    } else if (r < 35) {
+      EXPECT_EQ(idx->insert(k, v), !present);
+      model.try_emplace(k, v);
+    } else if (r < 45) {
+      EXPECT_EQ(idx->update(k, v), present);
+      if (present) model[k] = v;
+    } else if (r < 85) {
+      idx->upsert(k, v);
+      model[k] = v;
+    } else if (r < 95) {
+      auto m = model.find(k);
+      EXPECT_EQ(idx->lookup(k), m == model.end() ? std::nullopt : std::optional<Value>(m->second))
+          << "key of " << k.size() << " bytes";
+    } else {  // a scan from a key that may be absent
+      std::vector<StringKV> out;
+      idx->scan(k, 7, out);
+      auto m = model.lower_bound(k);
+      for (const auto& [sk, sv] : out) {
+        ASSERT_NE(m, model.end());
+        EXPECT_EQ(sk, m->first);
+        EXPECT_EQ(sv, m->second);
+        ++m;
+      }
+      EXPECT_TRUE(out.size() == 7 || m == model.end());
+    }
+    if (op % 1500 == 1499) {  // close the pool's index and open it again: recovery
+      expect_same(*idx, model, "before reopen at op " + std::to_string(op));
+      NamedStats s(idx->stats().extra);
+      merges += s["merges"];
+      freed += s["leaves_freed"];
+      idx.reset();
+      idx = make_string_index(*pool, small_string_options());
+      expect_same(*idx, model, "after reopen at op " + std::to_string(op));
+    }
+    if (HasFailure()) return;
+  }
+  EXPECT_EQ(idx->stats().records, model.size());
+  idx->drain();
+  expect_same(*idx, model, "after drain");
+  NamedStats s(idx->stats().extra);
+  EXPECT_GT(merges + s["merges"], 30);
+  EXPECT_GT(s["leaves"], 30);
+  EXPECT_GT(freed + s["leaves_freed"], 100);
+}
+
+// Keys that are prefixes of each other and differ in their last byte sort as memcmp, the
+// shorter first; a scan from a prefix starts at it.
+TEST(DPTreeStrings, PrefixOrder) {
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  auto idx = make_string_index(*pool, small_string_options());
+  std::map<std::string, Value> model;
+  std::string k;
+  for (int len = 1; len <= 70; ++len) {
+    k.push_back(static_cast<char>(len % 2 ? 0 : 0xff));
+    for (int last : {0, 1, 0xfe, 0xff}) {
+      std::string x = k;
+      x.back() = static_cast<char>(last);
+      idx->upsert(x, static_cast<Value>(len * 1000 + last));
+      model[x] = static_cast<Value>(len * 1000 + last);
+    }
+  }
+  expect_same(*idx, model, "buffered");
+  idx->drain();
+  expect_same(*idx, model, "merged");
+  std::vector<StringKV> out;
+  idx->scan(std::string(9, '\0'), 3, out);
+  auto m = model.lower_bound(std::string(9, '\0'));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].first, m->first);
+}
+
+TEST(DPTreeStrings, BadInputIsRefused) {
+  auto pool = pm::Pool::create_in_memory(4 << 20);
+  auto idx = make_string_index(*pool, small_string_options());
+  auto code = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return Errc::io_error;  // stands for "nothing thrown"
+  };
+  EXPECT_EQ(code([&] { idx->upsert("", 1); }), Errc::invalid_argument);
+  EXPECT_EQ(code([&] { idx->lookup(""); }), Errc::invalid_argument);
+  EXPECT_EQ(code([&] { idx->upsert(std::string(1025, 'a'), 1); }), Errc::invalid_argument);
+  EXPECT_EQ(code([&] { idx->insert("a", Value{1} << 63); }), Errc::invalid_argument);
+  EXPECT_EQ(code([&] { idx->update("a", ~Value{0}); }), Errc::invalid_argument);
+  EXPECT_EQ(idx->max_key_bytes(), 1024u);
+  idx->upsert(std::string(1024, 'a'), 1);
+  EXPECT_EQ(idx->lookup(std::string(1024, 'a')), std::optional<Value>(1));
+  EXPECT_TRUE(idx->check().ok);
+  EXPECT_EQ(idx->stats().records, 1u);
+}
+
+TEST(DPTreeStrings, EachFormRefusesTheOthersPool) {
+  const IndexInfo& info = find_index("dptree");
+  IndexConfig c;
+  auto ints = pm::Pool::create_in_memory(4 << 20);
+  c.pool = ints.get();
+  { info.create(c)->upsert(1, 2); }
+  try {
+    info.create_string(c);
+    ADD_FAILURE() << "an integer pool opened as strings";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::wrong_index) << e.what();
+    EXPECT_NE(std::string(e.what()).find("integer"), std::string::npos) << e.what();
+  }
+  auto strs = pm::Pool::create_in_memory(4 << 20);
+  c.pool = strs.get();
+  { info.create_string(c)->upsert("k", 2); }
+  try {
+    info.create(c);
+    ADD_FAILURE() << "a string pool opened as integers";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::wrong_index) << e.what();
+    EXPECT_NE(std::string(e.what()).find("string"), std::string::npos) << e.what();
+  }
+  // Still usable after the refusals.
+  EXPECT_EQ(info.create_string(c)->lookup("k"), std::optional<Value>(2));
+}
+
+}  // namespace
+}  // namespace dptree::testing

@@ -3,31 +3,50 @@
 // to it, whatever the load of the machine that ran it. Single-threaded, no persistence.
 #include <absl/container/btree_map.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "bench/reference_indexes.h"
 #include "btree/map_index.h"
+#include "btree/string_map_index.h"
 #include "dptree/error.h"
 #include "dptree/registry.h"
 
 namespace dptree::bench {
 
+namespace {
+
+void refuse_options(const IndexConfig& cfg) {
+  if (!cfg.options.empty())
+    throw Error(Errc::invalid_argument, "absl-btree takes no index options (got '" +
+                                            cfg.options.begin()->first + "'); remove the option");
+}
+
+}  // namespace
+
 void register_reference_indexes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    register_index({"absl-btree",
-                    "absl::btree_map in DRAM, single-threaded; the yardstick every ratio is "
-                    "read against, no persistence",
-                    false, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-                      if (!cfg.options.empty())
-                        throw Error(Errc::invalid_argument,
-                                    "absl-btree takes no index options (got '" +
-                                        cfg.options.begin()->first + "'); remove the option");
-                      // 16-byte pairs in 256-byte nodes about 70% full after random inserts.
-                      return std::make_unique<btree::MapIndex<absl::btree_map<Key, Value>>>(
-                          "absl-btree", 16 / 0.7);
-                    }});
+    IndexInfo info{"absl-btree",
+                   "absl::btree_map in DRAM, single-threaded; the yardstick every ratio is "
+                   "read against, no persistence; takes string keys too",
+                   false, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+                     refuse_options(cfg);
+                     // 16-byte pairs in 256-byte nodes about 70% full after random inserts.
+                     return std::make_unique<btree::MapIndex<absl::btree_map<Key, Value>>>(
+                         "absl-btree", 16 / 0.7);
+                   }};
+    info.create_string = [](const IndexConfig& cfg) -> std::unique_ptr<StringIndex> {
+      refuse_options(cfg);
+      // 40-byte pairs (a std::string and a value) in nodes about 70% full.
+      return std::make_unique<
+          btree::StringMapIndex<absl::btree_map<std::string, Value, std::less<>>>>("absl-btree",
+                                                                                   40 / 0.7);
+    };
+    register_index(std::move(info));
   });
 }
 

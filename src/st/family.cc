@@ -91,7 +91,7 @@ void check_value(Value v, const char* tree) {
     throw Error(Errc::invalid_argument,
                 std::string(tree) + " value " + std::to_string(v) +
                     " is out of range: the top bit is the tombstone bit (§2), use values up to "
-                    "2^63-1");
+                    "9223372036854775807 (2^63-1)");
 }
 
 pm::Pool& require_pool(const IndexConfig& c, const char* index) {

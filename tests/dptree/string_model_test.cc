@@ -1,5 +1,6 @@
-// DPTree over string keys (its registry entry's create_string) against a std::map model: mixed
-// key lengths, prefixes, last-byte differences, zero and 0xFF bytes; merges, splits,
+// DPTree over string keys (its registry entry's create_string) against a std::map model: the
+// mixed key space of fixtures/key_kinds.h (lengths 1, 8, 9, 63, 64, 65 and 1,024, prefixes,
+// last-byte differences, zero and 0xFF bytes) with small leaves; merges, splits,
 // consolidations, reopening the pool in the middle; bad input and the other form's pools.
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "fixtures/key_kinds.h"
 #include "fixtures/named_stats.h"
 #include "string_keys.h"
 
@@ -34,7 +36,7 @@ void expect_same(const StringIndex& idx, const std::map<std::string, Value>& mod
 TEST(DPTreeStrings, ModelWithReopens) {
   const auto keys = mixed_string_keys(900, 3);
   auto pool = pm::Pool::create_in_memory(32 << 20);
-  auto idx = make_string_index(*pool, small_string_options());
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
   std::map<std::string, Value> model;
   std::mt19937_64 rng(5);
   double merges = 0, freed = 0;  // counted per open: summed over the reopens
@@ -77,7 +79,7 @@ TEST(DPTreeStrings, ModelWithReopens) {
       merges += s["merges"];
       freed += s["leaves_freed"];
       idx.reset();
-      idx = make_string_index(*pool, small_string_options());
+      idx = make_string_index("dptree", pool.get(), small_string_options());
       expect_same(*idx, model, "after reopen at op " + std::to_string(op));
     }
     if (HasFailure()) return;
@@ -95,7 +97,7 @@ TEST(DPTreeStrings, ModelWithReopens) {
 // shorter first; a scan from a prefix starts at it.
 TEST(DPTreeStrings, PrefixOrder) {
   auto pool = pm::Pool::create_in_memory(8 << 20);
-  auto idx = make_string_index(*pool, small_string_options());
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
   std::map<std::string, Value> model;
   std::string k;
   for (int len = 1; len <= 70; ++len) {
@@ -119,7 +121,7 @@ TEST(DPTreeStrings, PrefixOrder) {
 
 TEST(DPTreeStrings, BadInputIsRefused) {
   auto pool = pm::Pool::create_in_memory(4 << 20);
-  auto idx = make_string_index(*pool, small_string_options());
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
   auto code = [](auto&& fn) {
     try {
       fn();

@@ -4,6 +4,7 @@
 // consolidations, reopening the pool in the middle; bad input and the other form's pools.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -13,6 +14,8 @@
 #include "dptree/registry.h"
 #include "fixtures/key_kinds.h"
 #include "fixtures/named_stats.h"
+#include "format/layout.h"
+#include "format/string_leaf.h"
 #include "string_keys.h"
 
 namespace dptree::testing {
@@ -167,6 +170,60 @@ TEST(DPTreeStrings, EachFormRefusesTheOthersPool) {
   }
   // Still usable after the refusals.
   EXPECT_EQ(info.create_string(c)->lookup("k"), std::optional<Value>(2));
+}
+
+// A pool whose string tree has merged leaves of long and short keys and a log of records,
+// closed; `damage` then changes one word and opening must be Error(corrupt) naming `says`.
+void expect_open_corrupt(const std::function<void(pm::Pool&, detail::Root&)>& damage,
+                         const std::string& says) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  {
+    auto idx = make_string_index("dptree", pool.get(), small_string_options());
+    for (int i = 0; i < 60; ++i) idx->upsert(std::string(10 + i % 3, 'a') + std::to_string(i), 1);
+    idx->drain();
+    idx->upsert("log", 2);
+  }
+  damage(*pool, *pool->at<Root>(*pool->root_word()));
+  try {
+    make_string_index("dptree", pool.get(), small_string_options());
+    ADD_FAILURE() << "a damaged pool opened: " << says;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::corrupt) << e.what();
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+TEST(DPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto first_leaf = [](pm::Pool& p, Root& r) {
+    return StringLeaf{p.at(r.head[r.gv & kVersionBit])};
+  };
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[1].len = 5000; },
+                      "entry 1 has a key of 5000 bytes");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[2].off += 1; },
+                      "entry 2's key bytes at");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).h().count = 100000; },
+                      "holds 100000 entries");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).h().heap_bytes += 8; },
+                      "key heap bytes no entry reaches");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
+                      "prefix differs");
+  expect_open_corrupt(
+      [&](pm::Pool& p, Root& r) {
+        first_leaf(p, r).h().next[r.gv & kVersionBit] = *p.root_word();  // not a leaf
+      },
+      "which is not a leaf the directory owns");
+}
+
+TEST(DPTreeStringsDamaged, LogRecordLengthIsCheckedOnOpen) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  expect_open_corrupt(
+      [](pm::Pool& p, Root& r) {
+        u64* first = p.at<u64>(r.log_head[r.gv & kVersionBit] + 64);
+        *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid word
+      },
+      "announces a key of 2000 bytes");
 }
 
 }  // namespace

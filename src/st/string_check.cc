@@ -89,7 +89,9 @@ void StringDPTree::check_leaves(const std::unordered_set<u64>& owned, std::set<u
   if (chain != leaves_) r.fail("inner index does not match the leaf list");
   for (std::size_t i = 0; i < chain.size() && i < last_.size(); ++i) {
     StringLeaf lf = leaf(chain[i]);
-    if (last_[i] != lf.key(lf.count() - 1, buf)) r.fail("inner index last key differs");
+    if (last_[i] != lf.key(lf.count() - 1, buf) ||
+        last_prefix_[i] != lf.entries()[lf.count() - 1].prefix)
+      r.fail("inner index last key differs");
   }
 }
 

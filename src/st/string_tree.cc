@@ -147,12 +147,14 @@ void StringDPTree::recover() {
 void StringDPTree::rebuild_inner() {
   leaves_.clear();
   last_.clear();
+  last_prefix_.clear();
   const int cv = static_cast<int>(root_->gv & kVersionBit);
   char buf[8];
   for (u64 l = root_->head[cv]; l; l = leaf(l).h().next[cv]) {
     leaves_.push_back(l);
     StringLeaf lf = leaf(l);
     last_.emplace_back(lf.key(lf.count() - 1, buf));
+    last_prefix_.push_back(lf.entries()[lf.count() - 1].prefix);
   }
 }
 
@@ -206,9 +208,19 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
 
 std::size_t StringDPTree::leaf_index(std::string_view k) const {
   if (leaves_.empty()) return 0;
-  auto it = std::lower_bound(last_.begin(), last_.end(), k,
-                             [](const std::string& a, std::string_view b) { return a < b; });
-  return std::min<std::size_t>(static_cast<std::size_t>(it - last_.begin()), leaves_.size() - 1);
+  // The leaves whose last key shares k's prefix lie together: compare bytes only among them.
+  const u64 p = key_prefix(k);
+  const auto lo = std::lower_bound(last_prefix_.begin(), last_prefix_.end(), p);
+  auto i = static_cast<std::size_t>(lo - last_prefix_.begin());
+  if (i < last_prefix_.size() && last_prefix_[i] == p) {
+    const auto hi = std::upper_bound(lo, last_prefix_.end(), p);
+    const auto end = last_.begin() + (hi - last_prefix_.begin());
+    i = static_cast<std::size_t>(
+        std::lower_bound(last_.begin() + static_cast<std::ptrdiff_t>(i), end, k,
+                         [](const std::string& a, std::string_view b) { return a < b; }) -
+        last_.begin());
+  }
+  return std::min(i, leaves_.size() - 1);
 }
 
 namespace {

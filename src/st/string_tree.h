@@ -81,6 +81,7 @@ class StringDPTree final : public StringIndex {
   // The inner index (DRAM): the leaves of the current version and their last keys.
   std::vector<u64> leaves_;
   std::vector<std::string> last_;
+  std::vector<u64> last_prefix_;  // key_prefix of last_: most searches compare only these
   std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;
   bool merge_blocked_ = false;
   std::size_t removes_since_block_ = 0;

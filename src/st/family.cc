@@ -86,6 +86,13 @@ std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>
   return check_block_ownership(pool, owned, reach, r);
 }
 
+void throw_merge_blocked(const pm::Pool& pool) {
+  throw Error(Errc::pool_full, "pool '" + pool.name() +
+                                   "' is full: the last DPTree merge did not fit, so new "
+                                   "writes are refused (nothing was written); remove keys "
+                                   "(then write or call merge()) or use a bigger pool");
+}
+
 void check_value(Value v, const char* tree) {
   if (v & kTombstone)
     throw Error(Errc::invalid_argument,

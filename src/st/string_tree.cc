@@ -172,11 +172,7 @@ void StringDPTree::reset_bloom() {
 // As DPTreeCore: after a merge failed for want of PM, only removes are taken until a retry.
 void StringDPTree::write_allowed() {
   if (!merge_blocked_) return;
-  if (removes_since_block_ == 0)
-    throw Error(Errc::pool_full, "pool '" + t_.pool.name() +
-                                     "' is full: the last DPTree merge did not fit, so new "
-                                     "writes are refused (nothing was written); remove keys "
-                                     "(then write or call merge()) or use a bigger pool");
+  if (removes_since_block_ == 0) throw_merge_blocked(t_.pool);
   merge();
 }
 

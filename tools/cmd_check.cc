@@ -1,6 +1,6 @@
-// `dptree check POOL`: opens the DPTree (§2) or concurrent DPTree (§3, `cdptree`) in a pool
-// file, and so recovers it (Algorithm 4; parallel log replay for cdptree), runs check() and
-// prints what it found with the tree's stats. Exits non-zero on any violation.
+// `dptree check POOL`: opens the DPTree (§2; integer or string keys) or concurrent DPTree (§3,
+// `cdptree`) in a pool file, and so recovers it (Algorithm 4; parallel log replay for cdptree),
+// runs check() and prints what it found with the tree's stats. Exits non-zero on any violation.
 //
 // Read-only by default: the pool is mapped copy-on-write (Pool::open with
 // OpenMode::copy_on_write), so recovery runs on private pages and nothing reaches the file; the
@@ -18,7 +18,9 @@
 #include "dptree/dptree.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "dptree/registry.h"
 #include "format/layout.h"
+#include "format/string_leaf.h"
 #include "format/verify.h"
 
 namespace {
@@ -76,6 +78,26 @@ bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
                           "pool's root was damaged; restore the pool from a copy");
 }
 
+// The pool's DPTree of string keys; false when it holds another index.
+bool check_string_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
+  namespace d = dptree::detail;
+  try {
+    d::find_root(pool, d::kStringRootMagic, sizeof(d::Root), "DPTree of string keys");
+  } catch (const dptree::Error& e) {
+    if (e.code() == dptree::Errc::wrong_index) return false;
+    throw;
+  }
+  dptree::IndexConfig c;
+  c.pool = &pool;
+  auto t = dptree::find_index("dptree").create_string(c);
+  auto r = t->check();
+  auto s = t->stats();
+  fmt::print("pool {}: DPTree of string keys, {}\n", path, r.ok ? "ok" : "VIOLATIONS FOUND");
+  fmt::print("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes, s.dram_bytes);
+  print_report(r);
+  return true;
+}
+
 void check_cdptree(dptree::pm::Pool& pool, const std::string& path) {
   auto t = dptree::CDPTree::open(pool);
   auto r = t->check();
@@ -115,7 +137,7 @@ void print_recovery_writes(const dptree::pm::Pool& pool) {
 // The tree in `pool` (a DPTree of any width, else a cdptree), checked and reported.
 void check_pool(dptree::pm::Pool& pool, const std::string& path) {
   try {
-    if (check_dptree_pool(pool, path)) return;
+    if (check_dptree_pool(pool, path) || check_string_dptree_pool(pool, path)) return;
   } catch (const dptree::Error& e) {
     if (!another_index(e)) throw;
   }
@@ -123,10 +145,12 @@ void check_pool(dptree::pm::Pool& pool, const std::string& path) {
     check_cdptree(pool, path);
   } catch (const dptree::Error& e) {
     if (!another_index(e)) throw;
-    throw dptree::Error(dptree::Errc::wrong_index,
-                        "pool '" + path +
-                            "' holds neither a DPTree nor a concurrent DPTree (cdptree): "
-                            "`dptree check` verifies pools made by those two indexes");
+    throw dptree::Error(
+        dptree::Errc::wrong_index,
+        "pool '" + path +
+            "' holds neither a DPTree (of integer or string keys) nor a concurrent DPTree "
+            "(cdptree): "
+            "`dptree check` verifies pools made by those two indexes");
   }
 }
 

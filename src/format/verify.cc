@@ -4,6 +4,10 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pool.h"
 #include "format/cdptree_root.h"
+#include "format/string_leaf.h"
+
+#include <algorithm>
+#include <iterator>
 
 namespace dptree::detail {
 
@@ -18,7 +22,9 @@ bool log_page_size_ok(std::size_t bytes) {
 u64 format_version(u64 magic) {
   // The first seven bytes name the tree ("DPTreeR", "CDPTreR"), the last is '0' + version.
   const u64 name = magic & 0x00ffffffffffffffull;
-  if (name != (kRootMagic & 0x00ffffffffffffffull) && name != (kCRootMagic & 0x00ffffffffffffffull))
+  const u64 names[] = {kRootMagic, kCRootMagic, kStringRootMagic};
+  if (std::none_of(std::begin(names), std::end(names),
+                   [name](u64 m) { return name == (m & 0x00ffffffffffffffull); }))
     return 0;
   const u64 digit = magic >> 56;
   return digit >= '1' && digit <= '9' ? digit - '0' : 0;

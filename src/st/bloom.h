@@ -62,8 +62,9 @@ class Bloom {
     shape_ = BloomShape(expected, error_rate);
     bits_.assign(shape_.words(), 0);
   }
-  void add(u64 key) {
-    const u64 h = hash_key(key);
+  void add(u64 key) { add_hashed(hash_key(key)); }
+  // `h` is the key's hash (hash_key, or hash_string for the string form).
+  void add_hashed(u64 h) {
     u64* blk = bits_.data() + shape_.block_word(h);
     shape_.for_each_bit(h, [&](std::size_t w, u64 m) { blk[w] |= m; });
   }

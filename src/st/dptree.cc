@@ -148,11 +148,7 @@ void DPTreeCore::Impl::reset_bloom() {
 // anything is logged, unless removes since made a retry of the merge worth it.
 void DPTreeCore::Impl::write_allowed() {
   if (!merge_blocked) return;
-  if (removes_since_block == 0)
-    throw Error(Errc::pool_full, "pool '" + pool.name() +
-                                     "' is full: the last DPTree merge did not fit, so new "
-                                     "writes are refused (nothing was written); remove keys "
-                                     "(then write or call merge()) or use a bigger pool");
+  if (removes_since_block == 0) throw_merge_blocked(pool);
   merge();  // throws pool_full again when it still does not fit
 }
 

@@ -1,16 +1,20 @@
 // DPTree behind the common Index interface (index.h), registered as "dptree". The options
 // key_bytes / value_bytes pick the entry width at run time (default 8 / 8; an existing
-// pool's own widths when not given), so the benchmark measures 16..112-byte entries.
+// pool's own widths when not given), so the benchmark measures 16..112-byte entries. Its
+// string form (create_string) is StringDPTree (st/string_tree.h).
 #include <memory>
 #include <string>
 
 #include "dptree/dptree.h"
+#include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "format/layout.h"
+#include "format/string_leaf.h"
 #include "registry/index_table.h"
 #include "st/family.h"
 #include "st/options.h"
+#include "st/string_tree.h"
 #include "st/validate.h"
 
 namespace dptree {
@@ -64,12 +68,28 @@ void register_dptree_indexes() {
         bool exists = *pool.root_word() != 0;
         const auto* root =
             reinterpret_cast<const Root*>(checked_root(pool, sizeof(Root), "DPTree"));
+        if (root && root->magic == kStringRootMagic)
+          throw Error(Errc::wrong_index, "pool '" + pool.name() +
+                                             "' holds a DPTree of string keys, not of integer "
+                                             "keys: open it with IndexInfo::create_string, or "
+                                             "use a new pool");
         bool ours = root && root->magic == kRootMagic;
         if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
         if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;
         return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(pool, opt, !exists));
       },
-      dptree_option_docs()});
+      dptree_option_docs(),
+      [](const IndexConfig& c) -> std::unique_ptr<StringIndex> {
+        pm::Pool& pool = require_pool(c, "dptree");
+        auto opt = DPTreeOptions::from_map(c.options);
+        if ((opt.key_bytes && opt.key_bytes != 8) || (opt.value_bytes && opt.value_bytes != 8))
+          throw Error(Errc::invalid_argument,
+                      "dptree over string keys: key_bytes and value_bytes do not apply (its "
+                      "keys are 1.." +
+                          std::to_string(kStringTreeMaxKey) +
+                          " bytes, its values 8): leave them out");
+        return std::make_unique<StringDPTree>(pool, opt, *pool.root_word() == 0);
+      }});
 }
 
 }  // namespace dptree

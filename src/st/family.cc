@@ -86,12 +86,19 @@ std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>
   return check_block_ownership(pool, owned, reach, r);
 }
 
+void throw_merge_blocked(const pm::Pool& pool) {
+  throw Error(Errc::pool_full, "pool '" + pool.name() +
+                                   "' is full: the last DPTree merge did not fit, so new "
+                                   "writes are refused (nothing was written); remove keys "
+                                   "(then write or call merge()) or use a bigger pool");
+}
+
 void check_value(Value v, const char* tree) {
   if (v & kTombstone)
     throw Error(Errc::invalid_argument,
                 std::string(tree) + " value " + std::to_string(v) +
                     " is out of range: the top bit is the tombstone bit (§2), use values up to "
-                    "2^63-1");
+                    "9223372036854775807 (2^63-1)");
 }
 
 pm::Pool& require_pool(const IndexConfig& c, const char* index) {

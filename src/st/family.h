@@ -84,6 +84,9 @@ struct LeafWalk {
   CheckReport& r_;
 };
 
+// pool_full for a new value while the last merge is blocked for want of PM (both DPTree forms).
+[[noreturn]] void throw_merge_blocked(const pm::Pool& pool);
+
 // Throws invalid_argument for a value with the tombstone bit (§2); `tree` names the tree.
 void check_value(Value v, const char* tree);
 

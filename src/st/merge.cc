@@ -402,23 +402,27 @@ void commit_merge(Root* root, int nv, u64 head, u64 count) {
   pm::persist(&root->gv, 8);
 }
 
+LeafNext leaf_next(const pm::Pool& pool, const LeafLayout& L) {
+  return [&pool, &L](u64 l, int v) { return Leaf{pool.at(l), &L}.next(v); };
+}
+
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
-                            const LeafLayout& L, int old, int cur) {
-  auto leaf = [&](u64 off) { return Leaf{pool.at(off), &L}; };
+                            const LeafNext& next, int old, int cur) {
+  auto owner_slot = [&](u64 l) { return *pool.at<u64>(l); };
   std::vector<u64> keep;  // sorted: one allocation, not one per leaf
-  for (u64 l = root->head[cur]; l; l = leaf(l).next(cur)) keep.push_back(l);
+  for (u64 l = root->head[cur]; l; l = next(l, cur)) keep.push_back(l);
   std::sort(keep.begin(), keep.end());
   auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
   std::vector<u64> lold;
-  for (u64 l = root->head[old]; l; l = leaf(l).next(old)) {
-    u64 slot = leaf(l).owner_slot();
+  for (u64 l = root->head[old]; l; l = next(l, old)) {
+    u64 slot = owner_slot(l);
     if (*pool.at<u64>(slot) != l) break;  // freed by an interrupted run: the rest is done too
     lold.push_back(l);
   }
   std::size_t freed = 0;
   for (auto it = lold.rbegin(); it != lold.rend(); ++it)
     if (!kept(*it)) {
-      dir.free_owned(leaf(*it).owner_slot());
+      dir.free_owned(owner_slot(*it));
       ++freed;
     }
   for (u64 slot : pending.slots()) {
@@ -446,14 +450,14 @@ void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, Pendin
 }
 
 std::size_t finish_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir,
-                                     PendingLeaves& pending, const LeafLayout& L) {
+                                     PendingLeaves& pending, const LeafNext& next) {
   const int cv = static_cast<int>(root->gv & kVersionBit);
   if (root->gv & kInMerge) {
     reclaim_interrupted_merge(pool, root, dir, pending);  // lines 2-4
     return 0;
   }
   if ((root->gv & kInGc) || pending.exists())
-    return collect_garbage(pool, root, dir, pending, L, 1 - cv, cv);  // line 5
+    return collect_garbage(pool, root, dir, pending, next, 1 - cv, cv);  // line 5
   return 0;
 }
 

@@ -116,9 +116,18 @@ void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> 
 void flush_range(const MergeContext& cx, RangeMerge& r);
 // Phase 4's last words and phase 6: head[nv], base_count[nv], fence, gv = nv | kInGc persisted.
 void commit_merge(Root* root, int nv, u64 head, u64 count);
+// The next word of a leaf in version v: the leaf formats differ (layout.h, string_leaf.h),
+// the garbage collection over their lists does not. Every leaf's first word is its owner slot.
+using LeafNext = std::function<u64(u64 leaf, int v)>;
+LeafNext leaf_next(const pm::Pool& pool, const LeafLayout& L);
+
 // Phase 7. Returns the number of leaves freed.
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
-                            const LeafLayout& L, int old, int cur);
+                            const LeafNext& next, int old, int cur);
+inline std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir,
+                                   PendingLeaves& pending, const LeafLayout& L, int old, int cur) {
+  return collect_garbage(pool, root, dir, pending, leaf_next(pool, L), old, cur);
+}
 // Undoes a merge that threw: writes back the version nv metadata the ranges changed (so a
 // later merge may trust its "durable" copies), frees the created leaves, clears in_merge.
 void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const> ranges);
@@ -129,6 +138,10 @@ void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, Pendin
 // the garbage collection of one interrupted after it (kInGc; or pendingLeaves left by a pool
 // written before that bit). Returns the number of leaves freed.
 std::size_t finish_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir,
-                                     PendingLeaves& pending, const LeafLayout& L);
+                                     PendingLeaves& pending, const LeafNext& next);
+inline std::size_t finish_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir,
+                                            PendingLeaves& pending, const LeafLayout& L) {
+  return finish_interrupted_merge(pool, root, dir, pending, leaf_next(pool, L));
+}
 
 }  // namespace dptree::detail

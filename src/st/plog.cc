@@ -134,25 +134,77 @@ void PLog::invalidate_if_torn(u64* rec, u64 vb) {
 
 void PLog::append(u64* head, int ver, u64 k, u64 v) {
   pm::CategoryScope cat(pm::Category::log);
-  if (pages_.empty() || pos_ == codec_.G.per_page) {
-    if (!pages_.empty() && page_idx_ + 1 < pages_.size()) {
-      ++page_idx_;  // a page linked before a crash, still empty
-    } else {
-      u64 pg = cache_.take(ver);
-      u64* link = pages_.empty() ? head : &pool_.at<LogPageHeader>(pages_.back())->next;
-      pm::store(link, pg);
-      pm::persist(link, 8);
-      pages_.push_back(pg);
-      page_idx_ = pages_.size() - 1;
-    }
-    pos_ = 0;
-  }
+  if (pages_.empty() || pos_ == codec_.G.per_page) next_page(head, ver);
   u64 rec[16];
   codec_.encode(k, v, log_valid_bit(ver), rec);
   u64* dst = record(pages_[page_idx_], pos_);
   pm::store_bytes(dst, rec, codec_.G.words * 8);
   pm::persist(dst, codec_.G.words * 8);  // one line, one fence (LogGeometry)
   ++pos_;
+}
+
+void PLog::next_page(u64* head, int ver) {
+  if (!pages_.empty() && page_idx_ + 1 < pages_.size()) {
+    ++page_idx_;  // a page linked before a crash, still empty
+  } else {
+    u64 pg = cache_.take(ver);
+    u64* link = pages_.empty() ? head : &pool_.at<LogPageHeader>(pages_.back())->next;
+    pm::store(link, pg);
+    pm::persist(link, 8);
+    pages_.push_back(pg);
+    page_idx_ = pages_.size() - 1;
+  }
+  pos_ = 0;
+}
+
+void PLog::append_words(u64* head, int ver, const u64* rec, std::size_t n) {
+  pm::CategoryScope cat(pm::Category::log);
+  if (pages_.empty() || pos_ + n > codec_.G.per_page) {
+    if (!pages_.empty()) pad_rest(log_valid_bit(ver));  // durable with the next fence
+    next_page(head, ver);
+  }
+  u64* dst = record(pages_[page_idx_], pos_);
+  pm::store_bytes(dst, rec, n * 8);
+  pm::persist(dst, n * 8);
+  pos_ += n;
+}
+
+// Pad words from pos_ to the end of the current page (flushed, no fence).
+void PLog::pad_rest(u64 vb) {
+  const std::size_t per = codec_.G.per_page;
+  if (pos_ >= per) return;
+  u64* from = record(pages_[page_idx_], pos_);
+  for (std::size_t r = pos_; r < per; ++r) pm::store(record(pages_[page_idx_], r), vb);
+  pm::flush(from, (per - pos_) * 8);
+  pos_ = per;
+}
+
+// The log ends at (page_idx_, pos_): words after it that carry the validity bit (a torn record,
+// or one appended after a page whose pad did not persist) are made invalid; when pages follow,
+// this page is padded to its end instead and appending goes on in the next page.
+void PLog::end_words_replay(u64 vb) {
+  pm::CategoryScope cat(pm::Category::log);
+  const std::size_t per = codec_.G.per_page;
+  bool changed = false;
+  auto clear_from = [&](std::size_t page, std::size_t from) {
+    for (std::size_t r = from; r < per; ++r) {
+      u64* w = record(pages_[page], r);
+      if ((*w & 1) != vb) continue;
+      pm::store(w, 1 - vb);
+      pm::flush(w, 8);
+      changed = true;
+    }
+  };
+  for (std::size_t i = page_idx_ + 1; i < pages_.size(); ++i) clear_from(i, 0);
+  if (page_idx_ + 1 < pages_.size()) {
+    pad_rest(vb);
+    changed = true;
+    ++page_idx_;
+    pos_ = 0;
+  } else {
+    clear_from(page_idx_, pos_);
+  }
+  if (changed) pm::fence();
 }
 
 void PLog::release_chain(pm::Pool& pool, u64* head, int old) {

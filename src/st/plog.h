@@ -80,6 +80,38 @@ class PLog {
       }
     }
   }
+  // Word records (the string form, format/string_leaf.h), in a log whose codec has one-word
+  // records (G.words == 1): one record is `n` consecutive slots of one page, the words of `rec`
+  // with their validity bit set. A record that does not fit the rest of its page goes to the
+  // next page, the rest of this one filled with pad words (valid, payload 0), so every page
+  // but the last is full, as hand_over expects. One fence when no page is linked.
+  void append_words(u64* head, int ver, const u64* rec, std::size_t n);
+  // Reads such a log: fn(first word, n) per record, `words_of(first word, words left)` giving a
+  // record's length in words (0: a pad word, the rest of the page is skipped). The first torn or
+  // absent record ends it: the rest of that page and of the pages after it is made invalid for the
+  // log (pads where a later page follows, so only the last page is partly written).
+  template <class Len, class F>
+  void replay_words(u64* head, int ver, Len&& words_of, F&& fn) {
+    attach(head);
+    const u64 vb = log_valid_bit(ver);
+    const std::size_t per = codec_.G.per_page;
+    for (std::size_t i = 0; i < pages_.size(); ++i) {
+      page_idx_ = i;
+      for (pos_ = 0; pos_ < per;) {
+        const u64* w = record(pages_[i], pos_);
+        if ((*w & 1) != vb) return end_words_replay(vb);
+        const std::size_t n = words_of(w, per - pos_);
+        if (n == 0) {
+          pos_ = per;
+          break;
+        }
+        for (std::size_t j = 1; j < n; ++j)
+          if ((w[j] & 1) != vb) return end_words_replay(vb);
+        fn(w, n);
+        pos_ += n;
+      }
+    }
+  }
   // After the merge of this log's version `old` committed: every page but the last is full
   // and goes to freelist_{1-old}; the last, mixing both bits, is made one flavor again by
   // rewriting its smaller part and goes to that flavor's freelist. The log is empty
@@ -93,6 +125,9 @@ class PLog {
 
  private:
   void attach(u64* head);
+  void next_page(u64* head, int ver);
+  void pad_rest(u64 vb);
+  void end_words_replay(u64 vb);
   u64* record(u64 page, std::size_t r) const;
   void invalidate_if_torn(u64* rec, u64 vb);
   void reuse_last_page(u64 page, std::size_t written, int old);

@@ -71,6 +71,9 @@ class Validator {
   }
   u64 word(u64 off) const { return *pool_.at<u64>(off); }
   u64 off_of(const u64* w) const { return pool_.offset_of(w); }
+  u64 next_off(u64 leaf, int v) const {
+    return shape_.next_word ? shape_.next_word(leaf, v) : off_of(&t_.leaf(leaf).next(v));
+  }
 
   // Directory blocks, each owned by the word linking it; every slot's block owned by the slot
   // and a leaf or log page that names the slot as its owner.
@@ -91,16 +94,18 @@ class Validator {
       fail("owner directory slot", slot,
            "holds " + std::to_string(blk) + ", which is not a live block it owns");
     const u64 type = pool_.allocator().block_size(blk) >= 16 ? word(blk + 8) : 0;
-    const std::size_t need = type == kLeafType ? t_.L.bytes : page_bytes();
-    if (type != kLeafType && type != kPageType)
+    const bool leaf = type == shape_.leaf_type;
+    const std::size_t need = !leaf ? page_bytes() : shape_.leaf_contents ? 64 : t_.L.bytes;
+    if (!leaf && type != kPageType)
       fail("block owned by directory slot " + std::to_string(slot), blk,
            "is neither a leaf nor a log page (type word " + std::to_string(type) + ")");
     require_owned_block(pool_, blk, slot, need,
-                        std::string(shape_.tree) + (type == kLeafType ? " leaf" : " log page"));
+                        std::string(shape_.tree) + (leaf ? " leaf" : " log page"));
     if (word(blk) != slot)
-      fail(type == kLeafType ? "leaf" : "log page", blk,
+      fail(leaf ? "leaf" : "log page", blk,
            "names owner slot " + std::to_string(word(blk)) + ", not " + std::to_string(slot));
-    (type == kLeafType ? leaves_ : pages_).insert(blk);
+    if (leaf && shape_.leaf_contents) shape_.leaf_contents(blk);
+    (leaf ? leaves_ : pages_).insert(blk);
   }
 
   // The bytes a page's records span (the page size rounded down to whole records).
@@ -133,13 +138,13 @@ class Validator {
   std::size_t leaf_list(int v) {
     std::unordered_set<u64> seen;
     u64 link = off_of(&root_.head[v]);
-    for (u64 l = word(link); l; link = off_of(&t_.leaf(l).next(v)), l = word(link)) {
+    for (u64 l = word(link); l; link = next_off(l, v), l = word(link)) {
       if (!leaves_.contains(l))
         fail("leaf list of version " + std::to_string(v) + ": the word", link,
              "points to " + std::to_string(l) + ", which is not a leaf the directory owns");
       if (!seen.insert(l).second)
         fail("leaf list of version " + std::to_string(v), l, "has a cycle");
-      if ((t_.leaf(l).rc(v) & shape_.rc_mask) > root_.restart_count)
+      if (shape_.rc_mask && (t_.leaf(l).rc(v) & shape_.rc_mask) > root_.restart_count)
         fail("leaf", l, "has a restart count ahead of the root's");
     }
     return seen.size();
@@ -153,7 +158,7 @@ class Validator {
     if (!(root_.gv & kInGc) && !root_.pending) return;
     std::unordered_set<u64> seen;
     u64 link = off_of(&root_.head[v]);
-    for (u64 l = word(link); l; link = off_of(&t_.leaf(l).next(v)), l = word(link)) {
+    for (u64 l = word(link); l; link = next_off(l, v), l = word(link)) {
       if (leaves_.contains(l)) {
         if (!seen.insert(l).second)
           fail("leaf list of version " + std::to_string(v), l, "has a cycle");

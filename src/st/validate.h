@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct TreeShape {
   u64 gv_bits;            // the bits gv may hold
   u64 rc_mask;            // the bits of a leaf's rc word that hold a restart count
   std::vector<u64> logs;  // offsets of the words that start each log page chain
+  // The string form's leaves (format/string_leaf.h); left empty, the integer leaves (layout.h).
+  u64 leaf_type = kLeafType;
+  std::function<u64(u64 leaf, int v)> next_word = {};  // the offset of a leaf's next word
+  std::function<void(u64 leaf)> leaf_contents = {};    // throws corrupt for a damaged leaf
 };
 
 // The root block the pool's root word points to, checked to be a live block owned by the

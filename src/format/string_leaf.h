@@ -1,0 +1,98 @@
+// Persistent layout of DPTree's string form (string_index.h): its root magic, its leaves, and
+// its log records. Everything else (root words, owner directory, pendingLeaves, log pages) is
+// the integer form's (layout.h, log_page.h).
+//
+// A string leaf is one allocator block that is written once, by the merge that creates it,
+// and never changed afterwards but for its next word of the version being built:
+//   header line: owner slot, type, next[2], count, heap bytes, 2 zero words
+//   count entries of 24 bytes, in key order: the key's first 8 bytes big-endian (zero padded),
+//     its length and the offset (from the leaf) of its bytes, and the value
+//   the key heap: the bytes of every key longer than 8, one after the other in entry order
+// A key of up to 8 bytes is its prefix and length alone (no heap bytes, offset 0).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "format/layout.h"
+
+namespace dptree::detail {
+
+inline constexpr u64 kStringRootMagic = 0x4450545374725231ull;  // "DPTStrR1"
+inline constexpr u64 kStringLeafType = 0x445054534c656631ull;   // "DPTSLef1"
+// The longest key the string form takes (the record's length field holds up to 2^16 - 1).
+inline constexpr std::size_t kStringTreeMaxKey = 1024;
+// The key bytes one leaf holds at most (besides the one key that always fits).
+inline constexpr std::size_t kStringLeafHeap = 16 * 1024;
+
+struct StringLeafHeader {
+  u64 owner_slot;
+  u64 type;
+  u64 next[2];
+  u64 count;
+  u64 heap_bytes;
+  u64 unused[2];
+};
+struct StringEntry {
+  u64 prefix;  // the first 8 key bytes, big-endian: integer order is the keys' memcmp order
+  std::uint32_t len;
+  std::uint32_t off;  // from the leaf's start; 0 for a key of up to 8 bytes
+  u64 value;
+};
+// The persistent layout: a change here changes the pool format.
+static_assert(sizeof(StringLeafHeader) == 64 && offsetof(StringLeafHeader, next) == 16 &&
+              offsetof(StringLeafHeader, count) == 32);
+static_assert(sizeof(StringEntry) == 24 && offsetof(StringEntry, value) == 16);
+
+inline u64 key_prefix(std::string_view k) {
+  unsigned char b[8] = {};
+  std::memcpy(b, k.data(), k.size() < 8 ? k.size() : 8);
+  u64 x = 0;
+  for (unsigned char c : b) x = x << 8 | c;
+  return x;
+}
+
+// A view of one string leaf.
+struct StringLeaf {
+  std::byte* p;
+  StringLeafHeader& h() const { return *reinterpret_cast<StringLeafHeader*>(p); }
+  StringEntry* entries() const { return reinterpret_cast<StringEntry*>(p + 64); }
+  std::size_t count() const { return h().count; }
+  static std::size_t bytes(std::size_t count, std::size_t heap) { return 64 + 24 * count + heap; }
+  std::size_t heap_start() const { return 64 + 24 * count(); }
+  // The key of entry i; its bytes live in the leaf (heap) or, up to 8, in a scratch `buf`.
+  std::string_view key(std::size_t i, char (&buf)[8]) const {
+    const StringEntry& e = entries()[i];
+    if (e.len > 8) return {reinterpret_cast<const char*>(p + e.off), e.len};
+    for (std::size_t j = 0; j < 8; ++j) buf[j] = static_cast<char>(e.prefix >> (56 - 8 * j));
+    return {buf, e.len};
+  }
+};
+
+// FNV-1a over the whole key, finished by hash_key's mixer: the bloom filter's hash.
+inline u64 hash_string(std::string_view k) {
+  u64 h = 0xcbf29ce484222325ull;
+  for (char c : k) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return hash_key(h);
+}
+
+// Log records of the string form: one record is consecutive one-word slots of a log page
+// (format/log_page.h; each word carries the validity bit in bit 0), holding the bits of
+// [key length: 2 bytes][value: 8 bytes][key bytes], little-endian, 63 per word. A word whose
+// payload is 0 (no key is empty) pads the rest of a page a record did not fit.
+inline std::size_t string_record_words(std::size_t key_len) {
+  return ((10 + key_len) * 8 + 62) / 63;
+}
+// Encodes into out[0 .. string_record_words(k.size())).
+void encode_string_record(std::string_view k, u64 v, u64 vbit, u64* out);
+// The key length a record's first word announces (0: a pad word).
+inline std::size_t string_record_length(u64 first_word) {
+  return static_cast<std::size_t>(first_word >> 1 & 0xffff);
+}
+// Decodes a record of `words` words whose validity bits were checked; `k` gets the key.
+void decode_string_record(const u64* in, std::size_t words, std::string& k, u64& v);
+
+}  // namespace dptree::detail

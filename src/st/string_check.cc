@@ -1,0 +1,184 @@
+// check() of DPTree's string form (string_tree.h): the leaf list of the current version (every
+// key's bytes in bounds, reached by exactly one entry, none leaked inside a leaf; keys
+// strictly increasing; no tombstone), the log (every record decodes, the log replays to
+// exactly the buffer), and that the allocator's live blocks are exactly the blocks the tree
+// reaches (no leaked leaf, page or block).
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_set>
+
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/pool.h"
+#include "format/verify.h"
+#include "st/string_tree.h"
+
+namespace dptree::detail {
+
+std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacity) {
+  const std::size_t block = pool.allocator().block_size(l);
+  if (block < 64) return "is smaller than its header";
+  StringLeaf lf{pool.at(l)};
+  const u64 count = lf.h().count, heap = lf.h().heap_bytes;
+  if (count == 0 || count > capacity)
+    return "holds " + std::to_string(count) + " entries (1.." + std::to_string(capacity) + ")";
+  if (heap > block || StringLeaf::bytes(count, heap) > block)
+    return "holds " + std::to_string(count) + " entries and " + std::to_string(heap) +
+           " key bytes, more than its block of " + std::to_string(block) + " bytes";
+  std::size_t at = lf.heap_start();  // where the next key's bytes must start
+  for (std::size_t i = 0; i < count; ++i) {
+    const StringEntry& e = lf.entries()[i];
+    const std::string at_i = "entry " + std::to_string(i);
+    if (e.len == 0 || e.len > kStringTreeMaxKey)
+      return at_i + " has a key of " + std::to_string(e.len) + " bytes (1.." +
+             std::to_string(kStringTreeMaxKey) + ")";
+    if (e.len <= 8) {
+      if (e.off != 0)
+        return at_i + ": a key of up to 8 bytes with heap offset " + std::to_string(e.off);
+      if (e.len < 8 && (e.prefix << (8 * e.len)) != 0)
+        return at_i + ": prefix bytes beyond the key's length";
+      continue;
+    }
+    // Each key's bytes follow the previous one's: every heap byte is one key's.
+    if (e.off != at)
+      return at_i + "'s key bytes at " + std::to_string(e.off) + ", not " + std::to_string(at) +
+             " (overlapping, out of bounds or leaving a gap)";
+    at += e.len;
+    if (at > lf.heap_start() + heap) return at_i + "'s key bytes run past the key heap";
+    const std::string_view k(reinterpret_cast<const char*>(lf.p + e.off), e.len);
+    if (key_prefix(k) != e.prefix) return at_i + "'s prefix differs from its key";
+  }
+  if (at != lf.heap_start() + heap)
+    return std::to_string(lf.heap_start() + heap - at) + " key heap bytes no entry reaches";
+  return {};
+}
+
+void StringDPTree::check_leaves(const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                                CheckReport& r, std::size_t& total) const {
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  total = 0;
+  std::vector<u64> chain;
+  std::string prev;
+  char buf[8];
+  for (u64 l = root_->head[cv]; l; l = leaf(l).h().next[cv]) {
+    const std::string at =
+        "leaf " + std::to_string(chain.size()) + " (offset " + std::to_string(l) + ")";
+    if (chain.size() > owned.size()) return r.fail("leaf list has a cycle");
+    chain.push_back(l);
+    if (!owned.contains(l)) r.fail(at + " is not owned by the directory");
+    if (!t_.alloc.is_live(l)) return r.fail(at + " is not a live block");
+    if (!reach.insert(l).second) r.fail(at + " is reached twice");
+    StringLeaf lf = leaf(l);
+    if (lf.h().type != kStringLeafType) r.fail(at + " has a wrong type word");
+    if (*t_.pool.at<u64>(lf.h().owner_slot) != l)
+      r.fail(at + ": its owner slot does not point to it");
+    const std::string p = string_leaf_problem(t_.pool, l, opt_.leaf_capacity);
+    if (!p.empty()) return r.fail(at + " " + p);
+    for (std::size_t i = 0; i < lf.count(); ++i) {
+      const std::string_view k = lf.key(i, buf);
+      if (!(chain.size() == 1 && i == 0) && !(std::string_view(prev) < k))
+        r.fail(at + ": entry " + std::to_string(i) + "'s key is not above the one before");
+      if (lf.entries()[i].value & kTombstone) r.fail(at + ": a tombstone in the base tree");
+      prev.assign(k);
+    }
+    total += lf.count();
+  }
+  if (total != root_->base_count[cv])
+    r.fail("base_count " + std::to_string(root_->base_count[cv]) + " != " + std::to_string(total) +
+           " keys in the leaves");
+  if (chain != leaves_) r.fail("inner index does not match the leaf list");
+  for (std::size_t i = 0; i < chain.size() && i < last_.size(); ++i) {
+    StringLeaf lf = leaf(chain[i]);
+    if (last_[i] != lf.key(lf.count() - 1, buf) ||
+        last_prefix_[i] != lf.entries()[lf.count() - 1].prefix)
+      r.fail("inner index last key differs");
+  }
+}
+
+// The log of the current version: owned pages of its flavor, records that decode, after the
+// end no word of this version, and a replay that gives exactly the buffer.
+void StringDPTree::check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                             CheckReport& r) const {
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  const u64 vb = log_valid_bit(cv);
+  const std::size_t per = t_.codec.G.per_page;
+  std::map<std::string, u64, std::less<>> replay;
+  std::size_t npages = 0, records = 0;
+  bool ended = false;
+  std::string k;
+  for (u64 pg = root_->log_head[cv]; pg; pg = t_.pool.at<LogPageHeader>(pg)->next) {
+    if (++npages > owned.size() + 1) return r.fail("log page list has a cycle");
+    reach.insert(pg);
+    const auto* h = t_.pool.at<LogPageHeader>(pg);
+    const std::string at = "log page at " + std::to_string(pg);
+    if (!owned.contains(pg)) r.fail(at + " not owned by the directory");
+    if (h->type != kPageType) r.fail(at + " has a wrong type word");
+    if (h->flavor != static_cast<u64>(cv)) r.fail(at + " of the wrong flavor in the log");
+    const u64* w = t_.pool.at<u64>(pg + t_.codec.G.offset(0));
+    for (std::size_t pos = 0; pos < per;) {
+      if (ended || (w[pos] & 1) != vb) {
+        if ((w[pos] & 1) == vb)
+          return r.fail(at + ": word " + std::to_string(pos) +
+                        " after the end of the log holds a word of the current version");
+        ended = true;
+        ++pos;
+        continue;
+      }
+      const std::size_t len = string_record_length(w[pos]);
+      if (len == 0) break;  // a pad: the rest of the page
+      const std::size_t n = string_record_words(len);
+      if (len > kStringTreeMaxKey || pos + n > per)
+        return r.fail(at + ": record at word " + std::to_string(pos) + " has a bad length " +
+                      std::to_string(len));
+      for (std::size_t j = 1; j < n; ++j)
+        if ((w[pos + j] & 1) != vb)
+          return r.fail(at + ": record at word " + std::to_string(pos) + " is torn");
+      u64 v;
+      decode_string_record(w + pos, n, k, v);
+      replay.insert_or_assign(k, v);
+      ++records;
+      pos += n;
+    }
+  }
+  if (npages != log_->pages().size()) r.fail("log page count differs from the volatile state");
+  if (replay != buffer_) r.fail("replaying the log does not give the buffer tree");
+  for (const auto& kv : buffer_)
+    if (!bloom_.may_contain_hashed(hash_string(kv.first)))
+      r.fail("bloom filter misses a buffer key of " + std::to_string(kv.first.size()) + " bytes");
+  r.facts.emplace_back("log_records", static_cast<double>(records));
+  r.facts.emplace_back("log_pages", static_cast<double>(npages));
+}
+
+CheckReport StringDPTree::check() const {
+  CheckReport r;
+  for (const auto& p : verify_format(*root_, kStringRootMagic, kDPTreeGvBits)) r.fail(p);
+  if (!r.ok) return r;
+  if (root_->gv & kInMerge) r.fail("in_merge is set outside a merge");
+  if (root_->gv & kInGc) r.fail("the GC bit is set outside a merge");
+  if (root_->pending) r.fail("pendingLeaves exists outside a merge");
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  if (root_->log_head[1 - cv]) r.fail("the log of the previous version was not released");
+  std::set<u64> reach{*t_.pool.root_word()};
+  std::unordered_set<u64> owned;
+  for (u64 b = root_->dir; b; b = t_.pool.at<DirBlock>(b)->next) {
+    if (!reach.insert(b).second) {
+      r.fail("owner directory has a cycle");
+      return r;
+    }
+    for (u64 blk : t_.pool.at<DirBlock>(b)->slot)
+      if (blk) owned.insert(blk);
+  }
+  std::size_t total = 0;
+  check_leaves(owned, reach, r, total);
+  if (!r.ok) return r;
+  check_log(owned, reach, r);
+  if (!r.ok) return r;
+  const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r);
+  r.facts.emplace_back("leaves", static_cast<double>(leaves_.size()));
+  r.facts.emplace_back("base_records", static_cast<double>(total));
+  r.facts.emplace_back("buffer_entries", static_cast<double>(buffer_.size()));
+  r.facts.emplace_back("live_blocks", static_cast<double>(live));
+  return r;
+}
+
+}  // namespace dptree::detail

@@ -1,0 +1,385 @@
+// DPTree over byte-string keys (string_tree.h): create / open / recovery and the operations.
+// The merge is in string_merge.cc, check() in string_check.cc.
+#include "st/string_tree.h"
+
+#include <algorithm>
+
+#include "dptree/error.h"
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
+#include "dptree/testing/phases.h"
+#include "format/verify.h"
+#include "st/merge.h"
+#include "st/phase.h"
+#include "st/validate.h"
+
+namespace dptree::detail {
+
+namespace {
+constexpr const char* kTree = "DPTree (string keys)";
+
+// The next word of a string leaf of version v (merge.h LeafNext).
+LeafNext string_next(const pm::Pool& pool) {
+  return [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v]; };
+}
+}  // namespace
+
+StringDPTree::StringDPTree(pm::Pool& pool, const DPTreeOptions& opt, bool create_new)
+    : t_(pool, "DPTree"), opt_(opt) {
+  opt_.key_bytes = opt_.value_bytes = 8;
+  if (create_new)
+    create();
+  else
+    open();
+}
+
+void StringDPTree::attach() {
+  // Log records are runs of one-word slots (format/string_leaf.h).
+  t_.attach_parts(*root_, opt_.leaf_capacity, 8, 8, opt_.log_page_size);
+  t_.codec.G.init(1, opt_.log_page_size);
+  log_ = std::make_unique<PLog>(t_.pool, t_.codec, *t_.pages);
+}
+
+void StringDPTree::create() {
+  opt_.validate();
+  LogGeometry g;
+  g.init(1, opt_.log_page_size);
+  if (g.per_page < string_record_words(kStringTreeMaxKey))
+    throw Error(Errc::invalid_argument,
+                "DPTree over string keys: log_page_size " + std::to_string(opt_.log_page_size) +
+                    " cannot hold the log record of a " + std::to_string(kStringTreeMaxKey) +
+                    "-byte key: use 2048 or more");
+  t_.require_empty_pool();
+  pm::CategoryScope cat(pm::Category::alloc);
+  u64 r = t_.alloc.reserve(sizeof(Root));
+  auto* rt = t_.pool.at<Root>(r);
+  Root init{};
+  init.magic = kStringRootMagic;
+  init.leaf_capacity = opt_.leaf_capacity;
+  init.key_bytes = 8;  // the leaf entry's fixed key part: the prefix
+  init.value_bytes = 8;
+  init.log_page_size = opt_.log_page_size;
+  pm::store(rt, init);
+  pm::flush(rt, sizeof(Root));
+  t_.alloc.activate(t_.pool.root_word(), r);
+  root_ = rt;
+  attach();
+  reset_bloom();
+}
+
+void StringDPTree::open() {
+  void* found = nullptr;
+  try {
+    found = t_.existing_root(kStringRootMagic, sizeof(Root), kTree);
+  } catch (const Error& e) {
+    if (e.code() != Errc::wrong_index) throw;
+    const u64 off = *t_.pool.root_word();
+    if (t_.alloc.block_size(off) >= 8 && *t_.pool.at<u64>(off) == kRootMagic)
+      throw Error(Errc::wrong_index, "pool '" + t_.pool.name() +
+                                         "' holds a DPTree of integer keys, not of string "
+                                         "keys: open it with the integer interface "
+                                         "(IndexInfo::create), or use a new pool");
+    throw;
+  }
+  auto* rt = static_cast<Root*>(found);
+  for (const auto& p : verify_format(*rt, kStringRootMagic, kDPTreeGvBits))
+    throw Error(Errc::corrupt, "pool '" + t_.pool.name() + "': " + kTree + " root: " + p +
+                                   ": the pool is damaged; restore it from a copy");
+  opt_.validate();
+  opt_.leaf_capacity = rt->leaf_capacity;
+  opt_.log_page_size = rt->log_page_size;
+  t_.validate_stored([this] { opt_.validate(); });
+  root_ = rt;
+  attach();
+  const pm::Pool& pool = t_.pool;
+  const std::size_t cap = opt_.leaf_capacity;
+  TreeShape shape{
+      kTree,
+      kDPTreeGvBits,
+      0,
+      {pool.offset_of(&root_->log_head[0]), pool.offset_of(&root_->log_head[1])},
+      kStringLeafType,
+      [&pool](u64 l, int v) { return pool.offset_of(&pool.at<StringLeafHeader>(l)->next[v]); },
+      [&pool, cap](u64 l) {
+        std::string p = string_leaf_problem(pool, l, cap);
+        if (!p.empty()) throw_corrupt(pool, kTree, "leaf", l, p);
+      }};
+  validate_on_open(t_, *root_, shape);
+  recover();
+}
+
+// Algorithm 4: an interrupted merge reclaimed or its garbage collection finished, the released
+// log's chain released, the log replayed into the buffer.
+void StringDPTree::recover() {
+  PhaseScope ph(DPTreePhase::recovery);
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  t_.dir->load();
+  freed_ += finish_interrupted_merge(t_.pool, root_, *t_.dir, *t_.pending, string_next(t_.pool));
+  if (root_->log_head[1 - cv]) PLog::release_chain(t_.pool, &root_->log_head[1 - cv], 1 - cv);
+  t_.dir->load();
+  reset_bloom();
+  buffer_.clear();
+  auto words_of = [&](const u64* w, std::size_t room) -> std::size_t {
+    const std::size_t len = string_record_length(*w);
+    const u64 off = t_.pool.offset_of(w);
+    if (len == 0) return 0;
+    if (len > kStringTreeMaxKey)
+      throw_corrupt(t_.pool, kTree, "log record", off,
+                    "announces a key of " + std::to_string(len) + " bytes (at most " +
+                        std::to_string(kStringTreeMaxKey) + ")");
+    const std::size_t n = string_record_words(len);
+    if (n > room) throw_corrupt(t_.pool, kTree, "log record", off, "runs past its page's end");
+    return n;
+  };
+  std::string k;
+  log_->replay_words(&root_->log_head[cv], cv, words_of, [&](const u64* w, std::size_t n) {
+    u64 v;
+    decode_string_record(w, n, k, v);
+    bloom_.add_hashed(hash_string(k));
+    buffer_.insert_or_assign(k, v);
+  });
+  t_.pages->sweep({log_->pages().begin(), log_->pages().end()});
+  rebuild_inner();
+}
+
+void StringDPTree::rebuild_inner() {
+  leaves_.clear();
+  last_.clear();
+  last_prefix_.clear();
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  char buf[8];
+  for (u64 l = root_->head[cv]; l; l = leaf(l).h().next[cv]) {
+    leaves_.push_back(l);
+    StringLeaf lf = leaf(l);
+    last_.emplace_back(lf.key(lf.count() - 1, buf));
+    last_prefix_.push_back(lf.entries()[lf.count() - 1].prefix);
+  }
+}
+
+std::size_t StringDPTree::merge_threshold() const {
+  std::size_t floor_n = opt_.min_merge_records ? opt_.min_merge_records : opt_.leaf_capacity;
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  auto r = static_cast<std::size_t>(opt_.merge_ratio * static_cast<double>(root_->base_count[cv]));
+  return std::max(floor_n, r);
+}
+
+void StringDPTree::reset_bloom() {
+  bloom_.reset(merge_threshold() + 1, opt_.bloom_error_rate);
+}
+
+// As DPTreeCore: after a merge failed for want of PM, only removes are taken until a retry.
+void StringDPTree::write_allowed() {
+  if (!merge_blocked_) return;
+  if (removes_since_block_ == 0) throw_merge_blocked(t_.pool);
+  merge();
+}
+
+void StringDPTree::upsert_raw(std::string_view k, u64 v) {
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  {
+    PhaseScope ph(DPTreePhase::log_append);
+    u64 rec[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];
+    encode_string_record(k, v, log_valid_bit(cv), rec);
+    log_->append_words(&root_->log_head[cv], cv, rec, string_record_words(k.size()));
+  }
+  auto it = buffer_.find(k);
+  if (it == buffer_.end())
+    buffer_.emplace(std::string(k), v);
+  else
+    it->second = v;
+  bloom_.add_hashed(hash_string(k));
+  if (merge_blocked_) {
+    removes_since_block_ += (v & kTombstone) != 0;
+    return;
+  }
+  if (buffer_.size() < merge_threshold()) return;
+  try {
+    merge();
+  } catch (const Error& e) {
+    if (e.code() != Errc::pool_full) throw;
+  }
+}
+
+std::size_t StringDPTree::leaf_index(std::string_view k) const {
+  if (leaves_.empty()) return 0;
+  // The leaves whose last key shares k's prefix lie together: compare bytes only among them.
+  const u64 p = key_prefix(k);
+  const auto lo = std::lower_bound(last_prefix_.begin(), last_prefix_.end(), p);
+  auto i = static_cast<std::size_t>(lo - last_prefix_.begin());
+  if (i < last_prefix_.size() && last_prefix_[i] == p) {
+    const auto hi = std::upper_bound(lo, last_prefix_.end(), p);
+    const auto end = last_.begin() + (hi - last_prefix_.begin());
+    i = static_cast<std::size_t>(
+        std::lower_bound(last_.begin() + static_cast<std::ptrdiff_t>(i), end, k,
+                         [](const std::string& a, std::string_view b) { return a < b; }) -
+        last_.begin());
+  }
+  return std::min(i, leaves_.size() - 1);
+}
+
+namespace {
+// Position of the first entry of `lf` whose key is not below k (binary search on the
+// prefixes; the key bytes are read only on a tie).
+std::size_t leaf_lower_bound(StringLeaf lf, std::string_view k, bool& equal) {
+  const u64 p = key_prefix(k);
+  const StringEntry* e = lf.entries();
+  std::size_t lo = 0, hi = lf.count();
+  equal = false;
+  char buf[8];
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    bool below;
+    if (e[mid].prefix != p) {
+      below = e[mid].prefix < p;
+    } else {
+      const std::string_view mk = lf.key(mid, buf);
+      if (mk == k) {
+        equal = true;
+        return mid;
+      }
+      below = mk < k;
+    }
+    if (below)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+}  // namespace
+
+std::optional<u64> StringDPTree::find(std::string_view k) const {
+  if (bloom_.may_contain_hashed(hash_string(k)))
+    if (auto it = buffer_.find(k); it != buffer_.end()) {
+      if (it->second & kTombstone) return std::nullopt;
+      return it->second;
+    }
+  if (leaves_.empty()) return std::nullopt;
+  StringLeaf lf = leaf(leaves_[leaf_index(k)]);
+  bool equal;
+  const std::size_t i = leaf_lower_bound(lf, k, equal);
+  if (!equal) return std::nullopt;
+  return lf.entries()[i].value;
+}
+
+std::optional<Value> StringDPTree::lookup(std::string_view k) const {
+  check_string_key(k, kStringTreeMaxKey, "dptree");
+  return find(k);
+}
+
+void StringDPTree::upsert(std::string_view k, Value v) {
+  check_string_key(k, kStringTreeMaxKey, "dptree");
+  check_value(v, "DPTree");
+  write_allowed();
+  upsert_raw(k, v);
+}
+
+bool StringDPTree::insert(std::string_view k, Value v) {
+  check_string_key(k, kStringTreeMaxKey, "dptree");
+  check_value(v, "DPTree");
+  if (find(k)) return false;
+  write_allowed();
+  upsert_raw(k, v);
+  return true;
+}
+
+bool StringDPTree::update(std::string_view k, Value v) {
+  check_string_key(k, kStringTreeMaxKey, "dptree");
+  check_value(v, "DPTree");
+  if (!find(k)) return false;
+  write_allowed();
+  upsert_raw(k, v);
+  return true;
+}
+
+bool StringDPTree::remove(std::string_view k) {
+  check_string_key(k, kStringTreeMaxKey, "dptree");
+  if (!find(k)) return false;
+  upsert_raw(k, kTombstone);
+  return true;
+}
+
+std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
+                               std::vector<StringKV>& out) const {
+  check_string_key(start, kStringTreeMaxKey, "dptree");
+  std::size_t got = 0;
+  auto bi = buffer_.lower_bound(start);
+  std::size_t li = leaf_index(start), pos = 0;
+  if (!leaves_.empty()) {
+    bool equal;
+    pos = leaf_lower_bound(leaf(leaves_[li]), start, equal);
+  }
+  char buf[8];
+  auto settle = [&] {
+    while (li < leaves_.size() && pos >= leaf(leaves_[li]).count()) {
+      ++li;
+      pos = 0;
+    }
+  };
+  settle();
+  while (got < count && (bi != buffer_.end() || li < leaves_.size())) {
+    std::string_view bk;
+    if (li < leaves_.size()) bk = leaf(leaves_[li]).key(pos, buf);
+    if (bi != buffer_.end() && (li >= leaves_.size() || std::string_view(bi->first) <= bk)) {
+      if (li < leaves_.size() && bi->first == bk) {  // the buffer's entry is newer
+        ++pos;
+        settle();
+      }
+      if (!(bi->second & kTombstone)) {
+        out.emplace_back(bi->first, bi->second);
+        ++got;
+      }
+      ++bi;
+    } else {
+      out.emplace_back(std::string(bk), leaf(leaves_[li]).entries()[pos].value);
+      ++got;
+      ++pos;
+      settle();
+    }
+  }
+  return got;
+}
+
+std::size_t StringDPTree::size() const {
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  auto n = static_cast<long long>(root_->base_count[cv]);
+  for (const auto& [k, v] : buffer_) {
+    bool in_base = false;
+    if (!leaves_.empty()) leaf_lower_bound(leaf(leaves_[leaf_index(k)]), k, in_base);
+    if (v & kTombstone)
+      n -= in_base;
+    else
+      n += !in_base;
+  }
+  return static_cast<std::size_t>(n);
+}
+
+IndexStats StringDPTree::stats() const {
+  IndexStats s;
+  s.records = size();
+  std::size_t pm = t_.alloc.block_size(*t_.pool.root_word());
+  for (u64 b : t_.dir->blocks()) pm += t_.alloc.block_size(b);
+  t_.dir->for_each_owned([&](u64, u64 blk) { pm += t_.alloc.block_size(blk); });
+  s.pm_bytes = pm;  // the key bytes live in the leaves
+  std::size_t keys = 0;
+  for (const auto& kv : buffer_) keys += kv.first.capacity() + 64;  // a map node's overhead
+  std::size_t inner = 8 * leaves_.capacity();
+  for (const auto& k : last_) inner += sizeof(std::string) + k.capacity();
+  s.dram_bytes = sizeof(*this) + keys + bloom_.dram_bytes() + inner + t_.dir->dram_bytes() +
+                 t_.pages->dram_bytes();
+  auto d = [](std::size_t x) { return static_cast<double>(x); };
+  s.extra = {{"buffer_entries", d(buffer_.size())},
+             {"leaves", d(leaves_.size())},
+             {"merges", d(merges_)},
+             {"failed_merges", d(failed_merges_)},
+             {"leaves_created", d(created_)},
+             {"leaves_freed", d(freed_)},
+             {"leaves_rewritten", d(rewritten_)},
+             {"log_pages", d(log_->pages().size())},
+             {"free_log_pages", d(t_.pages->size(0) + t_.pages->size(1))}};
+  return s;
+}
+
+}  // namespace dptree::detail

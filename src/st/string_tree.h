@@ -1,0 +1,94 @@
+// DPTree over byte-string keys (string_index.h): the single-threaded tree of §2 with the key
+// bytes in the log records and in the leaves (format/string_leaf.h). A separate engine beside
+// DPTreeCore, so the integer tree's hot paths are untouched; it shares the persistent pieces
+// (TreeParts: owner directory, pendingLeaves, log page cache and PLog's pages), the merge's
+// begin / commit / garbage collection / recovery of an interrupted merge, and the open-time
+// validator. docs/dptree.md ("String keys") says why the leaves are rewritten, not merged in
+// place.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dptree/dptree_options.h"
+#include "dptree/string_index.h"
+#include "format/string_leaf.h"
+#include "st/bloom.h"
+#include "st/family.h"
+#include "st/plog.h"
+
+namespace dptree::detail {
+
+class StringDPTree final : public StringIndex {
+ public:
+  // create: a new tree in an empty pool; otherwise the pool's tree, recovered.
+  StringDPTree(pm::Pool& pool, const DPTreeOptions& opt, bool create);
+
+  std::string name() const override { return "dptree"; }
+  void upsert(std::string_view k, Value v) override;
+  bool insert(std::string_view k, Value v) override;
+  bool update(std::string_view k, Value v) override;
+  bool remove(std::string_view k) override;
+  std::optional<Value> lookup(std::string_view k) const override;
+  std::size_t scan(std::string_view start, std::size_t count,
+                   std::vector<StringKV>& out) const override;
+  void drain() override { merge(); }
+  std::size_t max_key_bytes() const override { return kStringTreeMaxKey; }
+  Value max_value() const override { return kTombstone - 1; }
+  IndexStats stats() const override;
+  CheckReport check() const override;
+
+  // Merges the buffer into the base tree now (§2.3); pool_full undoes it (as DPTreeCore).
+  void merge();
+  std::size_t size() const;
+
+ private:
+  using Entries = std::vector<std::pair<std::string, u64>>;
+
+  void create();
+  void open();
+  void attach();
+  void recover();
+  void rebuild_inner();
+  std::size_t merge_threshold() const;
+  void reset_bloom();
+  void write_allowed();
+  void upsert_raw(std::string_view k, u64 v);
+  std::optional<u64> find(std::string_view k) const;
+  std::size_t leaf_index(std::string_view k) const;
+  StringLeaf leaf(u64 off) const { return StringLeaf{t_.pool.at(off)}; }
+  // The merge's parts (string_merge.cc).
+  void merge_leaf(std::size_t li, Entries& merged);
+  void write_leaves(const Entries& es, std::vector<u64>& out);
+  u64 create_leaf(const Entries& es, std::size_t from, std::size_t to, std::size_t heap);
+  void link(const std::vector<u64>& out, int nv);
+  // check (string_check.cc).
+  void check_leaves(const std::unordered_set<u64>& owned, std::set<u64>& reach, CheckReport& r,
+                    std::size_t& total) const;
+  void check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach, CheckReport& r) const;
+
+  TreeParts t_;
+  DPTreeOptions opt_;
+  Root* root_ = nullptr;
+  std::unique_ptr<PLog> log_;
+  std::map<std::string, u64, std::less<>> buffer_;
+  Bloom bloom_;
+  // The inner index (DRAM): the leaves of the current version and their last keys.
+  std::vector<u64> leaves_;
+  std::vector<std::string> last_;
+  std::vector<u64> last_prefix_;  // key_prefix of last_: most searches compare only these
+  std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;
+  bool merge_blocked_ = false;
+  std::size_t removes_since_block_ = 0;
+};
+
+// A damaged string leaf's problem (empty: its contents are in bounds): count, key lengths,
+// key bytes inside the leaf's heap, each heap byte reached by exactly one key, prefixes.
+std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, std::size_t capacity);
+
+}  // namespace dptree::detail

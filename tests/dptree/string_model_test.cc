@@ -1,0 +1,282 @@
+// DPTree over string keys (its registry entry's create_string) against a std::map model: the
+// mixed key space of fixtures/key_kinds.h (lengths 1, 8, 9, 63, 64, 65 and 1,024, prefixes,
+// last-byte differences, zero and 0xFF bytes) with small leaves; merges, splits,
+// consolidations, reopening the pool in the middle; bad input and the other form's pools.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+
+#include "dptree/error.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+#include "fixtures/key_kinds.h"
+#include "fixtures/named_stats.h"
+#include "format/layout.h"
+#include "format/string_leaf.h"
+#include "string_keys.h"
+
+namespace dptree::testing {
+namespace {
+
+void expect_same(const StringIndex& idx, const std::map<std::string, Value>& model,
+                 const std::string& where) {
+  std::vector<StringKV> all;
+  idx.scan(std::string(1, '\0'), model.size() + 10, all);
+  ASSERT_EQ(all.size(), model.size()) << where;
+  auto it = model.begin();
+  for (const auto& [k, v] : all) {
+    ASSERT_EQ(k, it->first) << where;
+    ASSERT_EQ(v, it->second) << where;
+    ++it;
+  }
+  const CheckReport r = idx.check();
+  ASSERT_TRUE(r.ok) << where << ": " << (r.problems.empty() ? "" : r.problems.front());
+}
+
+TEST(DPTreeStrings, ModelWithReopens) {
+  const auto keys = mixed_string_keys(900, 3);
+  auto pool = pm::Pool::create_in_memory(32 << 20);
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
+  std::map<std::string, Value> model;
+  std::mt19937_64 rng(5);
+  double merges = 0, freed = 0;  // counted per open: summed over the reopens
+  for (int op = 0; op < 6000; ++op) {
+    const std::string& k = keys[rng() % keys.size()];
+    const Value v = rng() % 1000000;
+    const int r = static_cast<int>(rng() % 100);
+    const bool present = model.contains(k);
+    if (r < 20) {
+      EXPECT_EQ(idx->remove(k), present);
+      model.erase(k);
+    } else if (r < 35) {
+      EXPECT_EQ(idx->insert(k, v), !present);
+      model.try_emplace(k, v);
+    } else if (r < 45) {
+      EXPECT_EQ(idx->update(k, v), present);
+      if (present) model[k] = v;
+    } else if (r < 85) {
+      idx->upsert(k, v);
+      model[k] = v;
+    } else if (r < 95) {
+      auto m = model.find(k);
+      EXPECT_EQ(idx->lookup(k), m == model.end() ? std::nullopt : std::optional<Value>(m->second))
+          << "key of " << k.size() << " bytes";
+    } else {  // a scan from a key that may be absent
+      std::vector<StringKV> out;
+      idx->scan(k, 7, out);
+      auto m = model.lower_bound(k);
+      for (const auto& [sk, sv] : out) {
+        ASSERT_NE(m, model.end());
+        EXPECT_EQ(sk, m->first);
+        EXPECT_EQ(sv, m->second);
+        ++m;
+      }
+      EXPECT_TRUE(out.size() == 7 || m == model.end());
+    }
+    if (op % 1500 == 1499) {  // close the pool's index and open it again: recovery
+      expect_same(*idx, model, "before reopen at op " + std::to_string(op));
+      NamedStats s(idx->stats().extra);
+      merges += s["merges"];
+      freed += s["leaves_freed"];
+      idx.reset();
+      idx = make_string_index("dptree", pool.get(), small_string_options());
+      expect_same(*idx, model, "after reopen at op " + std::to_string(op));
+    }
+    if (HasFailure()) return;
+  }
+  EXPECT_EQ(idx->stats().records, model.size());
+  idx->drain();
+  expect_same(*idx, model, "after drain");
+  NamedStats s(idx->stats().extra);
+  EXPECT_GT(merges + s["merges"], 30);
+  EXPECT_GT(s["leaves"], 30);
+  EXPECT_GT(freed + s["leaves_freed"], 100);
+}
+
+// Keys that are prefixes of each other and differ in their last byte sort as memcmp, the
+// shorter first; a scan from a prefix starts at it.
+TEST(DPTreeStrings, PrefixOrder) {
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
+  std::map<std::string, Value> model;
+  std::string k;
+  for (int len = 1; len <= 70; ++len) {
+    k.push_back(static_cast<char>(len % 2 ? 0 : 0xff));
+    for (int last : {0, 1, 0xfe, 0xff}) {
+      std::string x = k;
+      x.back() = static_cast<char>(last);
+      idx->upsert(x, static_cast<Value>(len * 1000 + last));
+      model[x] = static_cast<Value>(len * 1000 + last);
+    }
+  }
+  expect_same(*idx, model, "buffered");
+  idx->drain();
+  expect_same(*idx, model, "merged");
+  std::vector<StringKV> out;
+  idx->scan(std::string(9, '\0'), 3, out);
+  auto m = model.lower_bound(std::string(9, '\0'));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].first, m->first);
+}
+
+TEST(DPTreeStrings, BadInputIsRefused) {
+  auto pool = pm::Pool::create_in_memory(4 << 20);
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
+  auto code = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return Errc::io_error;  // stands for "nothing thrown"
+  };
+  EXPECT_EQ(code([&] { idx->upsert("", 1); }), Errc::invalid_argument);
+  EXPECT_EQ(code([&] { idx->lookup(""); }), Errc::invalid_argument);
+  EXPECT_EQ(code([&] { idx->upsert(std::string(1025, 'a'), 1); }), Errc::invalid_argument);
+  EXPECT_EQ(code([&] { idx->insert("a", Value{1} << 63); }), Errc::invalid_argument);
+  EXPECT_EQ(code([&] { idx->update("a", ~Value{0}); }), Errc::invalid_argument);
+  EXPECT_EQ(idx->max_key_bytes(), 1024u);
+  idx->upsert(std::string(1024, 'a'), 1);
+  EXPECT_EQ(idx->lookup(std::string(1024, 'a')), std::optional<Value>(1));
+  EXPECT_TRUE(idx->check().ok);
+  EXPECT_EQ(idx->stats().records, 1u);
+}
+
+TEST(DPTreeStrings, EachFormRefusesTheOthersPool) {
+  const IndexInfo& info = find_index("dptree");
+  IndexConfig c;
+  auto ints = pm::Pool::create_in_memory(4 << 20);
+  c.pool = ints.get();
+  { info.create(c)->upsert(1, 2); }
+  try {
+    info.create_string(c);
+    ADD_FAILURE() << "an integer pool opened as strings";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::wrong_index) << e.what();
+    EXPECT_NE(std::string(e.what()).find("integer"), std::string::npos) << e.what();
+  }
+  auto strs = pm::Pool::create_in_memory(4 << 20);
+  c.pool = strs.get();
+  { info.create_string(c)->upsert("k", 2); }
+  try {
+    info.create(c);
+    ADD_FAILURE() << "a string pool opened as integers";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::wrong_index) << e.what();
+    EXPECT_NE(std::string(e.what()).find("string"), std::string::npos) << e.what();
+  }
+  // Still usable after the refusals.
+  EXPECT_EQ(info.create_string(c)->lookup("k"), std::optional<Value>(2));
+}
+
+// A pool too small for the keys: a write is refused with pool_full, a merge that did not fit
+// is undone, every acknowledged key stays, check() passes (no leaked leaf), removes are taken
+// and writes go on once they made room.
+TEST(DPTreeStrings, FullPoolRefusesAndStaysConsistent) {
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
+  std::map<std::string, Value> model;
+  bool full = false;
+  for (int i = 0; i < 100000 && !full; ++i) {
+    const std::string k = std::string(40 + i % 30, 'k') + std::to_string(i);
+    try {
+      idx->upsert(k, static_cast<Value>(i));
+      model[k] = static_cast<Value>(i);
+    } catch (const Error& e) {
+      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();
+      full = true;
+    }
+  }
+  ASSERT_TRUE(full) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
+  EXPECT_GT(NamedStats(idx->stats().extra)["failed_merges"], 0);
+  expect_same(*idx, model, "full");
+  // A remove's log record may find no page (refused, nothing written); those taken count.
+  auto refused = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::pool_full) << e.what();
+      return true;
+    }
+    return false;
+  };
+  std::size_t removed = 0;
+  for (auto it = model.begin(); it != model.end();) {
+    bool present = false;
+    if (refused([&] { present = idx->remove(it->first); })) break;
+    ASSERT_TRUE(present);
+    it = model.erase(it);
+    ++removed;
+  }
+  EXPECT_GT(removed, 0u);
+  expect_same(*idx, model, "after removes");
+  // A merge needs room for the leaves it rewrites before it frees the old ones; one that only
+  // removes creates none, so once every key is removed it fits, and writes go on.
+  if (!model.empty()) return;
+  idx->drain();
+  expect_same(*idx, model, "emptied");
+  idx->upsert("after", 1);
+  model["after"] = 1;
+  idx->drain();
+  expect_same(*idx, model, "written again");
+}
+
+// A pool whose string tree has merged leaves of long and short keys and a log of records,
+// closed; `damage` then changes one word and opening must be Error(corrupt) naming `says`.
+void expect_open_corrupt(const std::function<void(pm::Pool&, detail::Root&)>& damage,
+                         const std::string& says) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  {
+    auto idx = make_string_index("dptree", pool.get(), small_string_options());
+    for (int i = 0; i < 60; ++i) idx->upsert(std::string(10 + i % 3, 'a') + std::to_string(i), 1);
+    idx->drain();
+    idx->upsert("log", 2);
+  }
+  damage(*pool, *pool->at<Root>(*pool->root_word()));
+  try {
+    make_string_index("dptree", pool.get(), small_string_options());
+    ADD_FAILURE() << "a damaged pool opened: " << says;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::corrupt) << e.what();
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+TEST(DPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto first_leaf = [](pm::Pool& p, Root& r) {
+    return StringLeaf{p.at(r.head[r.gv & kVersionBit])};
+  };
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[1].len = 5000; },
+                      "entry 1 has a key of 5000 bytes");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[2].off += 1; },
+                      "entry 2's key bytes at");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).h().count = 100000; },
+                      "holds 100000 entries");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).h().heap_bytes += 8; },
+                      "key heap bytes no entry reaches");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
+                      "prefix differs");
+  expect_open_corrupt(
+      [&](pm::Pool& p, Root& r) {
+        first_leaf(p, r).h().next[r.gv & kVersionBit] = *p.root_word();  // not a leaf
+      },
+      "which is not a leaf the directory owns");
+}
+
+TEST(DPTreeStringsDamaged, LogRecordLengthIsCheckedOnOpen) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  expect_open_corrupt(
+      [](pm::Pool& p, Root& r) {
+        u64* first = p.at<u64>(r.log_head[r.gv & kVersionBit] + 64);
+        *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid word
+      },
+      "announces a key of 2000 bytes");
+}
+
+}  // namespace
+}  // namespace dptree::testing

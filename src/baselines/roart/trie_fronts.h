@@ -55,7 +55,7 @@ class TrieStrings final : public StringIndex {
   bool remove(std::string_view k) override { return t_->remove(ok(k)); }
   std::optional<Value> lookup(std::string_view k) const override { return t_->lookup(ok(k)); }
   std::size_t scan(std::string_view s, std::size_t n, std::vector<StringKV>& out) const override {
-    return t_->scan(s, n, [&](std::string_view k, Value v) { out.emplace_back(k, v); });
+    return t_->scan(ok(s), n, [&](std::string_view k, Value v) { out.emplace_back(k, v); });
   }
   void drain() override { t_->drain(); }
   std::size_t max_key_bytes() const override { return roart::kMaxKeyBytes; }

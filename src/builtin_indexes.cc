@@ -10,7 +10,8 @@ void register_utree_index();       // baselines/utree/utree.cc
 void register_lbtree_index();      // baselines/lbtree/lbtree.cc
 void register_wort_index();        // baselines/wort/wort.cc
 void register_tips_indexes();      // tips/tips_btree.cc
-void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptree)
+void register_fastfair_index();    // baselines/fastfair/fastfair_index.cc
+void register_paper_peers();       // baselines/fptree/fptree.cc (fptree)
 void register_bm_btree_index();    // baselines/bmtree/bm_btree.cc
 
 void register_builtin_indexes() {
@@ -22,6 +23,7 @@ void register_builtin_indexes() {
   register_utree_index();
   register_lbtree_index();
   register_wort_index();
+  register_fastfair_index();
   register_paper_peers();
   register_bm_btree_index();
   register_tips_indexes();

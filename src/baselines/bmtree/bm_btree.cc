@@ -28,7 +28,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "registry/index_table.h"
-#include "registry/option_values.h"
+#include "registry/option_table.h"
 
 namespace dptree::baselines::bmtree {
 namespace {
@@ -51,46 +51,34 @@ static_assert(sizeof(Root) == 64);
 
 struct Options {
   std::uint32_t dram_pct = 100, log_pct = 30;
-  std::uint32_t page_bytes = 0;  // 0: the pool's, or kDefaultPage for a new one
+  std::uint32_t page_bytes = kDefaultPage;  // a new pool's; an open pool keeps its own
   Kind leaf = kHashLeaf;
-  bool leaf_given = false;
   bool mini_pages = true;
+  bool page_given = false, leaf_given = false;  // given: must match what the pool holds
 };
 
+const option_values::OptionTable<Options>& option_table() {
+  static const auto built = [] {
+    option_values::OptionTable<Options> t("bm-btree");
+    t.whole_in("dram_pct", &Options::dram_pct, {1, 100},
+               "the share of leaves whose pages fit in DRAM (Figure 11's x-axis)")
+        .whole_in("log_pct", &Options::log_pct, {1, 1000},
+                  "log capacity, % of the key-value set (16 bytes a record)")
+        .whole_in("page_bytes", &Options::page_bytes, {kMinPage, kMaxPage, true},
+                  "bytes per page; stored in the pool, which keeps its own")
+        .choice("leaf", &Options::leaf, {{"hash", kHashLeaf}, {"sorted", kSortedLeaf}},
+                "leaf layout; stored in the pool, which keeps its own")
+        .boolean("mini_pages", &Options::mini_pages,
+                 "cache a leaf first as a 16-line mini page (pages of 2 KiB or more)");
+    return t;
+  }();
+  return built;
+}
+
 Options parse_options(const std::map<std::string, std::string>& opts) {
-  Options o;
-  auto ranged = [](const std::string& k, const std::string& v, std::size_t lo, std::size_t hi) {
-    std::size_t x = option_values::whole("bm-btree", k, v);
-    if (x < lo || x > hi)
-      throw Error(Errc::invalid_argument, "bm-btree option " + k + "=" + v +
-                                              " is out of range: give a whole number in [" +
-                                              std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return static_cast<std::uint32_t>(x);
-  };
-  for (const auto& [k, v] : opts) {
-    if (k == "dram_pct") {
-      o.dram_pct = ranged(k, v, 1, 100);
-    } else if (k == "log_pct") {
-      o.log_pct = ranged(k, v, 1, 1000);
-    } else if (k == "page_bytes") {
-      o.page_bytes = ranged(k, v, kMinPage, kMaxPage);
-      if (!std::has_single_bit(o.page_bytes))
-        throw Error(Errc::invalid_argument,
-                    "bm-btree option page_bytes=" + v + " is not a power of two: give one");
-    } else if (k == "mini_pages") {
-      o.mini_pages = option_values::boolean("bm-btree", k, v);
-    } else if (k == "leaf") {
-      if (v != "hash" && v != "sorted")
-        throw Error(Errc::invalid_argument,
-                    "bm-btree option leaf='" + v + "' is unknown: give hash or sorted");
-      o.leaf = v == "hash" ? kHashLeaf : kSortedLeaf;
-      o.leaf_given = true;
-    } else {
-      throw Error(Errc::invalid_argument, "bm-btree: unknown option '" + k +
-                                              "': the options are dram_pct, leaf, page_bytes, "
-                                              "log_pct and mini_pages");
-    }
-  }
+  Options o = option_table().parse(opts);
+  o.page_given = opts.contains("page_bytes");
+  o.leaf_given = opts.contains("leaf");
   return o;
 }
 
@@ -530,7 +518,7 @@ class BMBTree final : public Index {
   static Root* open_root(pm::Pool& pool, const Options& opt) {
     auto* r = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "bm-btree"));
     if (r->page_bytes == 0) {  // new (or a crash before this was persisted)
-      const std::uint32_t page = opt.page_bytes ? opt.page_bytes : kDefaultPage;
+      const std::uint32_t page = opt.page_bytes;
       pm::store(&r->page_bytes, page);
       pm::store(&r->leaf_kind, opt.leaf);
       pm::store(&r->page_slab, std::max<std::uint64_t>(r->slab_size, 4 * page));
@@ -546,7 +534,7 @@ class BMBTree final : public Index {
                   where +
                       ": its root holds impossible settings: the pool is damaged; restore it "
                       "from a copy");
-    if (opt.page_bytes && opt.page_bytes != r->page_bytes)
+    if (opt.page_given && opt.page_bytes != r->page_bytes)
       throw Error(Errc::invalid_argument, where +
                                               " has page_bytes=" + std::to_string(r->page_bytes) +
                                               ", not " + std::to_string(opt.page_bytes) +
@@ -792,14 +780,15 @@ void register_bm_btree_index() {
        "2-Tier-BM (DPTree paper §4.3): B+-tree over a DRAM buffer of PM pages with "
        "cache-line-grained loading, mini pages and pointer swizzling (van Renen et al., SIGMOD "
        "2018), physiological redo/undo log on PM, checkpoints when the log fills; "
-       "single-threaded; options dram_pct=1..100, leaf=hash|sorted, page_bytes (power of two, "
-       "256..65536, default 16384), log_pct, mini_pages=0|1",
-       true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+       "single-threaded",
+       true, false,
+       [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
          if (!cfg.pool)
            throw Error(Errc::invalid_argument, "bm-btree is persistent: give it a pool");
          return std::make_unique<baselines::bmtree::BMBTree>(
              *cfg.pool, baselines::bmtree::parse_options(cfg.options), cfg.expected_records);
-       }});
+       },
+       baselines::bmtree::option_table().docs()});
 }
 
 }  // namespace dptree

@@ -35,6 +35,7 @@
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_values.h"
 
 namespace dptree::baselines {
 namespace {
@@ -627,10 +628,7 @@ void register_cawbt_index() {
        "(x86 promises 8), so it is not crash-consistent on real hardware",
        true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
          if (!cfg.pool) throw Error(Errc::invalid_argument, "cawbt is persistent: give it a pool");
-         if (!cfg.options.empty())
-           throw Error(Errc::invalid_argument, "cawbt takes no index options (got '" +
-                                                   cfg.options.begin()->first +
-                                                   "'): its nodes are one cache line");
+         option_values::refuse_options("cawbt", cfg.options, "its nodes are one cache line");
          return std::make_unique<Cawbt>(*cfg.pool);
        }});
 }

@@ -49,6 +49,7 @@
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_values.h"
 
 namespace dptree::baselines {
 namespace {
@@ -438,10 +439,7 @@ void register_lbtree_index() {
        "so no HTM path)",
        true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
          if (!cfg.pool) throw Error(Errc::invalid_argument, "lbtree is persistent: give it a pool");
-         if (!cfg.options.empty())
-           throw Error(Errc::invalid_argument, "lbtree takes no index options (got '" +
-                                                   cfg.options.begin()->first +
-                                                   "'): its leaves are 256 bytes");
+         option_values::refuse_options("lbtree", cfg.options, "its leaves are 256 bytes");
          return std::make_unique<baselines::LBTree>(*cfg.pool, cfg.threads != 1);
        }});
 }

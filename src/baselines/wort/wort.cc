@@ -44,6 +44,7 @@
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_values.h"
 
 namespace dptree {
 namespace {
@@ -571,10 +572,8 @@ void register_wort_index() {
        "single-threaded",
        true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
          if (!cfg.pool) throw Error(Errc::invalid_argument, "wort is persistent: give it a pool");
-         if (!cfg.options.empty())
-           throw Error(Errc::invalid_argument, "wort takes no index options (got '" +
-                                                   cfg.options.begin()->first +
-                                                   "'): its nodes have the paper's 16 children");
+         option_values::refuse_options("wort", cfg.options,
+                                       "its nodes have the paper's 16 children");
          if (cfg.threads > 1)
            throw Error(Errc::invalid_argument,
                        "wort is single-threaded (as in the DPTree paper): use it from 1 thread");

@@ -1,0 +1,50 @@
+// FAST_FAIR's options, its factory and its registration as `fastfair`.
+#include <memory>
+
+#include "baselines/fastfair/fastfair.h"
+#include "baselines/peers.h"
+#include "registry/index_table.h"
+#include "registry/option_table.h"
+
+namespace dptree::baselines {
+namespace {
+
+struct FastFairOptions {
+  std::size_t node_bytes = 512;
+};
+
+const option_values::OptionTable<FastFairOptions>& fastfair_options() {
+  static const auto built = [] {
+    option_values::OptionTable<FastFairOptions> t("fastfair");
+    t.whole_in("node_bytes", &FastFairOptions::node_bytes, {128, 4096, true},
+               "bytes per node (a header line, then 16-byte entries); stored in the pool, which "
+               "keeps its own");
+    return t;
+  }();
+  return built;
+}
+
+}  // namespace
+
+std::unique_ptr<Index> make_fastfair(const IndexConfig& cfg) {
+  if (!cfg.pool)
+    throw Error(Errc::invalid_argument, "fastfair is persistent: pass a pool (IndexConfig.pool)");
+  const auto o = fastfair_options().parse(cfg.options);
+  return std::make_unique<fastfair::FastFair>(*cfg.pool, o.node_bytes,
+                                              cfg.options.contains("node_bytes"), cfg.threads != 1);
+}
+
+}  // namespace dptree::baselines
+
+namespace dptree {
+
+void register_fastfair_index() {
+  add_builtin_index({"fastfair",
+                     "FAST_FAIR (FAST'18): sorted PM B+-tree, failure-atomic shift and in-place "
+                     "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
+                     "persistence within a cache line; values up to 2^64-3; concurrent: lock-free "
+                     "search, per-node write locks, 8-byte in-place update (DPTree §4.4)",
+                     true, true, baselines::make_fastfair, baselines::fastfair_options().docs()});
+}
+
+}  // namespace dptree

@@ -743,14 +743,7 @@ CheckReport BMBTree::check() const {
     r.fail("the arena uses " + std::to_string(arena_->used_slots()) + " pages, the tree " +
            std::to_string(w.seen.size()) + " and " + std::to_string(spare_pages_.size()) +
            " are spare");
-  std::set<std::uint64_t> mine{*pool_.root_word(), root_->log};
-  arena_->for_each_block([&](std::uint64_t b) { mine.insert(b); });
-  std::size_t live = 0;
-  pool_.allocator().for_each_live_block([&](std::uint64_t b, std::size_t) {
-    ++live;
-    if (!mine.contains(b)) r.fail("allocator block " + std::to_string(b) + " is leaked");
-  });
-  if (live != mine.size()) r.fail("a block of the index is not live in the allocator");
+  check_arena_blocks(pool_, {arena_.get()}, r, {root_->log});
   if (log_->pending()) r.fail("the log holds records no commit made durable");
   if (bm_.leaf_budget() != std::max<std::size_t>(leaf_budget(), 1))
     r.fail("the leaf frame budget is stale");

@@ -120,12 +120,8 @@ struct Cawbt::Checker {
     if (live != t.live_)
       r.fail("record count " + std::to_string(t.live_) + " but leaves hold " +
              std::to_string(live));
-    if (seen_nodes.size() != t.nodes_->used_slots())
-      r.fail("node arena uses " + std::to_string(t.nodes_->used_slots()) + " slots, tree reaches " +
-             std::to_string(seen_nodes.size()));
-    if (seen_recs.size() != t.records_->used_slots())
-      r.fail("record arena uses " + std::to_string(t.records_->used_slots()) +
-             " slots, leaves reach " + std::to_string(seen_recs.size()));
+    check_arena_slots(*t.nodes_, seen_nodes.size(), "node arena", "the tree", r);
+    check_arena_slots(*t.records_, seen_recs.size(), "record arena", "the leaf level", r);
   }
 };
 

@@ -1,9 +1,9 @@
-// CAWBT's registration as `cawbt` (the tree: cawbt_tree.h).
+// CAWBT's registration as `cawbt` (the tree: tree.h).
 #include "baselines/cawbt/cawbt.h"
 
 #include <memory>
 
-#include "baselines/cawbt/cawbt_tree.h"
+#include "baselines/cawbt/tree.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
 #include "registry/option_values.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "baselines/cawbt/cawbt_tree.h"
+#include "baselines/cawbt/tree.h"
 
 namespace dptree::baselines::cawbt {
 

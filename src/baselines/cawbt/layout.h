@@ -1,4 +1,4 @@
-// CAWBT's persistent format (cawbt_tree.h): the 64-byte node, the 16-byte record, the one-line
+// CAWBT's persistent format (tree.h): the 64-byte node, the 16-byte record, the one-line
 // split redo record and the root block, with the helpers that read a node.
 #pragma once
 

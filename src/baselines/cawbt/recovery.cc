@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "baselines/cawbt/cawbt_tree.h"
+#include "baselines/cawbt/tree.h"
 
 namespace dptree::baselines::cawbt {
 

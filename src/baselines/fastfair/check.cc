@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "baselines/fastfair/fastfair.h"
+#include "baselines/fastfair/tree.h"
 
 namespace dptree::baselines::fastfair {
 

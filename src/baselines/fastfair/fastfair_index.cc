@@ -1,7 +1,7 @@
 // FAST_FAIR's options, its factory and its registration as `fastfair`.
 #include <memory>
 
-#include "baselines/fastfair/fastfair.h"
+#include "baselines/fastfair/tree.h"
 #include "baselines/peers.h"
 #include "registry/index_table.h"
 #include "registry/option_table.h"

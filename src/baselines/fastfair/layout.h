@@ -1,4 +1,4 @@
-// FAST_FAIR's persistent format (fastfair.h): the root block, the node header line and the
+// FAST_FAIR's persistent format (tree.h): the root block, the node header line and the
 // entries that follow it, and the bits of a node's sync word.
 #pragma once
 

@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "baselines/fastfair/fastfair.h"
+#include "baselines/fastfair/tree.h"
 
 namespace dptree::baselines::fastfair {
 

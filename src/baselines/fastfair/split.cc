@@ -2,7 +2,7 @@
 #include <mutex>
 #include <vector>
 
-#include "baselines/fastfair/fastfair.h"
+#include "baselines/fastfair/tree.h"
 
 namespace dptree::baselines::fastfair {
 

@@ -8,10 +8,10 @@
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "format/layout.h"
+#include "format/verify.h"
 #include "registry/index_table.h"
 #include "st/family.h"
 #include "st/options.h"
-#include "st/validate.h"
 
 namespace dptree {
 namespace {
@@ -62,9 +62,8 @@ void register_dptree_indexes() {
         pm::Pool& pool = require_pool(c, "dptree");
         auto opt = DPTreeOptions::from_map(c.options);
         bool exists = *pool.root_word() != 0;
-        const auto* root =
-            reinterpret_cast<const Root*>(checked_root(pool, sizeof(Root), "DPTree"));
-        bool ours = root && root->magic == kRootMagic;
+        const auto* root = static_cast<const Root*>(root_if_ours(pool, kRootMagic, sizeof(Root)));
+        const bool ours = root != nullptr;
         if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
         if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;
         return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(pool, opt, !exists));

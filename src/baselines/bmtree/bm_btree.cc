@@ -51,10 +51,9 @@ void register_bm_btree_index() {
        "single-threaded",
        true, false,
        [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         if (!cfg.pool)
-           throw Error(Errc::invalid_argument, "bm-btree is persistent: give it a pool");
          return std::make_unique<baselines::bmtree::BMBTree>(
-             *cfg.pool, baselines::bmtree::parse_options(cfg.options), cfg.expected_records);
+             require_pool(cfg, "bm-btree"), baselines::bmtree::parse_options(cfg.options),
+             cfg.expected_records);
        },
        baselines::bmtree::option_table().docs()});
 }

@@ -18,9 +18,9 @@ void register_cawbt_index() {
        "table, one-line redo log for splits, global write lock; assumes 64-byte atomic writes "
        "(x86 promises 8), so it is not crash-consistent on real hardware",
        true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         if (!cfg.pool) throw Error(Errc::invalid_argument, "cawbt is persistent: give it a pool");
+         pm::Pool& pool = require_pool(cfg, "cawbt");
          option_values::refuse_options("cawbt", cfg.options, "its nodes are one cache line");
-         return std::make_unique<Cawbt>(*cfg.pool);
+         return std::make_unique<Cawbt>(pool);
        }});
 }
 

@@ -27,10 +27,9 @@ const option_values::OptionTable<FastFairOptions>& fastfair_options() {
 }  // namespace
 
 std::unique_ptr<Index> make_fastfair(const IndexConfig& cfg) {
-  if (!cfg.pool)
-    throw Error(Errc::invalid_argument, "fastfair is persistent: pass a pool (IndexConfig.pool)");
+  pm::Pool& pool = require_pool(cfg, "fastfair");
   const auto o = fastfair_options().parse(cfg.options);
-  return std::make_unique<fastfair::FastFair>(*cfg.pool, o.node_bytes,
+  return std::make_unique<fastfair::FastFair>(pool, o.node_bytes,
                                               cfg.options.contains("node_bytes"), cfg.threads != 1);
 }
 

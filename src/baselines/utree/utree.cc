@@ -553,10 +553,10 @@ void register_utree_index() {
        "control) with dirty-bit links",
        true, true,
        [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         if (!cfg.pool) throw Error(Errc::invalid_argument, "utree is persistent: give it a pool");
+         pm::Pool& pool = require_pool(cfg, "utree");
          if (utree_options().parse(cfg.options).leaf_slots == 16)
-           return std::make_unique<baselines::UTree<16>>(*cfg.pool);
-         return std::make_unique<baselines::UTree<64>>(*cfg.pool);
+           return std::make_unique<baselines::UTree<16>>(pool);
+         return std::make_unique<baselines::UTree<64>>(pool);
        },
        utree_options().docs()});
 }

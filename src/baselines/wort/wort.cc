@@ -572,13 +572,13 @@ void register_wort_index() {
        "made durable by one 8-byte store (a split's stale header is fixed by recovery); "
        "single-threaded",
        true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         if (!cfg.pool) throw Error(Errc::invalid_argument, "wort is persistent: give it a pool");
+         pm::Pool& pool = require_pool(cfg, "wort");
          option_values::refuse_options("wort", cfg.options,
                                        "its nodes have the paper's 16 children");
          if (cfg.threads > 1)
            throw Error(Errc::invalid_argument,
                        "wort is single-threaded (as in the DPTree paper): use it from 1 thread");
-         return std::make_unique<baselines::Wort>(*cfg.pool);
+         return std::make_unique<baselines::Wort>(pool);
        }});
 }
 

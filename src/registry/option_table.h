@@ -127,7 +127,12 @@ class OptionTable {
       out.push_back({e.key, e.kind, e.shown(defaults), e.range, e.help});
       written[e.key] = out.back().dflt;
     }
-    const Opts back = parse(written);
+    Opts back;
+    try {
+      back = parse(written);
+    } catch (const Error& e) {
+      throw std::logic_error(family_ + ": a described default is refused: " + e.what());
+    }
     for (const auto& e : entries_)
       if (e.shown(back) != written[e.key])
         throw std::logic_error(family_ + " option " + e.key + ": the described default " +

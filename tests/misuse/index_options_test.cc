@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "registry/option_table.h"
 
 namespace {
 
@@ -64,6 +67,51 @@ TEST(IndexOptions, EveryIndexTakesItsDescribedDefaultsAndNamesWhatItRefuses) {
   }
   // dptree, cdptree, fastfair, utree, bm-btree and tips-btree at least.
   EXPECT_GE(described, 6u);
+}
+
+struct Toy {
+  unsigned pages = 256;
+  std::size_t count = 3;
+  bool on = true;
+};
+
+option_values::OptionTable<Toy> toy_table(std::size_t lowest_count = 1) {
+  return option_values::OptionTable<Toy>("toy")
+      .whole_in("pages", &Toy::pages, {128, 1u << 17, true}, "pages")
+      .whole_in("count", &Toy::count, {lowest_count, 9}, "count")
+      .boolean("on", &Toy::on, "on");
+}
+
+// A bounded whole number is checked by the table: below, above and (for powers of two) between
+// are refused with the key, the value and the range; the bounds are accepted.
+TEST(OptionTable, BoundsAreCheckedNamingKeyValueAndRange) {
+  const auto t = toy_table();
+  EXPECT_EQ(t.parse({{"pages", "128"}, {"count", "9"}}).pages, 128u);
+  EXPECT_EQ(t.parse({{"pages", "131072"}, {"count", "1"}}).count, 1u);
+  const std::pair<const char*, const char*> bad[] = {
+      {"pages", "64"}, {"pages", "384"}, {"pages", "262144"}, {"count", "0"}, {"count", "10"}};
+  for (const auto& [k, v] : bad) {
+    try {
+      t.parse({{k, v}});
+      ADD_FAILURE() << k << "=" << v << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument);
+      const std::string range = std::string(k) == "pages" ? "a power of two in 128..2^17" : "1..9";
+      EXPECT_NE(std::string(e.what()).find(std::string("toy option ") + k + "=" + v +
+                                           " is out of range: use " + range),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(t.docs()[0].range, "a power of two in 128..2^17");
+  EXPECT_EQ(t.docs()[1].dflt, "3");
+}
+
+// A table whose described default it would refuse is a programming error, found when the
+// table describes itself (at registration), not by a user.
+TEST(OptionTable, ADefaultOutsideItsRangeIsALogicError) {
+  EXPECT_NO_THROW(toy_table(3).docs());
+  EXPECT_THROW(toy_table(4).docs(), std::logic_error);
 }
 
 }  // namespace

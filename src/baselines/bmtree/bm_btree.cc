@@ -13,21 +13,19 @@ namespace dptree::baselines::bmtree {
 namespace {
 
 const option_values::OptionTable<Options>& option_table() {
-  static const auto built = [] {
-    option_values::OptionTable<Options> t("bm-btree");
-    t.whole_in("dram_pct", &Options::dram_pct, {1, 100},
-               "the share of leaves whose pages fit in DRAM (Figure 11's x-axis)")
-        .whole_in("log_pct", &Options::log_pct, {1, 1000},
-                  "log capacity, % of the key-value set (16 bytes a record)")
-        .whole_in("page_bytes", &Options::page_bytes, {kMinPage, kMaxPage, true},
-                  "bytes per page; stored in the pool, which keeps its own")
-        .choice("leaf", &Options::leaf, {{"hash", kHashLeaf}, {"sorted", kSortedLeaf}},
-                "leaf layout; stored in the pool, which keeps its own")
-        .boolean("mini_pages", &Options::mini_pages,
-                 "cache a leaf first as a 16-line mini page (pages of 2 KiB or more)");
-    return t;
-  }();
-  return built;
+  static const auto t =
+      option_values::OptionTable<Options>("bm-btree")
+          .whole_in("dram_pct", &Options::dram_pct, {1, 100},
+                    "the share of leaves whose pages fit in DRAM (Figure 11's x-axis)")
+          .whole_in("log_pct", &Options::log_pct, {1, 1000},
+                    "log capacity, % of the key-value set (16 bytes a record)")
+          .whole_in("page_bytes", &Options::page_bytes, {kMinPage, kMaxPage, true},
+                    "bytes per page; stored in the pool, which keeps its own")
+          .choice("leaf", &Options::leaf, {{"hash", kHashLeaf}, {"sorted", kSortedLeaf}},
+                  "leaf layout; stored in the pool, which keeps its own")
+          .boolean("mini_pages", &Options::mini_pages,
+                   "cache a leaf first as a 16-line mini page (pages of 2 KiB or more)");
+  return t;
 }
 
 Options parse_options(const std::map<std::string, std::string>& opts) {

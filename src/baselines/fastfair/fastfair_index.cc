@@ -14,14 +14,13 @@ struct FastFairOptions {
 };
 
 const option_values::OptionTable<FastFairOptions>& fastfair_options() {
-  static const auto built = [] {
-    option_values::OptionTable<FastFairOptions> t("fastfair");
-    t.whole_in("node_bytes", &FastFairOptions::node_bytes, {128, 4096, true},
-               "bytes per node (a header line, then 16-byte entries); stored in the pool, which "
-               "keeps its own");
-    return t;
-  }();
-  return built;
+  static const auto t =
+      option_values::OptionTable<FastFairOptions>("fastfair")
+          .whole_in(
+              "node_bytes", &FastFairOptions::node_bytes, {128, 4096, true},
+              "bytes per node (a header line, then 16-byte entries); stored in the pool, which "
+              "keeps its own");
+  return t;
 }
 
 }  // namespace

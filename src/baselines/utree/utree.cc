@@ -533,13 +533,10 @@ struct UTreeOptions {
 };
 
 const option_values::OptionTable<UTreeOptions>& utree_options() {
-  static const auto built = [] {
-    option_values::OptionTable<UTreeOptions> t("utree");
-    t.choice("leaf_slots", &UTreeOptions::leaf_slots, {{"64", 64u}, {"16", 16u}},
-             "entries per DRAM array-layer leaf");
-    return t;
-  }();
-  return built;
+  static const auto t = option_values::OptionTable<UTreeOptions>("utree").choice(
+      "leaf_slots", &UTreeOptions::leaf_slots, {{"64", 64u}, {"16", 16u}},
+      "entries per DRAM array-layer leaf");
+  return t;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "pm/root_table.h"
 
 namespace dptree::pm {
 namespace {
@@ -37,10 +38,7 @@ TEST(AllocatorConcurrency, ThreadsReserveActivateFreeWithoutLossOrDoubleUse) {
   set_mode(Mode::dram);
   auto pool = Pool::create_in_memory(16 << 20);
   auto& a = pool->allocator();
-  auto root = a.reserve(kThreads * kSlots * 8);
-  std::memset(pool->at(root), 0, kThreads * kSlots * 8);
-  a.activate(pool->root_word(), root);
-  auto* table = pool->at<std::uint64_t>(root);
+  auto* table = make_root_table(*pool, kThreads * kSlots);
 
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < kThreads; ++t)

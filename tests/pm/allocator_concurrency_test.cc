@@ -52,16 +52,11 @@ TEST(AllocatorConcurrency, ThreadsReserveActivateFreeWithoutLossOrDoubleUse) {
           a.free(&slot);
           continue;
         }
-        std::uint64_t b;
-        try {
-          b = a.reserve(sizes[rng() % std::size(sizes)]);
-        } catch (const Error& e) {
-          ASSERT_EQ(e.code(), Errc::pool_full);
-          continue;
-        }
-        *pool->at<std::uint64_t>(b) = b ^ t;  // a block is written by its owner only
-        flush(pool->at<std::uint64_t>(b), 8);
-        a.activate(&slot, b);
+        const auto b = reserve_unless_full(a, sizes[rng() % std::size(sizes)]);
+        if (!b) continue;
+        *pool->at<std::uint64_t>(*b) = *b ^ t;  // a block is written by its owner only
+        flush(pool->at<std::uint64_t>(*b), 8);
+        a.activate(&slot, *b);
       }
     });
   for (auto& th : threads) th.join();

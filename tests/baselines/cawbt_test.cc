@@ -65,7 +65,8 @@ TEST(Cawbt, RefusesValuesWithTheTombstoneBit) {
 // moved, pointers not) or a torn split record, which recovery or check() then reports. The
 // fixture's failures are intercepted and counted: this test passes only if some image broke.
 TEST(Cawbt, BreaksWith8ByteAtomicity) {
-  EXPECT_GT(broken_in_8_byte_units("cawbt", 21), 0u) << "expected torn 64-byte node writes to break an image";
+  EXPECT_GT(broken_in_8_byte_units("cawbt", 21), 0u)
+      << "expected torn 64-byte node writes to break an image";
 }
 
 }  // namespace

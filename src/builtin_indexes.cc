@@ -12,7 +12,8 @@ void register_wort_index();        // baselines/wort/wort.cc
 void register_roart_index();       // baselines/roart/roart_index.cc
 void register_pactree_index();     // baselines/pactree/pactree_index.cc
 void register_tips_indexes();      // tips/tips_btree.cc
-void register_paper_peers();       // baselines/fptree/fptree.cc (fastfair, fptree)
+void register_fastfair_index();    // baselines/fastfair/fastfair_index.cc
+void register_paper_peers();       // baselines/fptree/fptree.cc (fptree)
 void register_bm_btree_index();    // baselines/bmtree/bm_btree.cc
 
 void register_builtin_indexes() {
@@ -26,6 +27,7 @@ void register_builtin_indexes() {
   register_wort_index();
   register_roart_index();
   register_pactree_index();
+  register_fastfair_index();
   register_paper_peers();
   register_bm_btree_index();
   register_tips_indexes();

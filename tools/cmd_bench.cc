@@ -90,10 +90,7 @@ void print_list() {
 void print_options(const std::string& index) {
   const IndexInfo& info = find_index(index);
   if (info.options.empty()) {
-    fmt::print(
-        "{}: no options are described here; its errors name the keys it takes "
-        "(docs/ has each index's page)\n",
-        info.name);
+    fmt::print("{} takes no options\n", info.name);
     return;
   }
   fmt::print("options of {} (--option KEY=VALUE):\n", info.name);

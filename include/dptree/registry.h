@@ -44,7 +44,7 @@ struct IndexInfo {
   bool persistent = false;
   bool concurrent = false;  // safe for several threads at once
   std::function<std::unique_ptr<Index>(const IndexConfig&)> create;
-  std::vector<OptionDoc> options = {};  // empty: the index documents no options here
+  std::vector<OptionDoc> options = {};  // empty: the index takes no options (it refuses any)
   // The same index over byte-string keys (string_index.h); empty: integer keys only. A pool
   // holds one form or the other, and opening it with the other form is a wrong_index error.
   std::function<std::unique_ptr<StringIndex>(const IndexConfig&)> create_string = {};

@@ -25,7 +25,9 @@ inline std::uint64_t load8(const std::uint64_t* p) {
       .load(std::memory_order_acquire);
 }
 
-// Reads an unsigned option in [lo, hi]; refuses unknown option names.
+// Reads an unsigned option in [lo, hi]; refuses unknown option names. fptree's one option
+// is still read so; every other index parses its options with an OptionTable
+// (registry/option_table.h), which also describes them for `dptree bench --help-options`.
 inline std::uint64_t option_u64(const IndexConfig& cfg, const std::string& index,
                                 const std::string& name, std::uint64_t dflt, std::uint64_t lo,
                                 std::uint64_t hi) {

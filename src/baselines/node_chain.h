@@ -9,11 +9,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "baselines/common.h"
 #include "dptree/error.h"
+#include "dptree/index.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
@@ -113,6 +115,28 @@ inline std::vector<std::uint64_t> chain_nodes(const pm::Pool& p, const ChainRoot
     out.push_back(n);
   }
   return out;
+}
+
+// check()'s view of the creation chain: it holds exactly `nodes` (the nodes the index
+// reaches), its tail hint names one of them, and the allocator holds nothing else but the
+// root block. Adds each problem to `r`.
+inline void chain_check(const pm::Pool& p, const ChainRoot* root,
+                        const std::set<std::uint64_t>& nodes, CheckReport& r) {
+  std::set<std::uint64_t> chain;
+  for (auto c = root->first; c; c = p.at<ChainLinks>(c)->next)
+    if (!chain.insert(c).second || chain.size() > nodes.size() + 1) {
+      r.fail("the creation chain loops");
+      break;
+    }
+  if (chain != nodes) r.fail("the creation chain and the index hold different nodes");
+  if (root->last && !chain.count(root->last)) r.fail("chain tail hint is stale");
+  std::size_t live = 0;
+  p.allocator().for_each_live_block([&](std::uint64_t off, std::size_t) {
+    ++live;
+    if (off != *p.root_word() && !nodes.count(off))
+      r.fail("live block " + std::to_string(off) + " is not reachable (leak)");
+  });
+  if (live != nodes.size() + 1) r.fail("live blocks differ from the reachable blocks");
 }
 
 }  // namespace dptree::baselines

@@ -17,6 +17,7 @@ std::unique_ptr<Index> make_fptree(const IndexConfig& cfg);
 }  // namespace dptree::baselines
 
 namespace dptree {
-// Registers `fastfair` and `fptree` (called from builtin_indexes.cc).
+// Registers `fptree` (called from builtin_indexes.cc; `fastfair` registers itself in
+// fastfair/fastfair_index.cc).
 void register_paper_peers();
 }  // namespace dptree

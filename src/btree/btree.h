@@ -338,28 +338,7 @@ class BPlusTree {
         insert_at(l, i, k, v);
         return std::nullopt;
       }
-      // Split in half, then insert into the half the key belongs to.
-      Leaf* r = Nodes::template make<Leaf>();
-      ++leaves_;
-      const std::uint32_t half = l->n / 2;
-      r->n = l->n - half;
-      std::move(l->keys + half, l->keys + l->n, r->keys);
-      std::move(l->vals + half, l->vals + l->n, r->vals);
-      W1(l->n);
-      l->n = half;
-      r->next = static_cast<Leaf*>(l->next);
-      r->prev = l;
-      if (l->next) {
-        W1(l->next->prev);
-        l->next->prev = r;
-      }
-      W1(l->next);
-      l->next = r;
-      if (i <= half)
-        insert_at(l, i, k, v);
-      else
-        insert_at(r, i - half, k, v);
-      return Split{r->keys[0], r};
+      return split_leaf(l, i, k, v);
     }
     Inner* in = static_cast<Inner*>(n);
     const std::uint32_t c = route(in, k);
@@ -369,7 +348,37 @@ class BPlusTree {
       insert_child(in, c, s->sep, s->right);
       return std::nullopt;
     }
-    // Split the inner node: the middle separator moves up.
+    return split_inner(in, c, *s);
+  }
+
+  // A full leaf split in half, then (k, v) inserted at i into the half it belongs to.
+  Split split_leaf(Leaf* l, std::uint32_t i, const K& k, const V& v) {
+    Leaf* r = Nodes::template make<Leaf>();
+    ++leaves_;
+    const std::uint32_t half = l->n / 2;
+    r->n = l->n - half;
+    std::move(l->keys + half, l->keys + l->n, r->keys);
+    std::move(l->vals + half, l->vals + l->n, r->vals);
+    W1(l->n);
+    l->n = half;
+    r->next = static_cast<Leaf*>(l->next);
+    r->prev = l;
+    if (l->next) {
+      W1(l->next->prev);
+      l->next->prev = r;
+    }
+    W1(l->next);
+    l->next = r;
+    if (i <= half)
+      insert_at(l, i, k, v);
+    else
+      insert_at(r, i - half, k, v);
+    return Split{r->keys[0], r};
+  }
+
+  // A full inner node split around its middle separator, which moves up; then the child split
+  // `s` of child c inserted into the half it belongs to.
+  Split split_inner(Inner* in, std::uint32_t c, const Split& s) {
     Inner* r = Nodes::template make<Inner>();
     ++inners_;
     const std::uint32_t mid = in->n / 2;
@@ -380,9 +389,9 @@ class BPlusTree {
     W1(in->n);
     in->n = mid;
     if (c <= mid)
-      insert_child(in, c, s->sep, s->right);
+      insert_child(in, c, s.sep, s.right);
     else
-      insert_child(r, c - mid - 1, s->sep, s->right);
+      insert_child(r, c - mid - 1, s.sep, s.right);
     return Split{up, r};
   }
 

@@ -7,6 +7,7 @@
 #include "dptree/error.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_values.h"
 
 namespace dptree {
 namespace {
@@ -54,10 +55,7 @@ void register_olc_btree_index() {
                      "volatile DRAM B+-tree with Optimistic Lock Coupling (the concurrent DPTree's "
                      "buffer tree, §3.1); scalable upper bound, no persistence",
                      false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-                       if (!cfg.options.empty())
-                         throw Error(Errc::invalid_argument,
-                                     "olc-btree takes no index options (got '" +
-                                         cfg.options.begin()->first + "'); remove the option");
+                       option_values::refuse_options("olc-btree", cfg.options);
                        return std::make_unique<OlcBTreeIndex>();
                      }});
 }

@@ -13,15 +13,10 @@
 #include "dptree/error.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_values.h"
 
 namespace dptree {
 namespace {
-
-void refuse_options(const IndexConfig& cfg, const std::string& index) {
-  if (cfg.options.empty()) return;
-  throw Error(Errc::invalid_argument, index + " takes no index options (got '" +
-                                          cfg.options.begin()->first + "'); remove the option");
-}
 
 class BTreeIndex final : public Index {
  public:
@@ -87,12 +82,12 @@ void register_volatile_indexes() {
        "volatile DRAM B+-tree (64-slot sorted nodes, linked leaves), one reader-writer "
        "lock; upper bound, no persistence",
        false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         refuse_options(cfg, "btree");
+         option_values::refuse_options("btree", cfg.options);
          return std::make_unique<BTreeIndex>();
        }});
   add_builtin_index({"stdmap", "std::map (red-black tree) in DRAM, single-threaded; no persistence",
                      false, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-                       refuse_options(cfg, "stdmap");
+                       option_values::refuse_options("stdmap", cfg.options);
                        // A red-black node (colour + 3 links = 32 B) and the pair, as malloc rounds
                        // it.
                        return std::make_unique<btree::MapIndex<std::map<Key, Value>>>("stdmap", 64);

@@ -56,24 +56,30 @@ std::vector<std::string> verify_format(const Root& root, u64 magic, u64 gv_bits)
   return bad;
 }
 
-void* find_root(pm::Pool& pool, u64 magic, std::size_t bytes, std::string_view index) {
-  const std::string in = "pool '" + pool.name() + "'";
+void* root_if_ours(const pm::Pool& pool, u64 magic, std::size_t bytes) {
   const u64 off = *pool.root_word();
-  if (off == 0)
-    throw Error(Errc::not_found, in + " is empty (it holds no index): create a " +
-                                     std::string(index) + " in it instead of opening one");
+  if (off == 0) return nullptr;
   // A live block the root word owns (pm/allocator.h); any other is damage, not an index.
   const auto& alloc = pool.allocator();
   if (alloc.owner_of(off) != pool.offset_of(pool.root_word()))
-    throw Error(Errc::corrupt, in + " is damaged: its root word (in the pool header) points to " +
-                                   "offset " + std::to_string(off) + ", which is no live " +
-                                   "block of an index root; restore the pool from a copy");
+    throw Error(Errc::corrupt, "pool '" + pool.name() + "' is damaged: its root word (in the " +
+                                   "pool header) points to offset " + std::to_string(off) +
+                                   ", which is no live block of an index root; restore the " +
+                                   "pool from a copy");
   // A smaller root block than this tree's is another index's (its fields cannot be read).
-  if (alloc.block_size(off) < bytes || *pool.at<u64>(off) != magic)
-    throw Error(Errc::wrong_index, in + " holds another index, not a " + std::string(index) +
-                                       ": open it with the index that created it, or use " +
-                                       "a new pool");
+  if (alloc.block_size(off) < bytes || *pool.at<u64>(off) != magic) return nullptr;
   return pool.at(off);
+}
+
+void* find_root(pm::Pool& pool, u64 magic, std::size_t bytes, std::string_view index) {
+  const std::string in = "pool '" + pool.name() + "'";
+  if (*pool.root_word() == 0)
+    throw Error(Errc::not_found, in + " is empty (it holds no index): create a " +
+                                     std::string(index) + " in it instead of opening one");
+  if (void* root = root_if_ours(pool, magic, bytes)) return root;
+  throw Error(Errc::wrong_index, in + " holds another index, not a " + std::string(index) +
+                                     ": open it with the index that created it, or use " +
+                                     "a new pool");
 }
 
 }  // namespace dptree::detail

@@ -41,5 +41,8 @@ std::vector<std::string> verify_format(const Root& root, u64 magic, u64 gv_bits)
 // an empty pool, corrupt for a root word that owns no live block, wrong_index for another
 // index's root.
 void* find_root(pm::Pool& pool, u64 magic, std::size_t bytes, std::string_view index);
+// The same root, or nullptr for an empty pool or another index's root (a caller that looks
+// before it creates or opens); throws Error(corrupt) as find_root does.
+void* root_if_ours(const pm::Pool& pool, u64 magic, std::size_t bytes);
 
 }  // namespace dptree::detail

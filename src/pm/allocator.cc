@@ -421,7 +421,6 @@ void Allocator::recover() {
   for (std::size_t c = 0; c < nchunks_; ++c) {
     std::uint64_t st = desc[c].state;
     int code = static_cast<int>(st & 0xff);
-    std::size_t run = st >> 8;
     if (code == layout::kContClass) {
       if (covered[c]) continue;
       code = 0;  // follower of a large block that is not live: free
@@ -435,51 +434,65 @@ void Allocator::recover() {
       continue;
     }
     if (code == layout::kLargeClass) {
-      if (run == 0 || c + run > nchunks_)
-        throw Error(Errc::corrupt, "pool '" + pool_.name() + "': chunk " + std::to_string(c) +
-                                       " claims a run of " + std::to_string(run) +
-                                       " chunks past the heap: the pool is damaged");
-      chunks_[c] = ChunkInfo{layout::kLargeClass, static_cast<std::uint32_t>(run), 0, {0}, false};
-      std::uint64_t off = block_offset(c, 0);
-      std::uint64_t* owner = &desc[c].owners[0];
-      if (owner_is_valid(*owner, off)) {
-        mark(c, 0, true);
-        for (std::size_t i = 1; i < run; ++i) {
-          covered[c + i] = true;
-          chunks_[c + i] = ChunkInfo{layout::kContClass, 0, 0, {}, false};
-        }
-        c += run - 1;
-        continue;
-      }
-      if (*owner != 0) {
-        store(owner, 0);
-        flush(owner, 8);
-      }
-      release_chunks(c, 1);  // followers are freed when reached: not covered
-      wrote = true;
+      wrote |= recover_large(c, covered);
       continue;
     }
     if (code < 1 || code > kClasses)
       throw Error(Errc::corrupt, "pool '" + pool_.name() + "': chunk " + std::to_string(c) +
                                      " has unknown state " + std::to_string(st) +
                                      ": the pool is damaged");
-    int cls = code - 1;
-    const auto& l = kLayouts[cls];
-    chunks_[c] = ChunkInfo{cls, 0, 0, std::vector<std::uint64_t>((l.blocks + 63) / 64, 0), false};
-    for (std::size_t s = 0; s < l.blocks; ++s) {
-      std::uint64_t* owner = owner_word(c, s);
-      if (*owner == 0) continue;
-      if (owner_is_valid(*owner, block_offset(c, s))) {
-        mark(c, s, true);
-      } else {
-        store(owner, 0);  // an activate that did not commit, or a free whose clear did not land
-        flush(owner, 8);
-        wrote = true;
-      }
-    }
-    if (chunks_[c].used < l.blocks) list_partial(c);
+    wrote |= recover_small(c, code - 1);
   }
   if (wrote) fence();
+}
+
+// The large block starting at chunk c: live (its followers covered, c moved to its last
+// chunk) or, with a stale owner, released. Returns whether it wrote to PM.
+bool Allocator::recover_large(std::size_t& c, std::vector<bool>& covered) {
+  auto* desc = pool_.at<layout::ChunkDesc>(desc_off_);
+  const std::size_t run = desc[c].state >> 8;
+  if (run == 0 || c + run > nchunks_)
+    throw Error(Errc::corrupt, "pool '" + pool_.name() + "': chunk " + std::to_string(c) +
+                                   " claims a run of " + std::to_string(run) +
+                                   " chunks past the heap: the pool is damaged");
+  chunks_[c] = ChunkInfo{layout::kLargeClass, static_cast<std::uint32_t>(run), 0, {0}, false};
+  std::uint64_t* owner = &desc[c].owners[0];
+  if (owner_is_valid(*owner, block_offset(c, 0))) {
+    mark(c, 0, true);
+    for (std::size_t i = 1; i < run; ++i) {
+      covered[c + i] = true;
+      chunks_[c + i] = ChunkInfo{layout::kContClass, 0, 0, {}, false};
+    }
+    c += run - 1;
+    return false;
+  }
+  if (*owner != 0) {
+    store(owner, 0);
+    flush(owner, 8);
+  }
+  release_chunks(c, 1);  // followers are freed when reached: not covered
+  return true;
+}
+
+// Chunk c of size class cls: its blocks with a valid owner are live, the other owners are
+// cleared. Returns whether it wrote to PM.
+bool Allocator::recover_small(std::size_t c, int cls) {
+  const auto& l = kLayouts[cls];
+  bool wrote = false;
+  chunks_[c] = ChunkInfo{cls, 0, 0, std::vector<std::uint64_t>((l.blocks + 63) / 64, 0), false};
+  for (std::size_t s = 0; s < l.blocks; ++s) {
+    std::uint64_t* owner = owner_word(c, s);
+    if (*owner == 0) continue;
+    if (owner_is_valid(*owner, block_offset(c, s))) {
+      mark(c, s, true);
+    } else {
+      store(owner, 0);  // an activate that did not commit, or a free whose clear did not land
+      flush(owner, 8);
+      wrote = true;
+    }
+  }
+  if (chunks_[c].used < l.blocks) list_partial(c);
+  return wrote;
 }
 
 }  // namespace dptree::pm

@@ -38,4 +38,11 @@ const std::vector<IndexInfo>& index_table() {
   return table().indexes;
 }
 
+pm::Pool& require_pool(const IndexConfig& c, const std::string& index) {
+  if (!c.pool)
+    throw Error(Errc::invalid_argument,
+                "index '" + index + "' is persistent: give it a pool (IndexConfig::pool)");
+  return *c.pool;
+}
+
 }  // namespace dptree

@@ -4,6 +4,7 @@
 // before any look-up. Kept apart so that no layer depends on the library above it.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "dptree/registry.h"
@@ -15,5 +16,9 @@ namespace dptree {
 void add_builtin_index(IndexInfo info);
 // The indexes added so far, in order. The reference stays valid; its contents grow.
 const std::vector<IndexInfo>& index_table();
+
+// The pool of a persistent index's configuration; throws Error(invalid_argument) naming
+// `index` when there is none.
+pm::Pool& require_pool(const IndexConfig& c, const std::string& index);
 
 }  // namespace dptree

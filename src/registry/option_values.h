@@ -1,11 +1,12 @@
 // Values of index options (IndexConfig::options, `dptree bench --option k=v`), parsed with an
 // error that names the index, the option and the text, and asks for a proper value. Shared by
-// the DPTree families so a bad value reads the same everywhere.
+// every index's OptionTable (option_table.h) so a bad value reads the same everywhere.
 #pragma once
 
 #include <cstddef>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -20,8 +21,10 @@ inline std::string shown(double x) {
   return b;
 }
 
-// A whole number >= 0 ("-1", "12x" and "" are refused).
-inline std::size_t whole(const std::string& index, const std::string& key, const std::string& v) {
+// A whole number >= 0 ("-1", "12x" and "" are refused); the error asks for one in `range`
+// when given.
+inline std::size_t whole(const std::string& index, const std::string& key, const std::string& v,
+                         const std::string& range = "") {
   try {
     std::size_t pos = 0;
     if (!v.empty() && v[0] == '-') throw std::invalid_argument(v);
@@ -30,11 +33,13 @@ inline std::size_t whole(const std::string& index, const std::string& key, const
     return static_cast<std::size_t>(x);
   } catch (const std::exception&) {
     throw Error(Errc::invalid_argument,
-                index + " option " + key + "='" + v + "' is not a whole number: give one");
+                index + " option " + key + "='" + v + "' is not a whole number: " +
+                    (range.empty() ? std::string("give one") : "use " + range));
   }
 }
 
-inline double number(const std::string& index, const std::string& key, const std::string& v) {
+inline double number(const std::string& index, const std::string& key, const std::string& v,
+                     const std::string& range = "") {
   try {
     std::size_t pos = 0;
     double x = std::stod(v, &pos);
@@ -42,7 +47,8 @@ inline double number(const std::string& index, const std::string& key, const std
     return x;
   } catch (const std::exception&) {
     throw Error(Errc::invalid_argument,
-                index + " option " + key + "='" + v + "' is not a number: give one");
+                index + " option " + key + "='" + v + "' is not a number: " +
+                    (range.empty() ? std::string("give one") : "use " + range));
   }
 }
 
@@ -51,6 +57,16 @@ inline bool boolean(const std::string& index, const std::string& key, const std:
   if (v == "0" || v == "false") return false;
   throw Error(Errc::invalid_argument,
               index + " option " + key + "='" + v + "' is not a boolean: give 0 or 1");
+}
+
+// Refuses any option, for an index that takes none; `why` says why it takes none.
+inline void refuse_options(const std::string& index,
+                           const std::map<std::string, std::string>& options,
+                           const std::string& why = "") {
+  if (options.empty()) return;
+  throw Error(Errc::invalid_argument, index + " takes no index options (got '" +
+                                          options.begin()->first + "'" +
+                                          (why.empty() ? "" : ": " + why) + "); remove the option");
 }
 
 }  // namespace dptree::option_values

@@ -11,11 +11,11 @@
 #include "dptree/registry.h"
 #include "format/layout.h"
 #include "format/string_leaf.h"
+#include "format/verify.h"
 #include "registry/index_table.h"
 #include "st/family.h"
 #include "st/options.h"
 #include "st/string_tree.h"
-#include "st/validate.h"
 
 namespace dptree {
 namespace {
@@ -66,14 +66,13 @@ void register_dptree_indexes() {
         pm::Pool& pool = require_pool(c, "dptree");
         auto opt = DPTreeOptions::from_map(c.options);
         bool exists = *pool.root_word() != 0;
-        const auto* root =
-            reinterpret_cast<const Root*>(checked_root(pool, sizeof(Root), "DPTree"));
-        if (root && root->magic == kStringRootMagic)
+        if (root_if_ours(pool, kStringRootMagic, sizeof(Root)))
           throw Error(Errc::wrong_index, "pool '" + pool.name() +
                                              "' holds a DPTree of string keys, not of integer "
                                              "keys: open it with IndexInfo::create_string, or "
                                              "use a new pool");
-        bool ours = root && root->magic == kRootMagic;
+        const auto* root = static_cast<const Root*>(root_if_ours(pool, kRootMagic, sizeof(Root)));
+        const bool ours = root != nullptr;
         if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
         if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;
         return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(pool, opt, !exists));

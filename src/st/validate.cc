@@ -33,14 +33,6 @@ void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t b
                     std::to_string(bytes) + ": the pool is damaged; restore it from a copy");
 }
 
-std::byte* checked_root(const pm::Pool& pool, std::size_t bytes, const char* tree) {
-  u64 off = *pool.root_word();
-  if (off == 0) return nullptr;
-  require_owned_block(pool, off, pool.offset_of(pool.root_word()), 8, std::string(tree) + " root");
-  // Smaller than the tree's root: another index's root, not this tree's.
-  return pool.allocator().block_size(off) < bytes ? nullptr : pool.at(off);
-}
-
 namespace {
 
 class Validator {

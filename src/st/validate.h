@@ -29,11 +29,6 @@ struct TreeShape {
   std::function<void(u64 leaf)> leaf_contents = {};    // throws corrupt for a damaged leaf
 };
 
-// The root block the pool's root word points to, checked to be a live block owned by the
-// root word; nullptr when the pool has no root or its root block is smaller than `bytes`
-// (another index's root).
-std::byte* checked_root(const pm::Pool& pool, std::size_t bytes, const char* tree);
-
 // Throws Error(corrupt) unless `off` is a live block of at least `bytes` bytes whose owner
 // word is at `owner` (an offset in the pool). `what` names the structure.
 void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t bytes,

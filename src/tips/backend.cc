@@ -311,18 +311,7 @@ void Engine::replay_round() {
   writes_since_replay_.store(0, std::memory_order_relaxed);
   const std::uint64_t G = global_ts_.load();
   if (G == applied_all_.load()) return;
-  std::vector<std::uint64_t> new_head(lanes_.size());
-  for (std::size_t l = 0; l < lanes_.size(); ++l) {
-    Lane& lane = *lanes_[l];
-    std::lock_guard g(lane.mu);
-    std::uint64_t i = lane.head;
-    for (; i < lane.tail; ++i) {
-      const layout::Record& r = lane.rec[i % opt_.lane_records];
-      if (r.ts > G) break;
-      partition_of(r.key).batch.push_back(r);
-    }
-    new_head[l] = i;
-  }
+  const std::vector<std::uint64_t> new_head = gather_batches(G);
   std::vector<Partition*> busy;
   for (auto& p : parts_) {
     if (p->batch.empty()) continue;
@@ -335,47 +324,73 @@ void Engine::replay_round() {
   ++rounds_;
   writer_sum_ += writers;
   try {
-    if (writers <= 1) {
-      for (Partition* p : busy) apply_partition(*p);
-    } else {
-      std::atomic<std::size_t> next{0};
-      std::exception_ptr err;
-      std::mutex err_mu;
-      auto work = [&] {
-        try {
-          for (std::size_t i; (i = next.fetch_add(1)) < busy.size();) apply_partition(*busy[i]);
-        } catch (...) {
-          std::lock_guard g(err_mu);
-          err = std::current_exception();
-        }
-      };
-      std::vector<std::thread> helpers;
-      for (unsigned w = 1; w < writers; ++w) helpers.emplace_back(work);
-      work();
-      for (auto& t : helpers) t.join();
-      if (err) std::rethrow_exception(err);
-    }
+    apply_batches(busy, writers);
   } catch (...) {
     // The backend's volatile view may be half-way through an operation: refuse further work
     // (PM stays recoverable: reopening rolls back with the ULog).
     bg_error_ = std::current_exception();
     throw;
   }
-  {
-    PhaseScope phase("commit");
-    pm::CategoryScope cat(pm::Category::log);
-    for (std::size_t l = 0; l < lanes_.size(); ++l) {
-      Lane& lane = *lanes_[l];
-      std::lock_guard g(lane.mu);
-      if (lane.head == new_head[l]) continue;
-      lane.head = new_head[l];
-      pm::store(&lane.hdr->head, lane.head);
-      pm::flush(&lane.hdr->head, 8);
-    }
-    pm::fence();
-  }
+  advance_heads(new_head);
   applied_all_.store(G);
   evict();
+}
+
+// Each lane's records up to G into their partitions' batches; returns each lane's new head.
+std::vector<std::uint64_t> Engine::gather_batches(std::uint64_t G) {
+  std::vector<std::uint64_t> new_head(lanes_.size());
+  for (std::size_t l = 0; l < lanes_.size(); ++l) {
+    Lane& lane = *lanes_[l];
+    std::lock_guard g(lane.mu);
+    std::uint64_t i = lane.head;
+    for (; i < lane.tail; ++i) {
+      const layout::Record& r = lane.rec[i % opt_.lane_records];
+      if (r.ts > G) break;
+      partition_of(r.key).batch.push_back(r);
+    }
+    new_head[l] = i;
+  }
+  return new_head;
+}
+
+// The busy partitions' batches, by `writers` threads (this one included); the first error
+// any of them met is rethrown.
+void Engine::apply_batches(const std::vector<Partition*>& busy, unsigned writers) {
+  if (writers <= 1) {
+    for (Partition* p : busy) apply_partition(*p);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr err;
+  std::mutex err_mu;
+  auto work = [&] {
+    try {
+      for (std::size_t i; (i = next.fetch_add(1)) < busy.size();) apply_partition(*busy[i]);
+    } catch (...) {
+      std::lock_guard g(err_mu);
+      err = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned w = 1; w < writers; ++w) helpers.emplace_back(work);
+  work();
+  for (auto& t : helpers) t.join();
+  if (err) std::rethrow_exception(err);
+}
+
+// The replayed records leave their lanes: each lane's new head, persisted.
+void Engine::advance_heads(const std::vector<std::uint64_t>& new_head) {
+  PhaseScope phase("commit");
+  pm::CategoryScope cat(pm::Category::log);
+  for (std::size_t l = 0; l < lanes_.size(); ++l) {
+    Lane& lane = *lanes_[l];
+    std::lock_guard g(lane.mu);
+    if (lane.head == new_head[l]) continue;
+    lane.head = new_head[l];
+    pm::store(&lane.hdr->head, lane.head);
+    pm::flush(&lane.hdr->head, 8);
+  }
+  pm::fence();
 }
 
 void Engine::replay_until(std::uint64_t ts) {

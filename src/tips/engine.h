@@ -121,6 +121,9 @@ class Engine {
 
   // backend.cc
   void replay_round();  // caller holds replay_mu_
+  std::vector<std::uint64_t> gather_batches(std::uint64_t G);
+  void apply_batches(const std::vector<Partition*>& busy, unsigned writers);
+  void advance_heads(const std::vector<std::uint64_t>& new_head);
   void replay_until(std::uint64_t ts);
   void apply_partition(Partition& p);
   void begin_epoch(Partition& p);
@@ -134,6 +137,11 @@ class Engine {
   // recovery.cc
   void create_layout();
   void open_layout();
+  void read_root();
+  void open_partition(std::size_t i);
+  void open_lane(std::size_t i);
+  void require_block(std::uint64_t off, const std::uint64_t* owner, std::size_t bytes,
+                     const std::string& what) const;
   void recover_partition(Partition& p);
   // Open: each partition's index proves its structure safe (Adapter::validate) with
   // owns_node as the test of a node pointer.

@@ -100,22 +100,36 @@ void Engine::create_layout() {
   open_layout();
 }
 
+// PM is untrusted: each block the layout names must be a live block of the size the layout
+// needs, owned by the word that names it, before anything reads it.
+void Engine::require_block(std::uint64_t off, const std::uint64_t* owner, std::size_t bytes,
+                           const std::string& what) const {
+  const auto& a = pool_.allocator();
+  if (a.owner_of(off) != pool_.offset_of(owner) || a.block_size(off) < bytes)
+    throw Error(Errc::corrupt, "pool '" + pool_.name() + "': the TIPS " + what + " at offset " +
+                                   std::to_string(off) + " is not a live block of " +
+                                   std::to_string(bytes) + " bytes owned by the word at " +
+                                   std::to_string(pool_.offset_of(owner)) +
+                                   ": the pool is damaged; restore it from a copy");
+}
+
 // Reads the root; finishes a creation a crash interrupted (missing blocks are made now).
 void Engine::open_layout() {
+  read_root();
+  if (!root_->dir) make_block(pool_, &root_->dir, layout::kDirPages * 8);
+  require_block(root_->dir, &root_->dir, layout::kDirPages * 8, "node directory");
+  dir_ = pool_.at<std::uint64_t>(root_->dir);
+  for (std::size_t pg = 0; pg < layout::kDirPages; ++pg)
+    if (dir_[pg]) require_block(dir_[pg], &dir_[pg], layout::kSlotsPerPage * 8, "directory page");
+  for (std::size_t i = 0; i < opt_.partitions; ++i) open_partition(i);
+  for (std::size_t i = 0; i < opt_.lanes; ++i) open_lane(i);
+}
+
+// The root block: TIPS's, of this format and adapter, with a possible layout, which then
+// wins over the options given now.
+void Engine::read_root() {
   const std::string where = "pool '" + pool_.name() + "'";
-  // PM is untrusted: each block the layout names must be a live block of the size the
-  // layout needs, owned by the word that names it, before anything reads it.
-  auto require = [&](std::uint64_t off, const std::uint64_t* owner, std::size_t bytes,
-                     const std::string& what) {
-    const auto& a = pool_.allocator();
-    if (a.owner_of(off) != pool_.offset_of(owner) || a.block_size(off) < bytes)
-      throw Error(Errc::corrupt, where + ": the TIPS " + what + " at offset " +
-                                     std::to_string(off) + " is not a live block of " +
-                                     std::to_string(bytes) + " bytes owned by the word at " +
-                                     std::to_string(pool_.offset_of(owner)) +
-                                     ": the pool is damaged; restore it from a copy");
-  };
-  require(*pool_.root_word(), pool_.root_word(), 8, "root");
+  require_block(*pool_.root_word(), pool_.root_word(), 8, "root");
   if (pool_.allocator().block_size(*pool_.root_word()) < sizeof(layout::Root))
     throw Error(Errc::invalid_argument,
                 where + " holds another index, not TIPS: open it with the index that made it");
@@ -137,59 +151,54 @@ void Engine::open_layout() {
       root_->lanes > layout::kMaxLanes || root_->lane_records == 0 || root_->lane_records > most ||
       root_->ulog_lines > most || root_->mlog_entries > most || root_->header_bytes > pool_.size())
     throw Error(Errc::corrupt, where + ": TIPS root has an impossible layout");
-  // The layout stored in the pool wins over the options given now.
   opt_.partitions = static_cast<unsigned>(root_->partitions);
   opt_.lanes = static_cast<unsigned>(root_->lanes);
   opt_.lane_records = root_->lane_records;
   opt_.ulog_lines = root_->ulog_lines;
   opt_.mlog_entries = root_->mlog_entries;
   playout_ = layout::PartitionLayout(root_->header_bytes, opt_.mlog_entries, opt_.ulog_lines);
+}
 
-  if (!root_->dir) make_block(pool_, &root_->dir, layout::kDirPages * 8);
-  require(root_->dir, &root_->dir, layout::kDirPages * 8, "node directory");
-  dir_ = pool_.at<std::uint64_t>(root_->dir);
-  for (std::size_t pg = 0; pg < layout::kDirPages; ++pg)
-    if (dir_[pg]) require(dir_[pg], &dir_[pg], layout::kSlotsPerPage * 8, "directory page");
-  for (std::size_t i = 0; i < opt_.partitions; ++i) {
-    if (!root_->part[i]) {
-      // A fresh partition: zeroed logs, then the adapter's empty index (no epoch needed: the
-      // block is not reachable until activated, and a crash before that leaves it free).
-      auto& a = pool_.allocator();
-      std::uint64_t blk = a.reserve(playout_.bytes);
-      pm::fill_bytes(pool_.at(blk), 0, playout_.bytes);
-      auto* u = pool_.at<layout::UndoEntry>(blk + playout_.ulog_off);
-      for (std::size_t j = 0; j < opt_.ulog_lines; ++j) pm::store(&u[j].tag, layout::kClearedTag);
-      adapter_->create(pool_.at(blk + playout_.header_off));  // plain stores: noted
-      pm::note_stores(pool_.at(blk + playout_.header_off), adapter_->header_bytes());
-      pm::flush(pool_.at(blk), playout_.bytes);
-      a.activate(&root_->part[i], blk);
-    }
-    require(root_->part[i], &root_->part[i], playout_.bytes, "partition block");
-    auto p = std::make_unique<Partition>();
-    p->id = static_cast<unsigned>(i);
-    std::byte* b = pool_.at(root_->part[i]);
-    p->hdr = reinterpret_cast<layout::PartitionHeader*>(b);
-    p->header = b + playout_.header_off;
-    p->mlog = reinterpret_cast<std::uint64_t*>(b + playout_.mlog_off);
-    p->ulog = reinterpret_cast<layout::UndoEntry*>(b + playout_.ulog_off);
-    parts_.push_back(std::move(p));
+void Engine::open_partition(std::size_t i) {
+  if (!root_->part[i]) {
+    // A fresh partition: zeroed logs, then the adapter's empty index (no epoch needed: the
+    // block is not reachable until activated, and a crash before that leaves it free).
+    auto& a = pool_.allocator();
+    std::uint64_t blk = a.reserve(playout_.bytes);
+    pm::fill_bytes(pool_.at(blk), 0, playout_.bytes);
+    auto* u = pool_.at<layout::UndoEntry>(blk + playout_.ulog_off);
+    for (std::size_t j = 0; j < opt_.ulog_lines; ++j) pm::store(&u[j].tag, layout::kClearedTag);
+    adapter_->create(pool_.at(blk + playout_.header_off));  // plain stores: noted
+    pm::note_stores(pool_.at(blk + playout_.header_off), adapter_->header_bytes());
+    pm::flush(pool_.at(blk), playout_.bytes);
+    a.activate(&root_->part[i], blk);
   }
-  for (std::size_t i = 0; i < opt_.lanes; ++i) {
-    if (!root_->lane[i])
-      make_block(pool_, &root_->lane[i], layout::kLaneHeader + opt_.lane_records * 32);
-    require(root_->lane[i], &root_->lane[i], layout::kLaneHeader + opt_.lane_records * 32,
-            "OLog lane");
-    auto l = std::make_unique<Lane>();
-    std::byte* b = pool_.at(root_->lane[i]);
-    l->hdr = reinterpret_cast<layout::LaneHeader*>(b);
-    l->rec = reinterpret_cast<layout::Record*>(b + layout::kLaneHeader);
-    l->head = l->hdr->head;
-    l->tail = l->hdr->tail;
-    if (l->tail < l->head || l->tail - l->head > opt_.lane_records)
-      throw Error(Errc::corrupt, where + ": a TIPS OLog lane has head " + std::to_string(l->head) +
-                                     " and tail " + std::to_string(l->tail));
-    lanes_.push_back(std::move(l));
-  }
+  require_block(root_->part[i], &root_->part[i], playout_.bytes, "partition block");
+  auto p = std::make_unique<Partition>();
+  p->id = static_cast<unsigned>(i);
+  std::byte* b = pool_.at(root_->part[i]);
+  p->hdr = reinterpret_cast<layout::PartitionHeader*>(b);
+  p->header = b + playout_.header_off;
+  p->mlog = reinterpret_cast<std::uint64_t*>(b + playout_.mlog_off);
+  p->ulog = reinterpret_cast<layout::UndoEntry*>(b + playout_.ulog_off);
+  parts_.push_back(std::move(p));
+}
+
+void Engine::open_lane(std::size_t i) {
+  const std::size_t bytes = layout::kLaneHeader + opt_.lane_records * 32;
+  if (!root_->lane[i]) make_block(pool_, &root_->lane[i], bytes);
+  require_block(root_->lane[i], &root_->lane[i], bytes, "OLog lane");
+  auto l = std::make_unique<Lane>();
+  std::byte* b = pool_.at(root_->lane[i]);
+  l->hdr = reinterpret_cast<layout::LaneHeader*>(b);
+  l->rec = reinterpret_cast<layout::Record*>(b + layout::kLaneHeader);
+  l->head = l->hdr->head;
+  l->tail = l->hdr->tail;
+  if (l->tail < l->head || l->tail - l->head > opt_.lane_records)
+    throw Error(Errc::corrupt, "pool '" + pool_.name() + "': a TIPS OLog lane has head " +
+                                   std::to_string(l->head) + " and tail " +
+                                   std::to_string(l->tail));
+  lanes_.push_back(std::move(l));
 }
 
 void Engine::recover_partition(Partition& p) {

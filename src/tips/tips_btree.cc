@@ -10,6 +10,7 @@
 #include "dptree/registry.h"
 #include "dptree/tips.h"
 #include "registry/index_table.h"
+#include "tips/options.h"
 
 namespace dptree {
 namespace {
@@ -56,20 +57,21 @@ class BTreeAdapter final : public tips::Adapter {
 }  // namespace
 
 void register_tips_indexes() {
-  add_builtin_index(IndexInfo{
-      "tips-btree",
-      "TIPS over the volatile B+-tree: DRAM hash cache + per-thread PM OLog, "
-      "background replay into the B+-tree in PM with UNO undo logging; concurrent",
-      true, true, [](const IndexConfig& c) -> std::unique_ptr<Index> {
-        if (!c.pool)
-          throw Error(Errc::invalid_argument,
-                      "index 'tips-btree' is persistent: give it a pool (IndexConfig::pool)");
-        tips::Options o = tips::Options::from_map(c.options);
-        if (!c.options.contains("cache_entries") && c.expected_records)
-          o.cache_entries = std::max<std::size_t>(c.expected_records / 4, 1 << 16);
-        if (!c.options.contains("lanes") && c.threads > o.lanes) o.lanes = std::min(c.threads, 64u);
-        return tips::make_index(*c.pool, std::make_shared<BTreeAdapter>(), o);
-      }});
+  add_builtin_index(
+      IndexInfo{"tips-btree",
+                "TIPS over the volatile B+-tree: DRAM hash cache + per-thread PM OLog, "
+                "background replay into the B+-tree in PM with UNO undo logging; concurrent",
+                true, true,
+                [](const IndexConfig& c) -> std::unique_ptr<Index> {
+                  pm::Pool& pool = require_pool(c, "tips-btree");
+                  tips::Options o = tips::Options::from_map(c.options);
+                  if (!c.options.contains("cache_entries") && c.expected_records)
+                    o.cache_entries = std::max<std::size_t>(c.expected_records / 4, 1 << 16);
+                  if (!c.options.contains("lanes") && c.threads > o.lanes)
+                    o.lanes = std::min(c.threads, 64u);
+                  return tips::make_index(pool, std::make_shared<BTreeAdapter>(), o);
+                },
+                tips::option_docs()});
 }
 
 }  // namespace dptree

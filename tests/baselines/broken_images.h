@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -38,6 +39,19 @@ inline std::size_t count_broken_images(CrashConfig c) {
               c.unit == pm::Unit::word8 ? "8-byte" : "64-byte",
               static_cast<std::size_t>(failures.size()) + refused, why.c_str());
   return static_cast<std::size_t>(failures.size()) + refused;
+}
+
+// Images of a short run of `index` in 8-byte units that broke: for an index that assumes a
+// whole cache line reaches PM at once.
+inline std::size_t broken_in_8_byte_units(const std::string& index, std::uint64_t seed) {
+  CrashConfig c;
+  c.index = index;
+  c.pool_bytes = 512 << 10;
+  c.seed = seed;
+  c.ops = 1500;
+  c.key_space = 300;
+  c.unit = pm::Unit::word8;
+  return count_broken_images(c);
 }
 
 }  // namespace dptree::testing

@@ -65,14 +65,8 @@ TEST(Cawbt, RefusesValuesWithTheTombstoneBit) {
 // moved, pointers not) or a torn split record, which recovery or check() then reports. The
 // fixture's failures are intercepted and counted: this test passes only if some image broke.
 TEST(Cawbt, BreaksWith8ByteAtomicity) {
-  CrashConfig c;
-  c.index = "cawbt";
-  c.pool_bytes = 512 << 10;
-  c.seed = 21;
-  c.ops = 1500;
-  c.key_space = 300;
-  c.unit = pm::Unit::word8;
-  EXPECT_GT(count_broken_images(c), 0u) << "expected torn 64-byte node writes to break an image";
+  EXPECT_GT(broken_in_8_byte_units("cawbt", 21), 0u)
+      << "expected torn 64-byte node writes to break an image";
 }
 
 }  // namespace

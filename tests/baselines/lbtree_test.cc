@@ -41,14 +41,8 @@ TEST(LBTree, OneThreadConfiguration) {
 // The line-0 insert writes entry, fingerprint and bitmap into one line and flushes it once:
 // if only 8-byte words reach PM whole, the bitmap can land without the entry.
 TEST(LBTree, Line0InsertNeedsWholeLines) {
-  CrashConfig c;
-  c.index = "lbtree";
-  c.pool_bytes = 512 << 10;
-  c.seed = 43;
-  c.ops = 1500;
-  c.key_space = 300;
-  c.unit = pm::Unit::word8;
-  EXPECT_GT(count_broken_images(c), 0u) << "expected a torn line-0 insert to break an image";
+  EXPECT_GT(broken_in_8_byte_units("lbtree", 43), 0u)
+      << "expected a torn line-0 insert to break an image";
 }
 
 }  // namespace

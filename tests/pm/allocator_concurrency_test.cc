@@ -13,6 +13,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "pm/root_table.h"
 
 namespace dptree::pm {
 namespace {
@@ -37,10 +38,7 @@ TEST(AllocatorConcurrency, ThreadsReserveActivateFreeWithoutLossOrDoubleUse) {
   set_mode(Mode::dram);
   auto pool = Pool::create_in_memory(16 << 20);
   auto& a = pool->allocator();
-  auto root = a.reserve(kThreads * kSlots * 8);
-  std::memset(pool->at(root), 0, kThreads * kSlots * 8);
-  a.activate(pool->root_word(), root);
-  auto* table = pool->at<std::uint64_t>(root);
+  auto* table = make_root_table(*pool, kThreads * kSlots);
 
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < kThreads; ++t)
@@ -54,16 +52,11 @@ TEST(AllocatorConcurrency, ThreadsReserveActivateFreeWithoutLossOrDoubleUse) {
           a.free(&slot);
           continue;
         }
-        std::uint64_t b;
-        try {
-          b = a.reserve(sizes[rng() % std::size(sizes)]);
-        } catch (const Error& e) {
-          ASSERT_EQ(e.code(), Errc::pool_full);
-          continue;
-        }
-        *pool->at<std::uint64_t>(b) = b ^ t;  // a block is written by its owner only
-        flush(pool->at<std::uint64_t>(b), 8);
-        a.activate(&slot, b);
+        const auto b = reserve_unless_full(a, sizes[rng() % std::size(sizes)]);
+        if (!b) continue;
+        *pool->at<std::uint64_t>(*b) = *b ^ t;  // a block is written by its owner only
+        flush(pool->at<std::uint64_t>(*b), 8);
+        a.activate(&slot, *b);
       }
     });
   for (auto& th : threads) th.join();

@@ -10,6 +10,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "pm/root_table.h"
 
 namespace dptree::pm {
 namespace {
@@ -35,10 +36,8 @@ TEST(Allocator, ReserveActivateFreeAndMisuse) {
   auto pool = Pool::create_in_memory(4 << 20);
   auto& a = pool->allocator();
   // A root table of pointers, then blocks of every class hanging off it.
-  auto root = a.reserve(4096);
-  std::memset(pool->at(root), 0, 4096);
-  a.activate(pool->root_word(), root);
-  auto* table = pool->at<std::uint64_t>(root);
+  auto* table = make_root_table(*pool, 512);
+  const std::uint64_t root = pool->offset_of(table);
   std::set<std::uint64_t> seen;
   std::size_t i = 0;
   for (std::size_t size : {1ul, 64ul, 100ul, 256ul, 1000ul, 2048ul, 4096ul, 5000ul, 16384ul,
@@ -90,10 +89,7 @@ TEST(Allocator, ReopenRebuildsFreeListsAndReusesSpace) {
   ModeScope m(Mode::dram);
   auto pool = Pool::create_in_memory(1 << 20);
   auto& a = pool->allocator();
-  auto root = a.reserve(8192);
-  std::memset(pool->at(root), 0, 8192);
-  a.activate(pool->root_word(), root);
-  auto* t = pool->at<std::uint64_t>(root);
+  auto* t = make_root_table(*pool, 1024);
   for (int k = 0; k < 500; ++k) a.activate(&t[k], a.reserve(64 + k % 3 * 64));
   for (int k = 0; k < 500; k += 2) a.free(&t[k]);
   a.reserve(64);  // a reservation that is never activated: gone after reopen
@@ -155,11 +151,7 @@ TEST_F(AllocatorCrash, EveryCaptureRecoversWithoutLeaksOrDoubleUse) {
   ModeScope m(Mode::sim);
   auto pool = Pool::create_in_memory(2 << 20);
   auto& a = pool->allocator();
-  auto root = a.reserve(kSlots * 8);
-  std::memset(pool->at(root), 0, kSlots * 8);
-  persist(pool->at(root), kSlots * 8);
-  a.activate(pool->root_word(), root);
-  auto* t = pool->at<std::uint64_t>(root);
+  auto* t = make_root_table(*pool, kSlots);
 
   std::mt19937_64 crash_rng(12345);
   std::size_t recovery_captures = 0;
@@ -199,21 +191,18 @@ TEST_F(AllocatorCrash, EveryCaptureRecoversWithoutLeaksOrDoubleUse) {
       a.free(&t[slot]);
       continue;
     }
-    std::uint64_t b;
-    try {
-      b = a.reserve(sizes[rng() % std::size(sizes)]);
-    } catch (const Error& e) {
-      ASSERT_EQ(e.code(), Errc::pool_full);
+    const auto b = reserve_unless_full(a, sizes[rng() % std::size(sizes)]);
+    if (!b) {
       ++fulls;
       continue;
     }
-    *pool->at<std::uint64_t>(b) = tag(slot, b);
-    flush(pool->at<std::uint64_t>(b), 8);  // the first fence of activate orders it
+    *pool->at<std::uint64_t>(*b) = tag(slot, *b);
+    flush(pool->at<std::uint64_t>(*b), 8);  // the first fence of activate orders it
     if (rng() % 16 == 0) {
-      a.cancel(b);
+      a.cancel(*b);
       continue;
     }
-    a.activate(&t[slot], b);
+    a.activate(&t[slot], *b);
   }
   pool->sim()->set_hook(nullptr);
   std::printf("allocator crash images checked: %zu (%zu inside recovery), pool-full events: %zu\n",

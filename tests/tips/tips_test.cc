@@ -144,10 +144,11 @@ TEST(TipsErrors, BadOptionsAndMisuseAreRefusedClearly) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
   };
-  expect_error({{"bogus", "1"}}, "unknown option 'bogus'");
-  expect_error({{"partitions", "0"}}, "partitions='0'");
-  expect_error({{"ulog_lines", "abc"}}, "ulog_lines='abc'");
-  expect_error({{"replay", "sometimes"}}, "'background' or 'inline'");
+  expect_error({{"bogus", "1"}}, "unknown tips option 'bogus': use partitions, lanes");
+  expect_error({{"partitions", "0"}}, "partitions=0 is out of range: use 1..64");
+  expect_error({{"ulog_lines", "abc"}}, "ulog_lines='abc' is not a whole number: use 256..2^20");
+  expect_error({{"replay", "sometimes"}},
+               "replay='sometimes' is unknown: use background or inline");
   EXPECT_THROW(find_index("tips-btree").create(IndexConfig{}), Error);
   // Outside a replay the hooks refuse to run.
   EXPECT_THROW(tips::alloc(64), Error);

@@ -104,6 +104,8 @@ class Allocator {
   void list_partial(std::size_t chunk);  // on its class's list of chunks with a free block
   void give_back(std::size_t chunk, std::size_t slot);
   void recover();
+  bool recover_large(std::size_t& chunk, std::vector<bool>& covered);
+  bool recover_small(std::size_t chunk, int cls);
 };
 
 }  // namespace dptree::pm

@@ -1,4 +1,4 @@
-// 2-Tier-BM (the DPTree paper's buffer-manager peer): see bm_btree.cc and docs/bm-btree.md.
+// 2-Tier-BM (the DPTree paper's buffer-manager peer): see tree.h and docs/bm-btree.md.
 #pragma once
 
 namespace dptree {

@@ -1,4 +1,4 @@
-// CAWBT (Lee, Lee, Won, IEICE 2019): see cawbt.cc and docs/indexes.md.
+// CAWBT (Lee, Lee, Won, IEICE 2019): see tree.h and docs/indexes.md.
 #pragma once
 
 namespace dptree {

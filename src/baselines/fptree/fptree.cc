@@ -430,12 +430,6 @@ std::unique_ptr<Index> make_fptree(const IndexConfig& cfg) {
 namespace dptree {
 
 void register_paper_peers() {
-  add_builtin_index({"fastfair",
-                     "FAST_FAIR (FAST'18): sorted PM B+-tree, failure-atomic shift and in-place "
-                     "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
-                     "persistence within a cache line; values up to 2^64-3; concurrent: lock-free "
-                     "search, per-node write locks, 8-byte in-place update (DPTree §4.4)",
-                     true, true, baselines::make_fastfair});
   add_builtin_index({"fptree",
                      "FPTree (SIGMOD'16): DRAM B+-tree inner nodes rebuilt on open, PM leaves with "
                      "bitmap and one-byte fingerprints, split micro-log; assumes 8-byte atomic "

@@ -49,6 +49,7 @@
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_values.h"
 
 namespace dptree::baselines {
 namespace {
@@ -437,12 +438,9 @@ void register_lbtree_index() {
        "inner nodes under a reader-writer lock (the paper's fallback: this CPU has no RTM, "
        "so no HTM path)",
        true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         if (!cfg.pool) throw Error(Errc::invalid_argument, "lbtree is persistent: give it a pool");
-         if (!cfg.options.empty())
-           throw Error(Errc::invalid_argument, "lbtree takes no index options (got '" +
-                                                   cfg.options.begin()->first +
-                                                   "'): its leaves are 256 bytes");
-         return std::make_unique<baselines::LBTree>(*cfg.pool, cfg.threads != 1);
+         pm::Pool& pool = require_pool(cfg, "lbtree");
+         option_values::refuse_options("lbtree", cfg.options, "its leaves are 256 bytes");
+         return std::make_unique<baselines::LBTree>(pool, cfg.threads != 1);
        }});
 }
 

@@ -9,6 +9,7 @@
 #include "dptree/error.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_table.h"
 
 namespace dptree {
 
@@ -19,23 +20,18 @@ const char* pactree_current_phase() {
 namespace baselines {
 namespace {
 
-// The one option: updater=background (the paper's asynchronous search-layer update) or inline.
-bool background_updater(const IndexConfig& cfg) {
-  for (const auto& [k, v] : cfg.options) {
-    if (k != "updater")
-      throw Error(Errc::invalid_argument,
-                  "pactree: unknown option '" + k + "': the only option is 'updater'");
-    if (v != "background" && v != "inline")
-      throw Error(Errc::invalid_argument,
-                  "pactree: option updater='" + v + "' is not known: pass background or inline");
-  }
-  auto it = cfg.options.find("updater");
-  return it == cfg.options.end() || it->second == "background";
-}
+struct PacTreeOptions {
+  bool background = true;
+};
 
-pm::Pool& pool_of(const IndexConfig& cfg) {
-  if (!cfg.pool) throw Error(Errc::invalid_argument, "pactree is persistent: give it a pool");
-  return *cfg.pool;
+// The one option: who inserts a split's anchor into the search layer.
+const option_values::OptionTable<PacTreeOptions>& pactree_options() {
+  static const auto t = option_values::OptionTable<PacTreeOptions>("pactree").choice(
+      "updater", &PacTreeOptions::background, {{"background", true}, {"inline", false}},
+      "who inserts a split's anchor into the search layer: a background thread (the paper's "
+      "asynchronous update) or the writer that split (with --threads 1 it is always the "
+      "writer)");
+  return t;
 }
 
 }  // namespace
@@ -50,20 +46,19 @@ void register_pactree_index() {
       "at once and a background thread inserts its anchor into the search layer (inline with "
       "--threads 1 or updater=inline); lock-free readers, writers lock one data node; integer "
       "and string keys",
-      true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-        bool bg = background_updater(cfg);
-        return std::make_unique<TrieInts<pactree::PacTree>>("pactree", pool_of(cfg), cfg.threads,
-                                                            bg);
-      }};
+      true,
+      true,
+      [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+        pm::Pool& pool = require_pool(cfg, "pactree");
+        bool bg = pactree_options().parse(cfg.options).background;
+        return std::make_unique<TrieInts<pactree::PacTree>>("pactree", pool, cfg.threads, bg);
+      },
+      pactree_options().docs()};
   info.create_string = [](const IndexConfig& cfg) -> std::unique_ptr<StringIndex> {
-    bool bg = background_updater(cfg);
-    return std::make_unique<TrieStrings<pactree::PacTree>>("pactree", pool_of(cfg), cfg.threads,
-                                                           bg);
+    pm::Pool& pool = require_pool(cfg, "pactree");
+    bool bg = pactree_options().parse(cfg.options).background;
+    return std::make_unique<TrieStrings<pactree::PacTree>>("pactree", pool, cfg.threads, bg);
   };
-  info.options = {{"updater", "choice", "background", "background, inline",
-                   "who inserts a split's anchor into the search layer: a background thread (the "
-                   "paper's asynchronous update) or the writer that split (with --threads 1 it "
-                   "is always the writer)"}};
   add_builtin_index(std::move(info));
 }
 

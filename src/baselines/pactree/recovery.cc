@@ -183,9 +183,7 @@ CheckReport PacTree::check() const {
     r.fail("record count " + std::to_string(records_.load()) + " but the data layer holds " +
            std::to_string(records));
   for (int a = 0; a < kArenas; ++a)
-    if (reached[a] != arenas_[a]->used_slots())
-      r.fail("arena " + std::to_string(a) + " uses " + std::to_string(arenas_[a]->used_slots()) +
-             " slots, the data layer reaches " + std::to_string(reached[a]));
+    check_arena_slots(*arenas_[a], reached[a], "arena " + std::to_string(a), "the data layer", r);
   auto all = search_->arenas();
   for (const auto& a : arenas_) all.push_back(a.get());
   check_arena_blocks(pool_, all, r);

@@ -119,9 +119,7 @@ CheckReport Tree::check() const {
     r.fail("record count " + std::to_string(records_.load()) + " but the tree holds " +
            std::to_string(wk.records));
   for (int a = 0; a < kArenas; ++a)
-    if (wk.reached[a] != arenas_[a]->used_slots())
-      r.fail("arena " + std::to_string(a) + " uses " + std::to_string(arenas_[a]->used_slots()) +
-             " slots, the tree reaches " + std::to_string(wk.reached[a]));
+    check_arena_slots(*arenas_[a], wk.reached[a], "arena " + std::to_string(a), "the tree", r);
   if (!embedded_) check_arena_blocks(pool_, arenas(), r);  // else the owner's check() does
   std::size_t nodes = wk.reached[0] + wk.reached[1] + wk.reached[2] + wk.reached[3];
   r.facts = {{"records", double(wk.records)},

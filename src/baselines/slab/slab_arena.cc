@@ -172,13 +172,14 @@ void refuse_damaged(const pm::Pool& pool, const std::string& index, const std::s
 }
 
 void check_arena_blocks(const pm::Pool& pool, std::initializer_list<const SlabArena*> arenas,
-                        CheckReport& r) {
-  check_arena_blocks(pool, std::vector<const SlabArena*>(arenas), r);
+                        CheckReport& r, std::initializer_list<std::uint64_t> others) {
+  check_arena_blocks(pool, std::vector<const SlabArena*>(arenas), r, others);
 }
 
 void check_arena_blocks(const pm::Pool& pool, const std::vector<const SlabArena*>& arenas,
-                        CheckReport& r) {
+                        CheckReport& r, std::initializer_list<std::uint64_t> others) {
   std::set<std::uint64_t> mine{*pool.root_word()};
+  mine.insert(others.begin(), others.end());
   for (const auto* a : arenas) a->for_each_block([&](std::uint64_t b) { mine.insert(b); });
   std::size_t live = 0;
   pool.allocator().for_each_live_block([&](std::uint64_t b, std::size_t) {
@@ -186,6 +187,13 @@ void check_arena_blocks(const pm::Pool& pool, const std::vector<const SlabArena*
     if (!mine.contains(b)) r.fail("allocator block " + std::to_string(b) + " is leaked");
   });
   if (live != mine.size()) r.fail("a block of the index is not live in the allocator");
+}
+
+void check_arena_slots(const SlabArena& arena, std::size_t reached, const std::string& what,
+                       const std::string& by, CheckReport& r) {
+  if (arena.used_slots() != reached)
+    r.fail(what + " uses " + std::to_string(arena.used_slots()) + " slots, " + by + " reaches " +
+           std::to_string(reached));
 }
 
 }  // namespace dptree::baselines

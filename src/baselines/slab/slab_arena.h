@@ -93,10 +93,17 @@ void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
 [[noreturn]] void refuse_damaged(const pm::Pool& pool, const std::string& index,
                                  const std::string& what);
 
-// check(): the allocator's live blocks are exactly the root block and the arenas' blocks.
+// check(): the allocator's live blocks are exactly the root block, the arenas' blocks and
+// `others` (blocks the index owns outside its arenas).
 void check_arena_blocks(const pm::Pool& pool, std::initializer_list<const SlabArena*> arenas,
-                        CheckReport& r);
+                        CheckReport& r, std::initializer_list<std::uint64_t> others = {});
 void check_arena_blocks(const pm::Pool& pool, const std::vector<const SlabArena*>& arenas,
-                        CheckReport& r);
+                        CheckReport& r, std::initializer_list<std::uint64_t> others = {});
+
+// check(): `arena` uses exactly the `reached` slots the index reaches (a slot reached twice
+// shows as more reached than used, a leak as fewer). `what` names the arena and `by` what
+// reaches it: "node arena uses 9 slots, the tree reaches 8".
+void check_arena_slots(const SlabArena& arena, std::size_t reached, const std::string& what,
+                       const std::string& by, CheckReport& r);
 
 }  // namespace dptree::baselines

@@ -62,6 +62,7 @@
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -525,6 +526,20 @@ class UTree final : public Index {
 }  // namespace dptree::baselines
 
 namespace dptree {
+namespace {
+
+struct UTreeOptions {
+  unsigned leaf_slots = 64;
+};
+
+const option_values::OptionTable<UTreeOptions>& utree_options() {
+  static const auto t = option_values::OptionTable<UTreeOptions>("utree").choice(
+      "leaf_slots", &UTreeOptions::leaf_slots, {{"64", 64u}, {"16", 16u}},
+      "entries per DRAM array-layer leaf");
+  return t;
+}
+
+}  // namespace
 
 void register_utree_index() {
   add_builtin_index(
@@ -532,21 +547,15 @@ void register_utree_index() {
        "uTree (Chen et al., VLDB 2020): DRAM B+-tree array layer over a persistent sorted "
        "list of PM key-value nodes; one node write + one 8-byte CAS link per insert; "
        "concurrent: array-leaf locks, lock-free list updates (coordinated concurrency "
-       "control) with dirty-bit links; option leaf_slots=16|64",
-       true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         if (!cfg.pool) throw Error(Errc::invalid_argument, "utree is persistent: give it a pool");
-         std::string slots = "64";
-         for (const auto& [k, v] : cfg.options) {
-           if (k != "leaf_slots")
-             throw Error(Errc::invalid_argument,
-                         "utree: unknown option '" + k + "': the only option is leaf_slots");
-           slots = v;
-         }
-         if (slots == "64") return std::make_unique<baselines::UTree<64>>(*cfg.pool);
-         if (slots == "16") return std::make_unique<baselines::UTree<16>>(*cfg.pool);
-         throw Error(Errc::invalid_argument,
-                     "utree: leaf_slots must be 16 or 64 (got '" + slots + "')");
-       }});
+       "control) with dirty-bit links",
+       true, true,
+       [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+         pm::Pool& pool = require_pool(cfg, "utree");
+         if (utree_options().parse(cfg.options).leaf_slots == 16)
+           return std::make_unique<baselines::UTree<16>>(pool);
+         return std::make_unique<baselines::UTree<64>>(pool);
+       },
+       utree_options().docs()});
 }
 
 }  // namespace dptree

@@ -44,6 +44,7 @@
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
+#include "registry/option_values.h"
 
 namespace dptree {
 namespace {
@@ -483,6 +484,7 @@ class Wort final : public Index {
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
   [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "wort", s); }
+  bool check_leaf(std::uint64_t w, const Expect& e, CheckReport& r) const;
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
@@ -490,6 +492,20 @@ class Wort final : public Index {
   std::unique_ptr<SlabArena> nodes_, leaves_;
   std::size_t records_ = 0, splits_ = 0, collapses_ = 0, headers_fixed_ = 0;
 };
+
+// A leaf word of the trie: a used leaf slot whose key is on the path `e` describes. Returns
+// whether it is a leaf slot to count.
+bool Wort::check_leaf(std::uint64_t w, const Expect& e, CheckReport& r) const {
+  const std::uint64_t off = w & ~kLeafBit;
+  const std::string at = "leaf " + std::to_string(off);
+  if (!leaves_->is_slot(off) || !leaves_->is_used(off)) {
+    r.fail(at + " is not a used leaf slot");
+    return false;
+  }
+  if ((leaf(w)->key & e.mask) != e.want)
+    r.fail(at + " (key " + std::to_string(leaf(w)->key) + ") is not on its path");
+  return true;
+}
 
 CheckReport Wort::check() const {
   CheckReport r;
@@ -507,15 +523,7 @@ CheckReport Wort::check() const {
     stack.pop_back();
     height = std::max(height, f.level);
     if (is_leaf(f.w)) {
-      std::uint64_t off = f.w & ~kLeafBit;
-      std::string at = "leaf " + std::to_string(off);
-      if (!leaves_->is_slot(off) || !leaves_->is_used(off)) {
-        r.fail(at + " is not a used leaf slot");
-        continue;
-      }
-      ++leaves;
-      if ((leaf(f.w)->key & f.e.mask) != f.e.want)
-        r.fail(at + " (key " + std::to_string(leaf(f.w)->key) + ") is not on its path");
+      leaves += check_leaf(f.w, f.e, r);
       continue;
     }
     std::string at = "node " + std::to_string(f.w);
@@ -546,14 +554,8 @@ CheckReport Wort::check() const {
   if (leaves != records_)
     r.fail("record count " + std::to_string(records_) + " but the trie holds " +
            std::to_string(leaves));
-  // Every used slot is reached exactly once: a slot reached twice shows as more reached than
-  // used; one used and unreached (a leak) as fewer.
-  if (nodes != nodes_->used_slots())
-    r.fail("node arena uses " + std::to_string(nodes_->used_slots()) + " slots, the trie reaches " +
-           std::to_string(nodes));
-  if (leaves != leaves_->used_slots())
-    r.fail("leaf arena uses " + std::to_string(leaves_->used_slots()) +
-           " slots, the trie reaches " + std::to_string(leaves));
+  check_arena_slots(*nodes_, nodes, "node arena", "the trie", r);
+  check_arena_slots(*leaves_, leaves, "leaf arena", "the trie", r);
   check_arena_blocks(pool_, {nodes_.get(), leaves_.get()}, r);
   r.facts = {{"records", double(leaves)}, {"nodes", double(nodes)}, {"height", double(height)}};
   return r;
@@ -570,15 +572,13 @@ void register_wort_index() {
        "made durable by one 8-byte store (a split's stale header is fixed by recovery); "
        "single-threaded",
        true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         if (!cfg.pool) throw Error(Errc::invalid_argument, "wort is persistent: give it a pool");
-         if (!cfg.options.empty())
-           throw Error(Errc::invalid_argument, "wort takes no index options (got '" +
-                                                   cfg.options.begin()->first +
-                                                   "'): its nodes have the paper's 16 children");
+         pm::Pool& pool = require_pool(cfg, "wort");
+         option_values::refuse_options("wort", cfg.options,
+                                       "its nodes have the paper's 16 children");
          if (cfg.threads > 1)
            throw Error(Errc::invalid_argument,
                        "wort is single-threaded (as in the DPTree paper): use it from 1 thread");
-         return std::make_unique<baselines::Wort>(*cfg.pool);
+         return std::make_unique<baselines::Wort>(pool);
        }});
 }
 

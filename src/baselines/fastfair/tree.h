@@ -1,5 +1,8 @@
-// FAST_FAIR (Hwang et al., FAST 2018) on our PM layer: a B+-tree whose nodes all live in PM,
-// entries sorted in place.
+// FAST_FAIR (Hwang et al., FAST 2018) on our PM layer: the tree, with its lock-free reads,
+// locks and in-node shifts here (the operation paths, inline), its splits in split.cc, opening
+// and recovery in recovery.cc, check() in check.cc and its options and registration in
+// fastfair_index.cc.
+//
 //  - FAST (failure-atomic shift): an in-node insert or delete shifts entries with 8-byte
 //    stores in an order that leaves every intermediate state readable, persisting each cache
 //    line as the shift leaves it; no log.
@@ -26,73 +29,24 @@
 // (Header::sync) that carries the epoch of the open that set it, so a lock a crash left set
 // in PM is simply stale after reopening. Creating a node and publishing it is serialised by
 // one mutex, which keeps the creation chain's one-unpublished-tail invariant.
-#include <algorithm>
-#include <cstring>
+#pragma once
+
 #include <mutex>
-#include <random>
-#include <set>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "baselines/common.h"
+#include "baselines/fastfair/layout.h"
 #include "baselines/node_chain.h"
-#include "baselines/peers.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 
-namespace dptree::baselines {
-namespace {
-
-constexpr std::uint64_t kMagic = 0x52494146'54534146ull;  // "FASTFAIR"
-constexpr Value kEnd = ~Value{0};
-constexpr Value kHole = ~Value{0} - 1;
-
-struct Entry {
-  std::uint64_t key;
-  std::uint64_t val;  // leaf: the value; inner: child offset; kEnd / kHole as above
-};
-
-struct Header {  // one cache line
-  ChainLinks links;
-  std::uint64_t sibling;   // right neighbour on this level
-  std::uint64_t leftmost;  // inner: child for keys below the first entry
-  std::uint64_t low_key;   // every key of this node is >= low_key (fixed at creation)
-  std::uint32_t level;     // 0 = leaf
-  std::uint32_t pad0;
-  // Volatile in meaning though it lives in PM (never flushed on purpose): bit 0 the write
-  // lock, bits 1..31 the version (odd while entries move left), bits 32..63 the epoch of the
-  // open that last locked the node; a word of an older epoch is unlocked and stable.
-  std::uint64_t sync;
-};
-static_assert(sizeof(Header) == 64);
-
-struct Root {  // the root block (pool root word)
-  std::uint64_t magic;
-  std::uint64_t param;  // node_bytes
-  ChainRoot chain;
-  std::uint64_t tree_root;
-  std::uint64_t epoch;  // bumped by every open (Header::sync)
-};
-
-constexpr std::uint64_t kLocked = 1;
-constexpr std::uint64_t kChanging = 2;
-constexpr std::uint64_t kVersionMask = 0xfffffffe;
+namespace dptree::baselines::fastfair {
 
 class FastFair final : public Index {
  public:
-  FastFair(pm::Pool& pool, std::size_t node_bytes_opt, bool explicit_size, bool shared)
-      : claim_(pool, "fastfair"), pool_(pool), shared_(shared) {
-    pm::CategoryScope cat(pm::Category::node);
-    root_ = open_root<Root>(pool_, kMagic, "fastfair", "node_bytes", node_bytes_opt, explicit_size);
-    node_bytes_ = root_->param;
-    slots_ = (node_bytes_ - sizeof(Header)) / sizeof(Entry);
-    cap_ = slots_ - 1;  // the last slot always holds kEnd
-    const auto rw = *pool_.root_word();
-    base_ = pool_.at<std::byte>(rw) - rw;
-    recover();
-  }
+  FastFair(pm::Pool& pool, std::size_t node_bytes_opt, bool explicit_size, bool shared);
 
   std::string name() const override { return "fastfair"; }
   Value max_value() const override { return kHole - 1; }
@@ -464,168 +418,19 @@ class FastFair final : public Index {
     }
   }
 
-  // A fresh node block, every slot kEnd, flushed (the activate that follows fences it).
-  std::uint64_t new_node(std::uint32_t level, Key low, std::uint64_t creator) {
-    auto blk = pool_.allocator().reserve(node_bytes_);
-    auto* h = hdr(blk);
-    Header init{};
-    init.links.prev = root_->chain.last;
-    init.links.creator = creator;
-    init.level = level;
-    init.low_key = low;
-    pm::store(h, init);
-    auto* e = ents(blk);
-    for (std::size_t i = 0; i < slots_; ++i) pm::store(&e[i], Entry{0, kEnd});
-    return blk;
-  }
+  // --- growth (split.cc) -----------------------------------------------------------------
 
-  // FAIR split of a full node x (locked by `held`, unlocked on return), then the parent
-  // update, which holds no lock of this level (the B-link sibling covers the gap).
-  void split(NodeLock& held, std::vector<std::uint64_t>& path) {
-    const std::uint64_t x = held.node;
-    auto* h = hdr(x);
-    auto* e = ents(x);
-    std::size_t n = end_of(x), m = n / 2;
-    Key sep = e[m].key;
-    std::uint64_t s = 0;
-    {
-      std::lock_guard g(grow_mu_);  // creation to publication: one node in flight
-      s = new_node(h->level, sep, x);
-      auto* sh = hdr(s);
-      auto* se = ents(s);
-      pm::store(&sh->sync, epoch_ << 32 | kLocked);  // no write to it before x is truncated
-      pm::store(&sh->sibling, h->sibling);
-      std::size_t from = m;
-      if (h->level) {  // the separator moves up; its child becomes the sibling's leftmost
-        pm::store(&sh->leftmost, e[m].val);
-        from = m + 1;
-      }
-      pm::store_bytes(se, e + from, (n - from) * sizeof(Entry));
-      pm::flush(pool_.at<std::byte>(s), node_bytes_);
-      chain_activate(pool_, &root_->chain, s);
-      store8(&h->sibling, s);  // FAIR commit: the sibling is reachable
-      pm::persist(&h->sibling, 8);
-    }
-    begin_change(x);
-    store8(&e[m].val, kEnd);  // truncate the old node
-    pm::persist(&e[m].val, 8);
-    end_change(x);
-    unlock(s);
-    held.node = 0;
-    unlock(x);
-    insert_parent(path, h->level + 1, sep, s);
-  }
-
+  std::uint64_t new_node(std::uint32_t level, Key low, std::uint64_t creator);
+  void split(NodeLock& held, std::vector<std::uint64_t>& path);
   void insert_parent(std::vector<std::uint64_t>& path, std::uint32_t level, Key k,
-                     std::uint64_t child) {
-    if (level >= path.size()) {  // the top level split: a new root over it
-      std::unique_lock g(grow_mu_);
-      const auto top = load8(&root_->tree_root);
-      if (hdr(top)->level + 1 == level) {
-        auto r = new_node(level, 0, 0);
-        pm::store(&hdr(r)->leftmost, top);  // the root is always its level's leftmost node
-        pm::store(&ents(r)[0], Entry{k, child});
-        pm::flush(pool_.at<std::byte>(r), node_bytes_);
-        chain_activate(pool_, &root_->chain, r);
-        store8(&root_->tree_root, r);
-        pm::persist(&root_->tree_root, 8);
-        path.push_back(r);
-        return;
-      }
-      g.unlock();
-      descend(k, &path, level);  // another writer grew the tree first: find our parent
-    }
-    for (;;) {
-      NodeLock p(*this, lock_right(path[level], k));
-      repair(p.node);
-      auto* e = ents(p.node);
-      std::size_t n = end_of(p.node), pos = n;
-      for (std::size_t i = 0; i < n; ++i)
-        if (e[i].key > k) {
-          pos = i;
-          break;
-        }
-      if (n < cap_) {
-        shift_right(p.node, pos, k, child);
-        return;
-      }
-      path[level] = p.node;
-      split(p, path);
-    }
-  }
+                     std::uint64_t child);
 
-  [[noreturn]] void corrupt(std::uint64_t off, const std::string& problem) const {
-    throw Error(Errc::corrupt, "pool '" + pool_.name() + "': fastfair node at offset " +
-                                   std::to_string(off) + " " + problem +
-                                   ": the pool is damaged; restore it from a copy");
-  }
+  // --- open (recovery.cc) and check (check.cc) --------------------------------------------
 
-  // PM is untrusted: before anything follows a word of the tree, every node must be a chain
-  // node (node_chain.h), every child, sibling and creator a node, children one level down,
-  // siblings on the same level with no cycle, and no lock word stamped with this open's
-  // epoch (readers would wait on it forever). Lookups and writes then trust the tree.
-  void validate(std::uint64_t epoch) const {
-    if (node_bytes_ < 128 || node_bytes_ > 4096 || (node_bytes_ & (node_bytes_ - 1)))
-      corrupt(pool_.offset_of(root_), "(the root) holds node_bytes " + std::to_string(node_bytes_));
-    auto order = chain_nodes(pool_, &root_->chain, node_bytes_, "fastfair");
-    std::unordered_map<std::uint64_t, std::uint32_t> level;
-    for (auto n : order) level[n] = hdr(n)->level;
-    auto node_at = [&](std::uint64_t from, std::uint64_t to, std::int64_t want, const char* what) {
-      auto it = level.find(to);
-      if (it == level.end() || (want >= 0 && it->second != want))
-        corrupt(from, std::string("names ") + what + " " + std::to_string(to) +
-                          ", not a node of the right level");
-    };
-    for (auto n : order) {
-      const auto* h = hdr(n);
-      if (h->level > 64) corrupt(n, "has level " + std::to_string(h->level));
-      if ((h->sync >> 32) == epoch) corrupt(n, "holds a lock word of an open still to come");
-      if (h->links.creator) node_at(n, h->links.creator, -1, "creator");
-      if (h->links.prev) node_at(n, h->links.prev, -1, "prev");
-      if (h->sibling) node_at(n, h->sibling, h->level, "sibling");
-      if (!h->level) continue;
-      node_at(n, h->leftmost, h->level - 1, "leftmost child");
-      const auto* e = ents(n);
-      for (std::size_t i = 0; i < slots_ && e[i].val != kEnd; ++i)
-        if (e[i].val != kHole) node_at(n, e[i].val, h->level - 1, "child");
-    }
-    if (root_->tree_root) node_at(pool_.offset_of(&root_->tree_root), root_->tree_root, -1, "root");
-    if (root_->chain.last) node_at(pool_.offset_of(&root_->chain), root_->chain.last, -1, "last");
-    // Sibling lists end: colour each node once (0 new, 1 on the current walk, 2 done).
-    std::unordered_map<std::uint64_t, int> colour;
-    for (auto n : order) {
-      std::vector<std::uint64_t> walk;
-      auto x = n;
-      for (; x && !colour[x]; x = hdr(x)->sibling) {
-        colour[x] = 1;
-        walk.push_back(x);
-      }
-      if (x && colour[x] == 1) corrupt(x, "is on a cycle of sibling links");
-      for (auto w : walk) colour[w] = 2;
-    }
-  }
-
-  // Frees the newest node if a crash kept it from being published; makes the first leaf.
-  void recover() {
-    // A fresh epoch makes every lock word a crash (or a close) left in PM stale.
-    epoch_ = (root_->epoch + 1) & 0xffffffff;
-    if (epoch_ == 0) epoch_ = 1;
-    validate(epoch_);
-    pm::store(&root_->epoch, epoch_);
-    pm::persist(&root_->epoch, 8);
-    if (auto t = chain_recover_tail(pool_, &root_->chain)) {
-      auto c = links(pool_, t)->creator;
-      bool published = c ? hdr(c)->sibling == t : root_->tree_root == t;
-      if (!published) chain_drop_tail(pool_, &root_->chain);
-    }
-    if (!root_->tree_root) {
-      auto leaf = new_node(0, 0, 0);
-      pm::flush(pool_.at<std::byte>(leaf), node_bytes_);
-      chain_activate(pool_, &root_->chain, leaf);
-      store8(&root_->tree_root, leaf);
-      pm::persist(&root_->tree_root, 8);
-    }
-  }
+  [[noreturn]] void corrupt(std::uint64_t off, const std::string& problem) const;
+  void validate(std::uint64_t epoch) const;
+  void recover();
+  struct Checker;
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
@@ -637,104 +442,4 @@ class FastFair final : public Index {
   std::mutex grow_mu_;  // node creation through publication; the root's growth
 };
 
-CheckReport FastFair::check() const {
-  CheckReport r;
-  auto hex = [](std::uint64_t x) { return std::to_string(x); };
-  std::set<std::uint64_t> nodes;
-  std::size_t records = 0, transient = 0, unlinked = 0, levels = 0;
-  std::vector<Entry> es;
-  bool have_prev = false;
-  Key prev_key = 0;
-  std::uint64_t first = root_->tree_root;
-  if (!first) r.fail("no tree root");
-  std::set<std::uint64_t> referenced;  // children named by the level above
-  for (std::uint32_t want = first ? hdr(first)->level + 1 : 0; first;) {
-    --want;
-    ++levels;
-    std::set<std::uint64_t> next_ref;
-    for (auto x = first; x; x = hdr(x)->sibling) {
-      if (!pool_.allocator().is_live(x) || !nodes.insert(x).second) {
-        r.fail("node " + hex(x) + " is not a live block or is reached twice");
-        return r;
-      }
-      const auto* h = hdr(x);
-      if (h->level != want) r.fail("node " + hex(x) + " has level " + hex(h->level));
-      if (x != first && !referenced.count(x)) ++unlinked;  // a parent entry a crash lost
-      if (h->sibling && hdr(h->sibling)->low_key <= h->low_key)
-        r.fail("node " + hex(x) + ": sibling's low key is not above its own");
-      const auto* e = ents(x);
-      std::size_t n = end_of(x);
-      if (n > cap_) r.fail("node " + hex(x) + " has no end mark");
-      for (std::size_t i = 0; i < n; ++i)
-        if (e[i].val == kHole || (i && e[i - 1].val != kHole && e[i - 1].key == e[i].key))
-          ++transient;
-      logical(x, es);
-      for (std::size_t i = 0; i < es.size(); ++i) {
-        if (i && es[i].key <= es[i - 1].key) r.fail("node " + hex(x) + " is not sorted");
-        if (es[i].key < h->low_key) r.fail("node " + hex(x) + " holds a key below its low key");
-      }
-      if (h->level == 0) {
-        for (const auto& x2 : es) {
-          if (have_prev && x2.key <= prev_key) r.fail("leaf keys out of order at " + hex(x2.key));
-          have_prev = true;
-          prev_key = x2.key;
-        }
-        records += es.size();
-        continue;
-      }
-      auto check_child = [&](std::uint64_t c, Key low) {
-        if (!c || !pool_.allocator().is_live(c)) {
-          r.fail("node " + hex(x) + " names a dead child");
-          return false;
-        }
-        if (hdr(c)->low_key != low || hdr(c)->level + 1 != h->level)
-          r.fail("node " + hex(x) + ": child " + hex(c) + " has the wrong low key or level");
-        next_ref.insert(c);
-        return true;
-      };
-      if (!check_child(h->leftmost, h->low_key)) return r;
-      for (const auto& c : es)
-        if (!check_child(c.val, c.key)) return r;
-    }
-    if (hdr(first)->level == 0) break;
-    referenced = std::move(next_ref);
-    first = hdr(first)->leftmost;
-  }
-  // Every node the creation chain owns is in the tree, and the allocator holds nothing else.
-  std::set<std::uint64_t> chain;
-  for (auto c = root_->chain.first; c; c = links(pool_, c)->next)
-    if (!chain.insert(c).second || chain.size() > nodes.size() + 1) {
-      r.fail("the creation chain loops");
-      break;
-    }
-  if (chain != nodes) r.fail("the creation chain and the tree hold different nodes");
-  if (root_->chain.last && !chain.count(root_->chain.last)) r.fail("chain tail hint is stale");
-  std::size_t live = 0;
-  pool_.allocator().for_each_live_block([&](std::uint64_t off, std::size_t) {
-    ++live;
-    if (off != *pool_.root_word() && !nodes.count(off))
-      r.fail("live block " + hex(off) + " is not reachable (leak)");
-  });
-  if (live != nodes.size() + 1) r.fail("live blocks differ from the reachable blocks");
-  r.facts = {{"records", double(records)},
-             {"nodes", double(nodes.size())},
-             {"levels", double(levels)},
-             {"transient_entries", double(transient)},
-             {"unlinked_nodes", double(unlinked)}};
-  return r;
-}
-
-}  // namespace
-
-std::unique_ptr<Index> make_fastfair(const IndexConfig& cfg) {
-  if (!cfg.pool)
-    throw Error(Errc::invalid_argument, "fastfair is persistent: pass a pool (IndexConfig.pool)");
-  auto nb = option_u64(cfg, "fastfair", "node_bytes", 512, 128, 4096);
-  if (nb & (nb - 1))
-    throw Error(Errc::invalid_argument,
-                "fastfair: node_bytes=" + std::to_string(nb) + " is not a power of two");
-  return std::make_unique<FastFair>(*cfg.pool, nb, cfg.options.count("node_bytes") > 0,
-                                    cfg.threads != 1);
-}
-
-}  // namespace dptree::baselines
+}  // namespace dptree::baselines::fastfair

@@ -1,8 +1,8 @@
 // PACTree through the generic fixtures (generic_peer_fixture.h: model runs with reopens, bad
-// input, crash images in 64-byte and 8-byte units, crashes in recovery) and its own cases:
-// string keys of mixed lengths against std::map in both thread configurations, a search
-// layer that lags the data layer (anchors not yet inserted are found by walking right, and a
-// reopen inserts them), and the two forms kept apart in a pool.
+// input, crash images in 64-byte and 8-byte units, crashes in recovery; tests/strings/ runs the
+// string form) and its own cases: a search layer that lags the data layer (anchors not yet
+// inserted are found by walking right, and a reopen inserts them), and the two forms kept
+// apart in a pool.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -11,7 +11,7 @@
 
 #include "baselines/generic_peer_fixture.h"
 #include "baselines/pactree/pactree_index.h"
-#include "baselines/string_model.h"
+#include "baselines/trie_strings.h"
 #include "dptree/error.h"
 #include "fixtures/model_fixture.h"
 #include "fixtures/named_stats.h"
@@ -34,14 +34,6 @@ TEST(PacTree, RegisteredConcurrentWithAStringForm) {
   EXPECT_TRUE(info.persistent);
   EXPECT_TRUE(info.concurrent);
   ASSERT_TRUE(info.create_string);
-}
-
-TEST(PacTree, StringKeysOfMixedLengthsMatchStdMap) {
-  run_string_model("pactree", 21);
-}
-
-TEST(PacTree, StringKeysOfMixedLengthsOneThreadConfiguration) {
-  run_string_model("pactree", 22, 1);
 }
 
 // Splits hand their anchors to the background updater; before drain() some may be missing

@@ -1,8 +1,7 @@
 // ROART through the generic fixtures (generic_peer_fixture.h: model runs with reopens, bad
-// input, crash images in 64-byte and 8-byte units) and its own cases: integer keys that share
-// long prefixes, string keys of mixed lengths that are prefixes of each other against
-// std::map (inserts, updates, removes, scans from any start, reopens), and the two forms
-// kept apart in a pool.
+// input, crash images in 64-byte and 8-byte units; tests/strings/ runs the string form) and its
+// own cases: integer keys that share long prefixes, a node grown through every kind and
+// emptied, the floor query against std::map, and the two forms kept apart in a pool.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -12,7 +11,7 @@
 
 #include "baselines/generic_peer_fixture.h"
 #include "baselines/roart/tree.h"
-#include "baselines/string_model.h"
+#include "baselines/trie_strings.h"
 #include "dptree/error.h"
 #include "dptree/string_index.h"
 #include "fixtures/model_fixture.h"
@@ -79,14 +78,6 @@ TEST(Roart, IntegerKeysWithLongSharedPrefixesMatchStdMap) {
     }
     ASSERT_TRUE(out.size() == 50 || it == model.end());
   }
-}
-
-TEST(Roart, StringKeysOfMixedLengthsMatchStdMap) {
-  run_string_model("roart", 11);
-}
-
-TEST(Roart, StringKeysOfMixedLengthsOneThreadConfiguration) {
-  run_string_model("roart", 12, 1);
 }
 
 // A node made by a leaf-array split with two children grows through every kind (N4, N16,

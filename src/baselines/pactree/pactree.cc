@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "baselines/common.h"
+#include "baselines/phase.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
@@ -15,15 +16,8 @@
 namespace dptree::baselines::pactree {
 
 namespace {
-thread_local const char* g_phase = "idle";
-
-struct Phase {
-  const char* saved;
-  explicit Phase(const char* p) : saved(g_phase) { g_phase = p; }
-  ~Phase() { g_phase = saved; }
-  Phase(const Phase&) = delete;
-  Phase& operator=(const Phase&) = delete;
-};
+struct PacTreePhases;
+using Phase = baselines::PhaseScope<PacTreePhases>;
 
 std::size_t slot_bytes(int arena) {
   return arena == kArenaNode ? sizeof(DataNode) : std::size_t{32} << (arena - kArenaLeaf0);
@@ -31,7 +25,7 @@ std::size_t slot_bytes(int arena) {
 }  // namespace
 
 const char* current_phase() {
-  return g_phase;
+  return PhaseName<PacTreePhases>::current;
 }
 
 PacTree::PacTree(pm::Pool& pool, u64 form, unsigned threads, bool background)
@@ -164,14 +158,9 @@ void PacTree::collect() {
 }
 
 u64 PacTree::new_leaf(std::string_view k, Value v) {
-  int cls = roart::leaf_class(k.size());
-  u64 off = take(kArenaLeaf0 + cls);
+  u64 off = take(kArenaLeaf0 + roart::leaf_class(k.size()));
   Phase ph("leaf");
-  Leaf* l = pool_.at<Leaf>(off);
-  pm::store(l, Leaf{k.size(), v});
-  pm::store_bytes(l->key(), k.data(), k.size());
-  pm::flush(l, sizeof(Leaf) + k.size());
-  return u64(roart::fingerprint(k)) << roart::kFpShift | off | u64(cls);
+  return roart::write_leaf(pool_, off, k, v);
 }
 
 void PacTree::publish(u64* word, u64 v) {

@@ -1,19 +1,15 @@
-// Names what the calling thread's ROART operation is writing (crash tests name their
-// captures by it): "idle", "alloc", "leaf", "array", "node", "fence", "publish", "value",
-// "index", "unlink", "recover".
+// The names of what a ROART operation writes: "idle", "alloc", "leaf", "array", "node",
+// "fence", "publish", "value", "index", "unlink", "recover".
 #pragma once
+
+#include "baselines/phase.h"
 
 namespace dptree::baselines::roart {
 
-inline thread_local const char* g_phase = "idle";
-
-// Names what the scope writes; restores the previous name at its end.
-struct Phase {
-  const char* saved;
-  explicit Phase(const char* p) : saved(g_phase) { g_phase = p; }
-  ~Phase() { g_phase = saved; }
-  Phase(const Phase&) = delete;
-  Phase& operator=(const Phase&) = delete;
-};
+struct RoartPhases;
+using Phase = baselines::PhaseScope<RoartPhases>;
+inline const char* phase_now() {
+  return PhaseName<RoartPhases>::current;
+}
 
 }  // namespace dptree::baselines::roart

@@ -18,7 +18,7 @@
 namespace dptree::baselines::roart {
 
 const char* current_phase() {
-  return g_phase;
+  return phase_now();
 }
 
 // The bytes every key below a word must have: each ancestor's branch byte and stored prefix.

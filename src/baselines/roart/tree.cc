@@ -409,15 +409,18 @@ void Tree::retire(int arena, u64 off) {
 }
 
 // A leaf written and written back (the publish's fence orders it); returns its entry word.
-u64 Tree::new_leaf(std::string_view k, Value v) {
-  int cls = leaf_class(k.size());
-  u64 off = take(kArenaLeaf0 + cls);
-  Phase ph("leaf");
-  Leaf* l = pool_.at<Leaf>(off);
+u64 write_leaf(pm::Pool& pool, u64 off, std::string_view k, Value v) {
+  Leaf* l = pool.at<Leaf>(off);
   pm::store(l, Leaf{k.size(), v});
   pm::store_bytes(l->key(), k.data(), k.size());
   pm::flush(l, sizeof(Leaf) + k.size());
-  return u64(fingerprint(k)) << kFpShift | off | u64(cls);
+  return u64(fingerprint(k)) << kFpShift | off | u64(leaf_class(k.size()));
+}
+
+u64 Tree::new_leaf(std::string_view k, Value v) {
+  u64 off = take(kArenaLeaf0 + leaf_class(k.size()));
+  Phase ph("leaf");
+  return write_leaf(pool_, off, k, v);
 }
 
 u64 Tree::new_array(const std::vector<u64>& entries) {

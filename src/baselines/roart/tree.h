@@ -27,6 +27,9 @@ namespace dptree::baselines::roart {
 
 // The 16-bit fingerprint a leaf-array entry carries of its whole key.
 unsigned fingerprint(std::string_view k);
+// Writes the leaf (k, v) into slot `off` (of k's size class) and writes it back, unfenced
+// (the publish's fence orders it); returns the entry word that names it.
+u64 write_leaf(pm::Pool& pool, u64 off, std::string_view k, Value v);
 
 // What the calling thread's ROART operation is writing, for crash tests to name captures.
 const char* current_phase();

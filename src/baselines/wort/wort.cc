@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "baselines/phase.h"
 #include "baselines/slab/slab_arena.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
@@ -48,20 +49,12 @@
 
 namespace dptree {
 namespace {
-thread_local const char* g_phase = "idle";
-
-// Names what the scope writes; restores the previous name at its end.
-struct Phase {
-  const char* saved;
-  explicit Phase(const char* p) : saved(g_phase) { g_phase = p; }
-  ~Phase() { g_phase = saved; }
-  Phase(const Phase&) = delete;
-  Phase& operator=(const Phase&) = delete;
-};
+struct WortPhases;
+using Phase = baselines::PhaseScope<WortPhases>;
 }  // namespace
 
 const char* wort_current_phase() {
-  return g_phase;
+  return baselines::PhaseName<WortPhases>::current;
 }
 
 namespace baselines {

@@ -31,6 +31,7 @@
 // one mutex, which keeps the creation chain's one-unpublished-tail invariant.
 #pragma once
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -240,7 +241,9 @@ class FastFair final : public Index {
   // missing; path[l] = the node passed on level l.
   std::uint64_t descend(Key k, std::vector<std::uint64_t>* path, std::uint32_t level = 0) const {
     auto n = load8(&root_->tree_root);
-    if (path) path->assign(hdr(n)->level + 1, 0);
+    // Levels below `level` keep what the caller holds there: a split that finds the tree grown
+    // above it descends again to its parent's level, and the splits below it still use theirs.
+    if (path) path->resize(std::max<std::size_t>(path->size(), hdr(n)->level + 1), 0);
     for (;;) {
       n = move_right(n, k);
       if (path) (*path)[hdr(n)->level] = n;

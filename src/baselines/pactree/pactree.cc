@@ -90,11 +90,13 @@ u64 PacTree::find_node(std::string_view k) const {
   return n;
 }
 
-int PacTree::find_entry(u64 n, std::string_view k) const {
+// The index of k's entry in node n (-1: none) and, in `e`, the entry as it was read: a
+// lock-free reader must use that word, since the entry may be cleared right after.
+int PacTree::find_entry(u64 n, std::string_view k, u64& e) const {
   unsigned fp = roart::fingerprint(k);
   const DataNode* d = node(n);
   for (int i = 0; i < int(kNodeEntries); ++i) {
-    u64 e = load8(&d->entry[i]);
+    e = load8(&d->entry[i]);
     if (e && roart::entry_fp(e) == fp && key_of(e) == k) return i;
   }
   return -1;
@@ -103,8 +105,8 @@ int PacTree::find_entry(u64 n, std::string_view k) const {
 std::optional<Value> PacTree::lookup(std::string_view k) const {
   roart::Epochs::Guard g(epochs_);
   for (u64 n = find_node(k), next = 0;;) {
-    if (int i = find_entry(n, k); i >= 0)
-      return load8(&pool_.at<Leaf>(roart::entry_leaf(node(n)->entry[i]))->value);
+    if (u64 e = 0; find_entry(n, k, e) >= 0)
+      return load8(&pool_.at<Leaf>(roart::entry_leaf(e))->value);
     // A split publishes the new node before it clears the moved entries: if k was moved
     // while this looked, `next` now names where it went.
     if (covers_next(n, k, next)) return std::nullopt;
@@ -194,10 +196,10 @@ std::optional<bool> PacTree::put_once(std::string_view k, Value v, bool may_inse
   if (concurrent_) lock.emplace(*locks_, n, n);
   if (!covers_next(n, k, next)) return std::nullopt;
   DataNode* d = node(n);
-  if (int i = find_entry(n, k); i >= 0) {
+  if (u64 e = 0; find_entry(n, k, e) >= 0) {  // under n's lock: e stays
     if (!may_update) return false;
     Phase ph("value");
-    u64* value = &pool_.at<Leaf>(roart::entry_leaf(d->entry[i]))->value;
+    u64* value = &pool_.at<Leaf>(roart::entry_leaf(e))->value;
     pm::store_release(value, v);
     pm::persist(value, 8);
     return true;
@@ -268,9 +270,10 @@ std::optional<bool> PacTree::remove_once(std::string_view k) {
   std::optional<roart::WriteLocks::Pair> lock;
   if (concurrent_) lock.emplace(*locks_, n, n);
   if (!covers_next(n, k, next)) return std::nullopt;
-  int i = find_entry(n, k);
+  u64 e = 0;
+  int i = find_entry(n, k, e);
   if (i < 0) return false;
-  u64 gone = node(n)->entry[i];
+  u64 gone = e;
   {
     Phase ph("unlink");
     pm::store_release(&node(n)->entry[i], u64{0});

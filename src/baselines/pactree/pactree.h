@@ -60,7 +60,7 @@ class PacTree {
   std::string_view anchor_of(u64 n) const;  // empty for the head
   bool covers_next(u64 n, std::string_view k, u64& next) const;
   u64 find_node(std::string_view k) const;
-  int find_entry(u64 n, std::string_view k) const;
+  int find_entry(u64 n, std::string_view k, u64& e) const;
 
   std::optional<bool> put_once(std::string_view k, Value v, bool may_insert, bool may_update);
   std::optional<bool> remove_once(std::string_view k);

@@ -637,11 +637,14 @@ def body_yardstick(d, cfg):
     return text, f"targets met: {met} of {met + missed}"
 
 
-def tries_rows(rs, order, indexes, ref):
+def tries_rows(rs, absl, order, indexes):
+    """Mops/s of each mix, and in brackets the ratio to absl::btree_map at 1 thread on the same
+    keys and mix (its run in the same script)."""
     rows = []
     for w in order:
         v = {i: (one(rs, index=i, workload=w) or {}).get("throughput_mops") for i in indexes}
-        rows.append([w, *[f"{v[i]:.3f} ({rx(ratio(v[i], v.get(ref)))})" if v[i] else "-"
+        ref = (one(absl, workload=w) or {}).get("throughput_mops")
+        rows.append([w, *[f"{v[i]:.3f} ({rx(ratio(v[i], ref))})" if v[i] else "-"
                           for i in indexes]])
     return rows
 
@@ -652,7 +655,7 @@ def tries_reversal(runs, n):
     out = []
     for kind in ("u64", "string"):
         for w in ("read_only", "insert_only"):
-            rs = [r for r in runs if r["records"] == n and r["threads"] == 1 and
+            rs = [r for r in runs if r["size"] == n and r["threads"] == 1 and
                   r.get("key_type", "u64") == kind and r["workload"] == w]
             best = lambda names: max(((r["throughput_mops"], r["index"]) for r in rs
                                       if r["index"] in names), default=None)
@@ -673,8 +676,8 @@ def body_tries(d, cfg):
             f"{', '.join(order)} (scan_insert: 95% scans of 100 records). Integer keys, then the "
             "same keys as 8-byte big-endian strings (`--key-type string --key-set u64be`, the "
             "survey's \"8B string keys\"). Throughput in Mops/s and, in brackets, relative to "
-            "absl::btree_map (1 thread) or the concurrent DPTree (2 threads) in the same "
-            "script. The load column is the 1-minute load average around each process.\n\n")
+            "absl::btree_map at 1 thread on the same keys and mix, in the same script. Each "
+            "table's heading gives the 1-minute load averages around its processes.\n\n")
     if d.get("no_strings"):
         text += ("No string form (left out of the string runs): " +
                  ", ".join(NAMES.get(i, i) for i in d["no_strings"]) + ".\n\n")
@@ -687,18 +690,19 @@ def body_tries(d, cfg):
                                               for line in rev[:1] + rev[2:3])] if rev else []
         for kind in ("u64", "string"):
             for t in (1, 2):
-                rs = [r for r in runs if r["records"] == n and r["threads"] == t and
+                rs = [r for r in runs if r["size"] == n and r["threads"] == t and
                       r.get("key_type", "u64") == kind]
                 if not rs:
                     continue
                 indexes = [i for i in TRIES if pick(rs, index=i)]
-                ref = "absl-btree" if t == 1 else "cdptree"
+                absl = [r for r in runs if r["size"] == n and r["threads"] == 1 and
+                        r["index"] == "absl-btree" and r.get("key_type", "u64") == kind]
                 loads = sorted({load_note(r) for r in rs})
                 text += (f"### {'integer' if kind == 'u64' else '8-byte string'} keys, {t} "
                          f"thread{'s' if t > 1 else ''} (load {loads[0]} .. {loads[-1]})\n\n")
                 text += table(["mix", *[NAMES.get(i, i) for i in indexes]],
-                              tries_rows(rs, order, indexes, ref)) + "\n"
-        rs = [r for r in runs if r["records"] == n and r["threads"] == 1 and
+                              tries_rows(rs, absl, order, indexes)) + "\n"
+        rs = [r for r in runs if r["size"] == n and r["threads"] == 1 and
               r["workload"] == "insert_only" and r.get("key_type", "u64") == "u64"]
         rows = []
         for r in rs:
@@ -710,7 +714,7 @@ def body_tries(d, cfg):
                  "what it buffers), PM bytes per record, beside the DPTree paper's Table 1:\n\n")
         text += table(["index", "flushes/insert", "fences/insert", "PM B/record",
                        "paper (flushes / fences)"], rows) + "\n"
-        one_t = [r for r in runs if r["records"] == n and r["threads"] == 1 and
+        one_t = [r for r in runs if r["size"] == n and r["threads"] == 1 and
                  r.get("key_type", "u64") == "u64"]
         dl, wl = (one(one_t, index=i, workload="read_only") for i in ("dptree", "wort"))
         ds, ws = (one(one_t, index=i, workload="scan_insert") for i in ("dptree", "wort"))

@@ -85,7 +85,7 @@ bool PacTree::covers_next(u64 n, std::string_view k, u64& next) const {
 // data layer past the anchors the search layer does not hold yet (the paper's jump).
 u64 PacTree::find_node(std::string_view k) const {
   u64 n = root_->head;
-  if (auto f = search_->floor(k)) n = f->second;
+  if (auto f = search_->floor_value(k)) n = *f;
   for (u64 next = 0; !covers_next(n, k, next);) n = next;
   return n;
 }

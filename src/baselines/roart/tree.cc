@@ -334,14 +334,20 @@ bool Tree::for_each_child(u64 w, int from, const std::function<bool(int, u64)>& 
 
 std::optional<std::pair<std::string, Value>> Tree::floor(std::string_view k) const {
   Epochs::Guard g(epochs_);
-  std::optional<std::pair<std::string, Value>> out;
-  floor_walk(child_of(load8(&root_->tree)), 0, k, true, out);
-  return out;
+  const Leaf* l = floor_walk(child_of(load8(&root_->tree)), 0, k, true);
+  if (!l) return std::nullopt;
+  return std::pair{std::string(l->key(), l->len), load8(&l->value)};
 }
 
-// The greatest key of array w (<= k when `bounded`) into `out`; false if none.
-bool Tree::floor_array(u64 w, std::string_view k, bool bounded,
-                       std::optional<std::pair<std::string, Value>>& out) const {
+std::optional<Value> Tree::floor_value(std::string_view k) const {
+  Epochs::Guard g(epochs_);
+  const Leaf* l = floor_walk(child_of(load8(&root_->tree)), 0, k, true);
+  if (!l) return std::nullopt;
+  return load8(&l->value);
+}
+
+// The leaf of the greatest key of array w (<= k when `bounded`); null if none.
+const Leaf* Tree::floor_array(u64 w, std::string_view k, bool bounded) const {
   const Leaf* best = nullptr;
   for (const u64& e : node<LeafArray>(w)->entry)
     if (u64 x = load8(&e)) {
@@ -350,18 +356,16 @@ bool Tree::floor_array(u64 w, std::string_view k, bool bounded,
       if ((!bounded || lk <= k) && (!best || lk > std::string_view(best->key(), best->len)))
         best = l;
     }
-  if (best) out.emplace(std::string(best->key(), best->len), load8(&best->value));
-  return best != nullptr;
+  return best;
 }
 
-// The greatest key below child word w (at `depth`): <= k when `bounded` (the path so far
-// holds k's bytes), else the greatest of all. Mirrors walk_node, from the right.
-bool Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool bounded,
-                      std::optional<std::pair<std::string, Value>>& out) const {
-  if (!w) return false;
-  if (tag_of(w) == kArray) return floor_array(w, k, bounded, out);
+// The leaf of the greatest key below child word w (at `depth`): <= k when `bounded` (the path
+// so far holds k's bytes), else the greatest of all. Mirrors walk_node, from the right.
+const Leaf* Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool bounded) const {
+  if (!w) return nullptr;
+  if (tag_of(w) == kArray) return floor_array(w, k, bounded);
   std::string pfx;
-  if (!prefix_bytes(w, d, pfx)) return false;
+  if (!prefix_bytes(w, d, pfx)) return nullptr;
   std::size_t b = d + pfx.size();
   const NodeHeader* h = node<NodeHeader>(w);
   int below = 256;  // children with a byte below this one are all < k
@@ -369,22 +373,52 @@ bool Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool bounded,
     std::size_t m = d;
     while (m < b && m < k.size() && k[m] == pfx[m - d]) ++m;
     if (m < b) {
-      if (m == k.size() || uc(k[m]) < uc(pfx[m - d])) return false;  // every key here is > k
-      bounded = false;                                               // every key here is < k
+      if (m == k.size() || uc(k[m]) < uc(pfx[m - d])) return nullptr;  // every key here is > k
+      bounded = false;                                                 // every key here is < k
     } else if (k.size() == b) {
-      return floor_walk(child_of(load8(&h->end)), b, k, false, out);  // only the end key <= k
+      return floor_walk(child_of(load8(&h->end)), b, k, false);  // only the end key <= k
     } else {
-      if (auto c = find_child(w, uc(k[b]));
-          c.word && floor_walk(child_of(c.seen), b + 1, k, true, out))
-        return true;
+      if (auto c = find_child(w, uc(k[b])); c.word)
+        if (const Leaf* l = floor_walk(child_of(c.seen), b + 1, k, true)) return l;
       below = uc(k[b]);
     }
   }
   // Children below, greatest first; one emptied meanwhile gives the next one down.
-  auto kids = children(w);
-  for (auto it = kids.rbegin(); it != kids.rend(); ++it)
-    if (it->first < below && floor_walk(it->second, b + 1, k, false, out)) return true;
-  return floor_walk(child_of(load8(&h->end)), b, k, false, out);  // a prefix of k: smaller
+  const Leaf* found = nullptr;
+  for_each_child_down(w, below, [&](int, u64 c) {
+    found = floor_walk(c, b + 1, k, false);
+    return found != nullptr;
+  });
+  return found ? found : floor_walk(child_of(load8(&h->end)), b, k, false);  // a prefix of k
+}
+
+// for_each_child's mirror: children with byte < `below`, in descending byte order.
+bool Tree::for_each_child_down(u64 w, int below, const std::function<bool(int, u64)>& fn) const {
+  if (tag_of(w) == kN256) {
+    for (int b = below - 1; b >= 0; --b)
+      if (u64 c = child_of(load8(&node<N256>(w)->child[b])); c && fn(b, c)) return true;
+    return false;
+  }
+  if (tag_of(w) == kN48) {
+    const N48* n = node<N48>(w);
+    for (int b = below - 1; b >= 0; --b) {
+      unsigned i = std::atomic_ref<const std::uint8_t>(n->slot[b]).load(std::memory_order_acquire);
+      if (i == 0 || i > 48) continue;
+      u64 c = load8(&n->child[i - 1]);
+      if (child_of(c) && byte_of(c) == b && fn(b, child_of(c))) return true;
+    }
+    return false;
+  }
+  const u64* words = tag_of(w) == kN4 ? node<N4>(w)->child : node<N16>(w)->child;
+  int n = tag_of(w) == kN4 ? 4 : 16, k = 0;
+  std::pair<int, u64> kids[16];
+  for (int i = 0; i < n; ++i)
+    if (u64 c = load8(&words[i]); child_of(c) && byte_of(c) < below)
+      kids[k++] = {byte_of(c), child_of(c)};
+  std::sort(kids, kids + k);
+  for (int i = k - 1; i >= 0; --i)
+    if (fn(kids[i].first, kids[i].second)) return true;
+  return false;
 }
 
 // ---- writes ---------------------------------------------------------------------------

@@ -44,8 +44,9 @@ class Tree {
   // blocks with arenas() among its own.
   Tree(pm::Pool& pool, Root* root, unsigned threads);
 
-  // The greatest key <= k and its value, if any.
+  // The greatest key <= k and its value, if any; floor_value gives the value alone.
   std::optional<std::pair<std::string, Value>> floor(std::string_view k) const;
+  std::optional<Value> floor_value(std::string_view k) const;
   std::vector<const SlabArena*> arenas() const;
 
   std::optional<Value> lookup(std::string_view k) const;
@@ -84,6 +85,7 @@ class Tree {
                  const std::function<void(std::string_view, Value)>& emit, std::size_t& got) const;
   std::vector<std::pair<int, u64>> children(u64 node) const;
   bool for_each_child(u64 node, int from, const std::function<bool(int, u64)>& fn) const;
+  bool for_each_child_down(u64 node, int below, const std::function<bool(int, u64)>& fn) const;
 
   // Writes: each *_once returns nullopt when a lock's validation failed (retry from the root).
   struct Locked;
@@ -121,10 +123,8 @@ class Tree {
   }
 
   void open(unsigned threads);
-  bool floor_walk(u64 w, std::size_t depth, std::string_view k, bool bounded,
-                  std::optional<std::pair<std::string, Value>>& out) const;
-  bool floor_array(u64 w, std::string_view k, bool bounded,
-                   std::optional<std::pair<std::string, Value>>& out) const;
+  const Leaf* floor_walk(u64 w, std::size_t depth, std::string_view k, bool bounded) const;
+  const Leaf* floor_array(u64 w, std::string_view k, bool bounded) const;
 
   std::optional<pm::PoolClaim> claim_;  // before anything touches the pool (standalone)
   pm::Pool& pool_;

@@ -129,7 +129,7 @@ std::size_t PacTree::scan(std::string_view start, std::size_t count, const Emit&
           kv[m++] = {k, load8(&pool_.at<Leaf>(roart::entry_leaf(e))->value)};
       }
     if (load8(&node(n)->next) != next) continue;  // split meanwhile: read n again
-    std::sort(kv, kv + m);
+    m = roart::sorted_unique(kv, m);
     for (std::size_t i = 0; i < m; ++i) {
       emit(kv[i].first, kv[i].second);
       if (++got == count) return got;

@@ -263,7 +263,7 @@ bool Tree::walk_array(u64 w, std::string_view start, bool bounded, std::size_t c
       std::string_view k(l->key(), l->len);
       if (!bounded || k >= start) kv[n++] = {k, load8(&l->value)};
     }
-  std::sort(kv, kv + n);
+  n = sorted_unique(kv, n);
   for (std::size_t i = 0; i < n; ++i) {
     emit(kv[i].first, kv[i].second);
     if (++got == count) return true;

@@ -6,6 +6,7 @@
 // Unlinked slots are reused only when no thread can still hold them (epoch.h).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,16 @@ unsigned fingerprint(std::string_view k);
 // Writes the leaf (k, v) into slot `off` (of k's size class) and writes it back, unfenced
 // (the publish's fence orders it); returns the entry word that names it.
 u64 write_leaf(pm::Pool& pool, u64 off, std::string_view k, Value v);
+
+// Sorts the n pairs a lock-free reader took from one unsorted leaf array or node and keeps one
+// pair per key: a remove and a re-insert of a key into another entry while the reader walked
+// the entries can show it twice. Returns how many remain.
+inline std::size_t sorted_unique(std::pair<std::string_view, Value>* kv, std::size_t n) {
+  std::sort(kv, kv + n);
+  return static_cast<std::size_t>(
+      std::unique(kv, kv + n, [](const auto& a, const auto& b) { return a.first == b.first; }) -
+      kv);
+}
 
 // What the calling thread's ROART operation is writing, for crash tests to name captures.
 const char* current_phase();

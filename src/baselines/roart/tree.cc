@@ -295,22 +295,25 @@ bool Tree::walk_node(u64 w, std::size_t d, std::string_view start, bool bounded,
   }
   const NodeHeader* h = node<NodeHeader>(w);
   if (take_end && walk(child_of(load8(&h->end)), b, start, false, count, emit, got)) return true;
-  return for_each_child(w, bounded ? first : 0, [&](int byte, u64 c) {
+  return for_each_child(w, bounded ? first : 0, 256, false, [&](int byte, u64 c) {
     return walk(c, b + 1, start, bounded && byte == first, count, emit, got);
   });
 }
 
-// Calls fn(byte, child word) for node w's children with byte >= from, in byte order, until it
-// returns true; returns whether one did. No allocation: scans call it for every node.
-bool Tree::for_each_child(u64 w, int from, const std::function<bool(int, u64)>& fn) const {
+// Calls fn(byte, child word) for node w's children with a byte in [lo, hi), ascending (or
+// descending when `down`), until it returns true; returns whether one did. No allocation:
+// scans and floor queries call it for every node they pass.
+bool Tree::for_each_child(u64 w, int lo, int hi, bool down,
+                          const std::function<bool(int, u64)>& fn) const {
+  const int first = down ? hi - 1 : lo, last = down ? lo - 1 : hi, step = down ? -1 : 1;
   if (tag_of(w) == kN256) {
-    for (int b = from; b < 256; ++b)
+    for (int b = first; b != last; b += step)
       if (u64 c = child_of(load8(&node<N256>(w)->child[b])); c && fn(b, c)) return true;
     return false;
   }
   if (tag_of(w) == kN48) {
     const N48* n = node<N48>(w);
-    for (int b = from; b < 256; ++b) {
+    for (int b = first; b != last; b += step) {
       unsigned i = std::atomic_ref<const std::uint8_t>(n->slot[b]).load(std::memory_order_acquire);
       if (i == 0 || i > 48) continue;
       u64 c = load8(&n->child[i - 1]);
@@ -322,11 +325,11 @@ bool Tree::for_each_child(u64 w, int from, const std::function<bool(int, u64)>& 
   int n = tag_of(w) == kN4 ? 4 : 16, k = 0;
   std::pair<int, u64> kids[16];
   for (int i = 0; i < n; ++i)
-    if (u64 c = load8(&words[i]); child_of(c) && byte_of(c) >= from)
+    if (u64 c = load8(&words[i]); child_of(c) && byte_of(c) >= lo && byte_of(c) < hi)
       kids[k++] = {byte_of(c), child_of(c)};
   std::sort(kids, kids + k);
   for (int i = 0; i < k; ++i)
-    if (fn(kids[i].first, kids[i].second)) return true;
+    if (fn(kids[down ? k - 1 - i : i].first, kids[down ? k - 1 - i : i].second)) return true;
   return false;
 }
 
@@ -385,40 +388,11 @@ const Leaf* Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool boun
   }
   // Children below, greatest first; one emptied meanwhile gives the next one down.
   const Leaf* found = nullptr;
-  for_each_child_down(w, below, [&](int, u64 c) {
+  for_each_child(w, 0, below, true, [&](int, u64 c) {
     found = floor_walk(c, b + 1, k, false);
     return found != nullptr;
   });
   return found ? found : floor_walk(child_of(load8(&h->end)), b, k, false);  // a prefix of k
-}
-
-// for_each_child's mirror: children with byte < `below`, in descending byte order.
-bool Tree::for_each_child_down(u64 w, int below, const std::function<bool(int, u64)>& fn) const {
-  if (tag_of(w) == kN256) {
-    for (int b = below - 1; b >= 0; --b)
-      if (u64 c = child_of(load8(&node<N256>(w)->child[b])); c && fn(b, c)) return true;
-    return false;
-  }
-  if (tag_of(w) == kN48) {
-    const N48* n = node<N48>(w);
-    for (int b = below - 1; b >= 0; --b) {
-      unsigned i = std::atomic_ref<const std::uint8_t>(n->slot[b]).load(std::memory_order_acquire);
-      if (i == 0 || i > 48) continue;
-      u64 c = load8(&n->child[i - 1]);
-      if (child_of(c) && byte_of(c) == b && fn(b, child_of(c))) return true;
-    }
-    return false;
-  }
-  const u64* words = tag_of(w) == kN4 ? node<N4>(w)->child : node<N16>(w)->child;
-  int n = tag_of(w) == kN4 ? 4 : 16, k = 0;
-  std::pair<int, u64> kids[16];
-  for (int i = 0; i < n; ++i)
-    if (u64 c = load8(&words[i]); child_of(c) && byte_of(c) < below)
-      kids[k++] = {byte_of(c), child_of(c)};
-  std::sort(kids, kids + k);
-  for (int i = k - 1; i >= 0; --i)
-    if (fn(kids[i].first, kids[i].second)) return true;
-  return false;
 }
 
 // ---- writes ---------------------------------------------------------------------------

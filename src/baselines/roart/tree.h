@@ -95,8 +95,8 @@ class Tree {
   bool walk_node(u64 w, std::size_t depth, std::string_view start, bool bounded, std::size_t count,
                  const std::function<void(std::string_view, Value)>& emit, std::size_t& got) const;
   std::vector<std::pair<int, u64>> children(u64 node) const;
-  bool for_each_child(u64 node, int from, const std::function<bool(int, u64)>& fn) const;
-  bool for_each_child_down(u64 node, int below, const std::function<bool(int, u64)>& fn) const;
+  bool for_each_child(u64 node, int lo, int hi, bool down,
+                      const std::function<bool(int, u64)>& fn) const;
 
   // Writes: each *_once returns nullopt when a lock's validation failed (retry from the root).
   struct Locked;

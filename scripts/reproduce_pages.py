@@ -622,10 +622,11 @@ def body_yardstick(d, cfg):
             "single-threaded) at 1 thread in the same script. Load: the 1-minute load average "
             "before/after the process that made the row.\n\n")
     rows, met, missed = [], 0, 0
+    pmem = [r for r in runs if r.get("pm_mode", "pmem") == "pmem"]
     for t in (1, 2):
         for i in YARDSTICK:
-            ins = one(runs, index=i, threads=t, workload="insert_only")
-            rd = one(runs, index=i, threads=t, workload="read_only")
+            ins = one(pmem, index=i, threads=t, workload="insert_only")
+            rd = one(pmem, index=i, threads=t, workload="read_only")
             if not ins or not rd:
                 continue
             ri = ratio(ins["throughput_mops"], absl["insert_only"])
@@ -644,7 +645,39 @@ def body_yardstick(d, cfg):
     text += table(["index", "threads", "insert Mops/s", "insert ratio", "lookup Mops/s",
                    "lookup ratio", "target (insert / lookup)", "insert p99.9",
                    "flushes/insert", "PM B/record", "load"], rows) + "\n"
+    text += yardstick_dram(runs, d.get("persist_costs"))
     return text, f"targets met: {met} of {met + missed}"
+
+
+def yardstick_dram(runs, costs):
+    """What persisting costs: the same runs in dram mode (no flush, no fence), and the PM
+    layer's microbenchmark."""
+    dram = [r for r in runs if r.get("pm_mode") == "dram"]
+    ref = {w: (one(dram, index="absl-btree", workload=w) or {}).get("throughput_mops")
+           for w in ("insert_only", "read_only")}
+    rows = []
+    for r in dram:
+        if r["index"] == "absl-btree" or r["workload"] != "insert_only":
+            continue
+        rd = one(dram, index=r["index"], workload="read_only") or {}
+        rows.append([NAMES.get(r["index"], r["index"]), f"{r['throughput_mops']:.3f}",
+                     rx(ratio(r["throughput_mops"], ref["insert_only"])),
+                     rx(ratio(rd.get("throughput_mops"), ref["read_only"])),
+                     f"{r['fences_per_op']:.2f}", load_note(r)])
+    text = ""
+    if rows:
+        text += ("The same at 1 thread in `dram` mode, where a persist issues no flush and no "
+                 "fence (ratios to absl-btree in that process):\n\n")
+        text += table(["index", "insert Mops/s", "insert ratio", "lookup ratio",
+                       "fences/insert", "load"], rows) + "\n"
+    if costs:
+        text += (f"`dptree microbench` in the same script (load {costs['load']:.1f}): a persist "
+                 f"(flush + fence) of one line costs {costs['one_line']:.0f} ns and of four lines "
+                 f"under one fence {costs['four_lines']:.0f} ns, but four lines persisted one "
+                 f"after another, each fenced before the next is written, cost "
+                 f"{costs['four_ordered']:.0f} ns. An index pays for each fence its ordering "
+                 "needs (docs/peers.md, FAST_FAIR).\n\n")
+    return text
 
 
 def tries_rows(rs, absl, order, indexes):

@@ -29,6 +29,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "registry/index_table.h"
+#include "registry/option_table.h"
 
 namespace dptree::baselines {
 namespace {
@@ -415,13 +416,24 @@ CheckReport FPTree::check() const {
   return r;
 }
 
+struct FPTreeOptions {
+  std::size_t leaf_capacity = kMaxCapacity;
+};
+
+const option_values::OptionTable<FPTreeOptions>& fptree_options() {
+  static const auto t = option_values::OptionTable<FPTreeOptions>("fptree").whole_in(
+      "leaf_capacity", &FPTreeOptions::leaf_capacity, {2, kMaxCapacity},
+      "slots per PM leaf (one bitmap word and one fingerprint line hold them); stored in the "
+      "pool, which keeps its own");
+  return t;
+}
+
 }  // namespace
 
 std::unique_ptr<Index> make_fptree(const IndexConfig& cfg) {
-  if (!cfg.pool)
-    throw Error(Errc::invalid_argument, "fptree is persistent: pass a pool (IndexConfig.pool)");
-  auto cap = option_u64(cfg, "fptree", "leaf_capacity", kMaxCapacity, 2, kMaxCapacity);
-  return std::make_unique<FPTree>(*cfg.pool, cap, cfg.options.count("leaf_capacity") > 0,
+  pm::Pool& pool = require_pool(cfg, "fptree");
+  const auto o = fptree_options().parse(cfg.options);
+  return std::make_unique<FPTree>(pool, o.leaf_capacity, cfg.options.contains("leaf_capacity"),
                                   cfg.threads != 1);
 }
 
@@ -435,7 +447,7 @@ void register_paper_peers() {
                      "bitmap and one-byte fingerprints, split micro-log; assumes 8-byte atomic "
                      "stores; concurrent through the paper's lock fallback (leaf locks, splits "
                      "exclusive); no RTM (HTM) path, so always the fallback",
-                     true, true, baselines::make_fptree});
+                     true, true, baselines::make_fptree, baselines::fptree_options().docs()});
 }
 
 }  // namespace dptree

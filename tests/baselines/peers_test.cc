@@ -50,7 +50,7 @@ TEST(FPTreeInnerTree, RoutesLikeAnOrderedMapThroughSplits) {
     model[k] = refs.back().get();
     start.emplace_back(k, refs.back().get());
   }
-  baselines::InnerTree<Ref, 4> t;
+  baselines::InnerTree<Ref, Key, 4> t;
   t.build(start);
   std::mt19937_64 rng(3);
   auto routes_ok = [&] {

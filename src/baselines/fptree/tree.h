@@ -308,17 +308,19 @@ class Tree {
   }
 
   // The key words a split redo or the rebuild reads: every leaf's low key (written before the
-  // leaf joined the chain) and the valid slots of the leaves on the list. An unlinked new leaf's
-  // slots may be torn; the redo rewrites them or the leaf is dropped.
+  // leaf joined the chain), the valid slots of the leaves on the list and of a logged split's
+  // leaf. An unlinked new leaf's slots may be torn; the redo rewrites them or the leaf is dropped.
   void validate_keys(const std::vector<std::uint64_t>& order) const {
     for (auto n : order)
       keys_->validate(leaf(n)->low_key, true, [&](const std::string& what) { corrupt(n, what); });
-    for (auto off = root_->chain.first; off; off = leaf(off)->next) {
+    auto slots = [&](std::uint64_t off) {
       const auto* l = leaf(off);
       for (auto bm = l->bitmap; bm; bm &= bm - 1)
         keys_->validate(kvs(l)[std::countr_zero(bm)].key, false,
                         [&](const std::string& what) { corrupt(off, what); });
-    }
+    };
+    for (auto off = root_->chain.first; off; off = leaf(off)->next) slots(off);
+    if (root_->log_leaf) slots(root_->log_leaf);
   }
 
   void recover() {

@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -113,7 +116,19 @@ class InnerTree {
 
   std::size_t nodes() const { return nodes_.size(); }
   std::size_t height() const { return height_; }
-  std::size_t memory_bytes() const { return nodes_.size() * sizeof(Node); }
+  // The nodes, and the separators' own heap bytes (a std::string longer than its inline buffer).
+  std::size_t memory_bytes() const {
+    std::size_t n = nodes_.size() * sizeof(Node);
+    if constexpr (std::is_same_v<K, std::string>)
+      for (const auto& x : nodes_)
+        for (std::uint32_t i = 0; i < x->n; ++i) {
+          const auto* in = reinterpret_cast<const char*>(&x->keys[i]);
+          const char* d = x->keys[i].data();
+          const std::less<const char*> lt;  // a total order also for unrelated pointers
+          if (lt(d, in) || !lt(d, in + sizeof(K))) n += x->keys[i].capacity() + 1;
+        }
+    return n;
+  }
 
   // Every (separator, right child) pair in key order, for check(): bottom level only.
   template <class Fn>

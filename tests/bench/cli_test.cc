@@ -91,6 +91,7 @@ TEST(Cli, ListShowsTheRegisteredIndexes) {
   EXPECT_TRUE(has(r.output, "btree        no         yes        no")) << r.output;
   EXPECT_TRUE(has(r.output, "stdmap       no         no         no")) << r.output;
   EXPECT_TRUE(has(r.output, "absl-btree   no         no         yes")) << r.output;
+  EXPECT_TRUE(has(r.output, "fptree       yes        yes        yes")) << r.output;
 }
 
 TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {
@@ -102,6 +103,10 @@ TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {
   r = run("bench --help-options cdptree");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "inplace_delete         boolean       default 1")) << r.output;
+  r = run("bench --help-options fptree");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "leaf_capacity          whole number  default 56       2..56"))
+      << r.output;
   r = run("bench --help-options stdmap");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "stdmap takes no options")) << r.output;

@@ -155,6 +155,40 @@ std::string format_table(const std::vector<RunResult>& rs) {
   return out;
 }
 
+namespace {
+
+// What is needed to reproduce and interpret a run beyond its figures.
+void describe_run(const RunResult& r, nlohmann::ordered_json& j) {
+  j["persistent"] = r.persistent;
+  j["mix"] = mix_string(r.mix);
+  j["distribution"] = std::string(to_string(r.distribution));
+  j["theta"] = r.theta;
+  j["seed"] = r.seed;
+  j["pinned"] = r.pinned;
+  j["preload_seconds"] = r.preload_seconds;
+  j["drain_seconds"] = r.drain_seconds;
+  j["shared_load"] = r.shared_load;
+  j["final_records"] = r.final_records;
+  j["dram_bytes_per_record"] = r.dram_bytes_per_record;
+  j["pm_bytes_per_record"] = r.pm_bytes_per_record;
+  j["latency_samples"] = r.latency_ns.samples;
+  nlohmann::ordered_json kinds;
+  for (std::size_t k = 0; k < kOpKinds; ++k)
+    kinds[std::string(to_string(static_cast<OpKind>(k)))] = r.ops_by_kind[k];
+  j["ops_by_kind"] = kinds;
+  j["reads_found"] = r.reads_found;
+  nlohmann::ordered_json cat;
+  for (const auto& [name, v] : r.flushes_per_op_by_category) cat[name] = v;
+  j["flushes_per_op_by_category"] = cat;
+  j["flush_delay_ns"] = r.flush_delay_ns;
+  j["fence_delay_ns"] = r.fence_delay_ns;
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  for (const auto& [name, v] : r.index_stats) extra[name] = v;
+  j["index_stats"] = extra;
+}
+
+}  // namespace
+
 std::string to_json(const std::vector<RunResult>& rs) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (const auto& r : rs) {
@@ -185,33 +219,7 @@ std::string to_json(const std::vector<RunResult>& rs) {
     j["key_set"] =
         r.key_type == KeyType::string ? nlohmann::ordered_json(to_string(r.key_set)) : nullptr;
     j["key_bytes"] = {{"min", r.key_min_bytes}, {"max", r.key_max_bytes}};
-    // Beyond the list: what is needed to reproduce and interpret the run.
-    j["persistent"] = r.persistent;
-    j["mix"] = mix_string(r.mix);
-    j["distribution"] = std::string(to_string(r.distribution));
-    j["theta"] = r.theta;
-    j["seed"] = r.seed;
-    j["pinned"] = r.pinned;
-    j["preload_seconds"] = r.preload_seconds;
-    j["drain_seconds"] = r.drain_seconds;
-    j["shared_load"] = r.shared_load;
-    j["final_records"] = r.final_records;
-    j["dram_bytes_per_record"] = r.dram_bytes_per_record;
-    j["pm_bytes_per_record"] = r.pm_bytes_per_record;
-    j["latency_samples"] = r.latency_ns.samples;
-    nlohmann::ordered_json kinds;
-    for (std::size_t k = 0; k < kOpKinds; ++k)
-      kinds[std::string(to_string(static_cast<OpKind>(k)))] = r.ops_by_kind[k];
-    j["ops_by_kind"] = kinds;
-    j["reads_found"] = r.reads_found;
-    nlohmann::ordered_json cat;
-    for (const auto& [name, v] : r.flushes_per_op_by_category) cat[name] = v;
-    j["flushes_per_op_by_category"] = cat;
-    j["flush_delay_ns"] = r.flush_delay_ns;
-    j["fence_delay_ns"] = r.fence_delay_ns;
-    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
-    for (const auto& [name, v] : r.index_stats) extra[name] = v;
-    j["index_stats"] = extra;
+    describe_run(r, j);
     all.push_back(std::move(j));
   }
   return all.dump(2) + "\n";

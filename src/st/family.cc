@@ -101,11 +101,4 @@ void check_value(Value v, const char* tree) {
                     "9223372036854775807 (2^63-1)");
 }
 
-pm::Pool& require_pool(const IndexConfig& c, const char* index) {
-  if (!c.pool)
-    throw Error(Errc::invalid_argument, std::string("index '") + index +
-                                            "' is persistent: give it a pool (IndexConfig::pool)");
-  return *c.pool;
-}
-
 }  // namespace dptree::detail

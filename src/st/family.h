@@ -90,9 +90,6 @@ struct LeafWalk {
 // Throws invalid_argument for a value with the tombstone bit (§2); `tree` names the tree.
 void check_value(Value v, const char* tree);
 
-// The pool a persistent index `index` is created in; invalid_argument when none is given.
-pm::Pool& require_pool(const IndexConfig& c, const char* index);
-
 // A tree of the family (DPTreeCore, CDPTree) behind the common Index interface: operations
 // forward; stats() gives records and bytes, extra() the tree's own counters.
 template <class Tree>

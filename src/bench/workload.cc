@@ -5,25 +5,16 @@
 #include <string>
 
 #include "dptree/error.h"
+#include "pm/named.h"
 
 namespace dptree::bench {
 
+constexpr Named<OpKind> kOpNames[] = {{OpKind::read, "read"},     {OpKind::insert, "insert"},
+                                      {OpKind::update, "update"}, {OpKind::remove, "remove"},
+                                      {OpKind::scan, "scan"},     {OpKind::rmw, "rmw"}};
+
 std::string_view to_string(OpKind k) {
-  switch (k) {
-    case OpKind::read:
-      return "read";
-    case OpKind::insert:
-      return "insert";
-    case OpKind::update:
-      return "update";
-    case OpKind::remove:
-      return "remove";
-    case OpKind::scan:
-      return "scan";
-    case OpKind::rmw:
-      return "rmw";
-  }
-  return "?";
+  return name_of(kOpNames, k);
 }
 
 double Mix::of(OpKind k) const {

@@ -25,6 +25,19 @@ inline std::uint64_t load8(const std::uint64_t* p) {
       .load(std::memory_order_acquire);
 }
 
+// An Index whose upsert, insert and update are each one call of Derived's
+// put(k, v, may_insert, may_update), which returns whether it changed anything.
+template <class Derived>
+class PutIndex : public Index {
+ public:
+  void upsert(Key k, Value v) override { self().put(k, v, true, true); }
+  bool insert(Key k, Value v) override { return self().put(k, v, true, false); }
+  bool update(Key k, Value v) override { return self().put(k, v, false, true); }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
+
 // Reads an unsigned option in [lo, hi]; refuses unknown option names. fptree's one option
 // is still read so; every other index parses its options with an OptionTable
 // (registry/option_table.h), which also describes them for `dptree bench --help-options`.

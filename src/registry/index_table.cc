@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dptree/error.h"
+#include "registry/option_values.h"
 
 namespace dptree {
 
@@ -43,6 +44,18 @@ pm::Pool& require_pool(const IndexConfig& c, const std::string& index) {
     throw Error(Errc::invalid_argument,
                 "index '" + index + "' is persistent: give it a pool (IndexConfig::pool)");
   return *c.pool;
+}
+
+void add_persistent_index(
+    const std::string& name, std::string description, bool concurrent, std::string why_none,
+    std::function<std::unique_ptr<Index>(pm::Pool&, const IndexConfig&)> make) {
+  add_builtin_index({name, std::move(description), true, concurrent,
+                     [name, why_none = std::move(why_none),
+                      make = std::move(make)](const IndexConfig& c) -> std::unique_ptr<Index> {
+                       pm::Pool& pool = require_pool(c, name);
+                       option_values::refuse_options(name, c.options, why_none);
+                       return make(pool, c);
+                     }});
 }
 
 }  // namespace dptree

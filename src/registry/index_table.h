@@ -4,6 +4,8 @@
 // before any look-up. Kept apart so that no layer depends on the library above it.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,5 +22,11 @@ const std::vector<IndexInfo>& index_table();
 // The pool of a persistent index's configuration; throws Error(invalid_argument) naming
 // `index` when there is none.
 pm::Pool& require_pool(const IndexConfig& c, const std::string& index);
+
+// Adds a persistent index that takes no options (`why_none` says why, in the refusal of one):
+// `make` builds it in the configuration's pool.
+void add_persistent_index(
+    const std::string& name, std::string description, bool concurrent, std::string why_none,
+    std::function<std::unique_ptr<Index>(pm::Pool&, const IndexConfig&)> make);
 
 }  // namespace dptree

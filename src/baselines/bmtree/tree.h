@@ -57,7 +57,9 @@ struct Options {
   bool page_given = false, leaf_given = false;  // given: must match what the pool holds
 };
 
-class BMBTree final : public Index {
+class BMBTree final : public PutIndex<BMBTree> {
+  friend class PutIndex<BMBTree>;  // its upsert, insert and update call put
+
  public:
   BMBTree(pm::Pool& pool, const Options& opt, std::size_t expected_records)
       : claim_(pool, "bm-btree"),
@@ -79,10 +81,6 @@ class BMBTree final : public Index {
   }
 
   std::string name() const override { return "bm-btree"; }
-
-  void upsert(Key k, Value v) override { put(k, v, true, true); }
-  bool insert(Key k, Value v) override { return put(k, v, true, false); }
-  bool update(Key k, Value v) override { return put(k, v, false, true); }
 
   bool remove(Key k) override {
     prepare_write();

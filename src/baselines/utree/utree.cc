@@ -53,6 +53,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "baselines/common.h"
 #include "baselines/slab/slab_arena.h"
 #include "baselines/slab/version_lock.h"
 #include "btree/btree.h"
@@ -100,7 +101,9 @@ struct ArrayLeaf {
 };
 
 template <std::size_t Slots>
-class UTree final : public Index {
+class UTree final : public PutIndex<UTree<Slots>> {
+  friend class PutIndex<UTree<Slots>>;  // its upsert, insert and update call put
+
   using Leaf = ArrayLeaf<Slots>;
   // Inner nodes: a leaf's low bound -> the leaf, descending, so lower_bound(k) is k's leaf.
   using Inner = btree::BPlusTree<Key, Leaf*, 64, 64, std::greater<Key>>;
@@ -114,10 +117,6 @@ class UTree final : public Index {
   }
 
   std::string name() const override { return "utree"; }
-
-  void upsert(Key k, Value v) override { put(k, v, true, true); }
-  bool insert(Key k, Value v) override { return put(k, v, true, false); }
-  bool update(Key k, Value v) override { return put(k, v, false, true); }
 
   bool remove(Key k) override {
     {

@@ -18,21 +18,11 @@ std::string_view to_string(OpKind k) {
 }
 
 double Mix::of(OpKind k) const {
-  switch (k) {
-    case OpKind::read:
-      return read;
-    case OpKind::insert:
-      return insert;
-    case OpKind::update:
-      return update;
-    case OpKind::remove:
-      return remove;
-    case OpKind::scan:
-      return scan;
-    case OpKind::rmw:
-      return rmw;
-  }
-  return 0;
+  // The shares in OpKind's order.
+  static constexpr double Mix::*kShares[kOpKinds] = {&Mix::read,   &Mix::insert, &Mix::update,
+                                                     &Mix::remove, &Mix::scan,   &Mix::rmw};
+  const auto i = static_cast<std::size_t>(k);
+  return i < kOpKinds ? this->*kShares[i] : 0;
 }
 
 void Mix::validate() const {

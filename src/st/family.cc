@@ -86,6 +86,15 @@ std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>
   return check_block_ownership(pool, owned, reach, r);
 }
 
+void MergeBlock::fail(const Error& e) {
+  blocked_ = true;
+  removes_since_ = 0;
+  throw Error(Errc::pool_full,
+              std::string(e.what()) +
+                  " (during a DPTree merge: the merge was undone, every write is still in "
+                  "the buffer and its log; delete keys or use a bigger pool)");
+}
+
 void throw_merge_blocked(const pm::Pool& pool) {
   throw Error(Errc::pool_full, "pool '" + pool.name() +
                                    "' is full: the last DPTree merge did not fit, so new "

@@ -25,11 +25,12 @@ inline std::uint64_t load8(const std::uint64_t* p) {
       .load(std::memory_order_acquire);
 }
 
-// An Index whose upsert, insert and update are each one call of Derived's
-// put(k, v, may_insert, may_update), which returns whether it changed anything.
+// An Index named Derived::kName whose upsert, insert and update are each one call of
+// Derived's put(k, v, may_insert, may_update), which returns whether it changed anything.
 template <class Derived>
 class PutIndex : public Index {
  public:
+  std::string name() const override { return Derived::kName; }
   void upsert(Key k, Value v) override { self().put(k, v, true, true); }
   bool insert(Key k, Value v) override { return self().put(k, v, true, false); }
   bool update(Key k, Value v) override { return self().put(k, v, false, true); }

@@ -23,10 +23,13 @@ const std::vector<IndexInfo>& index_table();
 // `index` when there is none.
 pm::Pool& require_pool(const IndexConfig& c, const std::string& index);
 
-// Adds a persistent index that takes no options (`why_none` says why, in the refusal of one):
-// `make` builds it in the configuration's pool.
-void add_persistent_index(
-    const std::string& name, std::string description, bool concurrent, std::string why_none,
-    std::function<std::unique_ptr<Index>(pm::Pool&, const IndexConfig&)> make);
+// Adds a persistent index that takes the options `docs` describes: `make` builds it in the
+// configuration's pool, parsing the configuration's options.
+using MakeInPool = std::function<std::unique_ptr<Index>(pm::Pool&, const IndexConfig&)>;
+void add_persistent_index(const std::string& name, std::string description, bool concurrent,
+                          std::vector<OptionDoc> docs, MakeInPool make);
+// The same for an index that takes no options (`why_none` says why, in the refusal of one).
+void add_persistent_index(const std::string& name, std::string description, bool concurrent,
+                          std::string why_none, MakeInPool make);
 
 }  // namespace dptree

@@ -58,11 +58,12 @@ struct Options {
 };
 
 class BMBTree final : public PutIndex<BMBTree> {
-  friend class PutIndex<BMBTree>;  // its upsert, insert and update call put
+  friend class PutIndex<BMBTree>;  // its name, upsert, insert and update
+  static constexpr const char* kName = "bm-btree";
 
  public:
   BMBTree(pm::Pool& pool, const Options& opt, std::size_t expected_records)
-      : claim_(pool, "bm-btree"),
+      : claim_(pool, kName),
         pool_(pool),
         opt_(opt),
         root_(open_root(pool, opt)),
@@ -79,8 +80,6 @@ class BMBTree final : public PutIndex<BMBTree> {
     } catch (...) {  // NOLINT(bugprone-empty-catch): recovery redoes from the log instead
     }
   }
-
-  std::string name() const override { return "bm-btree"; }
 
   bool remove(Key k) override {
     prepare_write();

@@ -101,17 +101,16 @@ std::uint8_t fingerprint(Key k) {
 using Inner = btree::BPlusTree<Key, std::uint64_t, 64, 64, std::greater<Key>>;
 
 class LBTree final : public PutIndex<LBTree> {
-  friend class PutIndex<LBTree>;  // its upsert, insert and update call put
+  friend class PutIndex<LBTree>;  // its name, upsert, insert and update
+  static constexpr const char* kName = "lbtree";
 
  public:
-  LBTree(pm::Pool& pool, bool shared) : claim_(pool, "lbtree"), pool_(pool), shared_(shared) {
+  LBTree(pm::Pool& pool, bool shared) : claim_(pool, kName), pool_(pool), shared_(shared) {
     inner_mu_.set_on(shared_);
-    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "lbtree"));
+    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, kName));
     leaves_ = std::make_unique<SlabArena>(pool, &root_->leaf_dir, sizeof(Leaf), root_->slab_size);
     recover();
   }
-
-  std::string name() const override { return "lbtree"; }
 
   bool remove(Key k) override {
     std::shared_lock inner(inner_mu_);
@@ -405,7 +404,7 @@ class LBTree final : public PutIndex<LBTree> {
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "lbtree", s); }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, kName, s); }
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;

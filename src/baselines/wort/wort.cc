@@ -147,17 +147,16 @@ bool is_leaf(std::uint64_t w) {
 }
 
 class Wort final : public PutIndex<Wort> {
-  friend class PutIndex<Wort>;  // its upsert, insert and update call put
+  friend class PutIndex<Wort>;  // its name, upsert, insert and update
+  static constexpr const char* kName = "wort";
 
  public:
-  explicit Wort(pm::Pool& pool) : claim_(pool, "wort"), pool_(pool) {
-    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "wort"));
+  explicit Wort(pm::Pool& pool) : claim_(pool, kName), pool_(pool) {
+    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, kName));
     nodes_ = std::make_unique<SlabArena>(pool, &root_->node_dir, kNodeSlot, root_->slab_size);
     leaves_ = std::make_unique<SlabArena>(pool, &root_->leaf_dir, sizeof(Leaf), root_->slab_size);
     recover();
   }
-
-  std::string name() const override { return "wort"; }
 
   bool remove(Key k) override {
     pm::CategoryScope cat(pm::Category::node);
@@ -474,7 +473,7 @@ class Wort final : public PutIndex<Wort> {
 
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "wort", s); }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, kName, s); }
   bool check_leaf(std::uint64_t w, const Expect& e, CheckReport& r) const;
 
   pm::PoolClaim claim_;  // before anything touches the pool

@@ -44,7 +44,7 @@ void register_cdptree_index() {
                 "merge and recovery workers = --threads unless set",
                 true, true,
                 [](const IndexConfig& c) -> std::unique_ptr<Index> {
-                  pm::Pool& pool = detail::require_pool(c, "cdptree");
+                  pm::Pool& pool = require_pool(c, "cdptree");
                   auto opt = CDPTreeOptions::from_map(c.options);
                   // Every thread the tree uses counts in the caller's thread count: as many
                   // merge and recovery workers as threads, and with one thread the writer

@@ -83,8 +83,7 @@ class StringDPTree final : public StringIndex {
   std::vector<std::string> last_;
   std::vector<u64> last_prefix_;  // key_prefix of last_: most searches compare only these
   std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;
-  bool merge_blocked_ = false;
-  std::size_t removes_since_block_ = 0;
+  MergeBlock merge_block_{t_.pool};
 };
 
 // A damaged string leaf's problem (empty: its contents are in bounds): count, key lengths,

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,16 @@
 namespace dptree::baselines::roart {
 
 // The 16-bit fingerprint a leaf-array entry carries of its whole key.
+// A key byte as the branch value it selects.
+inline unsigned char uc(char c) {
+  return static_cast<unsigned char>(c);
+}
+// A node header's stored prefix word: the first kStoredPrefix bytes of p.
+inline u64 pack_prefix(std::string_view p) {
+  u64 w = 0;
+  std::memcpy(&w, p.data(), std::min(p.size(), kStoredPrefix));
+  return w;
+}
 unsigned fingerprint(std::string_view k);
 // Writes the leaf (k, v) into slot `off` (of k's size class) and writes it back, unfenced
 // (the publish's fence orders it); returns the entry word that names it.
@@ -107,6 +118,7 @@ class Tree {
 
   // Writes: each *_once returns nullopt when a lock's validation failed (retry from the root).
   struct Locked;
+  struct Checker;  // check.cc
   std::optional<bool> put_once(std::string_view k, Value v, bool may_insert, bool may_update);
   std::optional<bool> remove_once(std::string_view k);
   bool drop_empty_node(std::string_view k);

@@ -34,10 +34,12 @@ test-tsan: setup
 
 test: check-format test-tsan test-asan
 
-# The libFuzzer pool fuzzers (docs/fuzzing.md), SECONDS per persistent index (default 60):
-# each first replays the inputs that once failed (tests/fuzz/regressions/INDEX/), then starts
-# from the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
+# The libFuzzer pool fuzzers (docs/fuzzing.md), SECONDS per persistent index (default 60) or
+# RUNS executions each (RUNS=1000000: the million-execution runs of docs/fuzzing.md). Each
+# first replays the inputs that once failed (tests/fuzz/regressions/INDEX/), then starts from
+# the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
 FUZZ_SECONDS := $(or $(SECONDS),60)
+FUZZ_LIMIT := $(if $(RUNS),-runs=$(RUNS),-max_total_time=$(FUZZ_SECONDS))
 FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree wort roart pactree bm_btree tips_btree
 fuzz: setup
 	cmake --preset fuzz >/dev/null
@@ -48,10 +50,10 @@ fuzz: setup
 	    DPTREE_FUZZ_SEED_BYTES=1048576 ./build/fuzz/tests/fuzz/fuzz_$$i tests/fuzz/regressions/$$i/* \
 	    >build/fuzz/regress-$$i.log 2>&1 \
 	    || { tail -20 build/fuzz/regress-$$i.log; exit 1; }; fi; \
-	  echo "fuzz: $$i for $(FUZZ_SECONDS) s"; \
+	  echo "fuzz: $$i ($(FUZZ_LIMIT))"; \
 	  DPTREE_FUZZ_SEED_DIR=build/fuzz/corpus/$$i ./build/fuzz/tests/fuzz/fuzz_$$i \
 	    build/fuzz/corpus/$$i -timeout=10 -rss_limit_mb=4096 \
-	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    $(FUZZ_LIMIT) -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/crashes/$$i/ 2>&1 | grep -E 'stat::|ERROR|SUMMARY|Done' \
 	    || true; \
 	  if ls build/fuzz/crashes/$$i/* >/dev/null 2>&1; then \

@@ -23,13 +23,14 @@ class StringCrash : public ::testing::TestWithParam<std::string> {};
 // concurrent_crash_test crashes that thread).
 std::map<std::string, std::string> crash_options(const std::string& index) {
   if (index == "pactree") return {{"updater", "inline"}};
-  // Logs of 4 shards of 2 KiB pages fit the 1 MiB pool; leaves of 32 keys split and are
-  // rewritten in every merge, every 240 writes or so.
+  // Logs of 4 shards of 2 KiB pages fit the 1 MiB pool; leaves of 64 keys split and are
+  // rewritten in every merge, every 400 writes or so (cdptree_string_crash_test crashes every phase
+  // of many more).
   if (index == "cdptree")
     return {{"log_partitions", "4"},
             {"log_page_size", "2048"},
-            {"leaf_capacity", "32"},
-            {"min_merge_records", "240"}};
+            {"leaf_capacity", "64"},
+            {"min_merge_records", "400"}};
   return {};
 }
 

@@ -86,13 +86,7 @@ void StringCDPTree::create() {
   if (opt_.leaf_capacity == 0)
     opt_.leaf_capacity = std::clamp<std::size_t>((opt_.leaf_bytes - 64) / 24, 4, 4096);
   opt_.validate();
-  LogGeometry g;
-  g.init(1, opt_.log_page_size);
-  if (g.per_page < string_record_words(kStringTreeMaxKey))
-    throw Error(Errc::invalid_argument,
-                std::string(kTree) + ": log_page_size " + std::to_string(opt_.log_page_size) +
-                    " cannot hold the log record of a " + std::to_string(kStringTreeMaxKey) +
-                    "-byte key: use 2048 or more");
+  require_page_for_longest_key(opt_.log_page_size, kTree);
   t_.require_empty_pool();
   root_ = create_root(t_, kCStringRootMagic, opt_.leaf_capacity, opt_.log_page_size,
                       opt_.log_partitions);
@@ -104,48 +98,21 @@ void StringCDPTree::create() {
 }
 
 void StringCDPTree::open() {
-  void* found = nullptr;
-  try {
-    found = t_.existing_root(kCStringRootMagic, sizeof(CRoot), kTree);
-  } catch (const Error& e) {
-    if (e.code() != Errc::wrong_index) throw;
-    if (root_if_ours(t_.pool, kCRootMagic, sizeof(CRoot)))
-      throw Error(Errc::wrong_index, "pool '" + t_.pool.name() +
-                                         "' holds a cdptree of integer keys, not of string "
-                                         "keys: open it with --key-type u64 "
-                                         "(IndexInfo::create), or use a new pool");
-    throw;
-  }
-  auto* rt = static_cast<CRoot*>(found);
-  for (const auto& p : verify_format(rt->base, kCStringRootMagic, kCDPTreeGvBits))
-    throw Error(Errc::corrupt, "pool '" + t_.pool.name() + "': " + kTree + " root: " + p +
-                                   ": the pool is damaged; restore it from a copy");
+  auto* rt = static_cast<CRoot*>(open_string_root(t_, kCStringRootMagic, sizeof(CRoot), kCRootMagic,
+                                                  kCDPTreeGvBits, "cdptree"));
   opt_.validate();  // the caller's options, before the stored ones replace three of them
   opt_.leaf_capacity = rt->base.leaf_capacity;
   opt_.log_page_size = rt->base.log_page_size;
   opt_.log_partitions = rt->partitions;
-  t_.validate_stored([this] { opt_.validate(); });
-  LogGeometry g;
-  g.init(1, opt_.log_page_size);
-  if (g.per_page < string_record_words(kStringTreeMaxKey))
-    throw Error(Errc::corrupt, "pool '" + t_.pool.name() + "': " + kTree +
-                                   " root: log pages too small for the longest key's record: "
-                                   "the pool is damaged; restore it from a copy");
+  t_.validate_stored([this] {
+    opt_.validate();
+    require_page_for_longest_key(opt_.log_page_size, kTree);
+  });
   root_ = rt;
   attach();
-  const pm::Pool& pool = t_.pool;
-  const std::size_t cap = opt_.leaf_capacity;
-  TreeShape shape{
-      kTree,
-      kCDPTreeGvBits,
-      0,
-      log_table_words(t_, *root_, opt_.log_partitions, kTree),
-      kStringLeafType,
-      [&pool](u64 l, int v) { return pool.offset_of(&pool.at<StringLeafHeader>(l)->next[v]); },
-      [&pool, cap](u64 l) {
-        std::string p = string_leaf_problem(pool, l, cap);
-        if (!p.empty()) throw_corrupt(pool, kTree, "leaf", l, p);
-      }};
+  const TreeShape shape = string_tree_shape(t_.pool, kTree, kCDPTreeGvBits,
+                                            log_table_words(t_, *root_, opt_.log_partitions, kTree),
+                                            opt_.leaf_capacity);
   validate_on_open(t_, root_->base, shape);
   recover();
 }

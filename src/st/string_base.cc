@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "format/verify.h"
 #include "st/validate.h"
 
 namespace dptree::detail {
@@ -102,6 +104,50 @@ std::size_t StringBase::dram_bytes() const {
   std::size_t b = 16 * leaves.capacity();
   for (const auto& k : last) b += sizeof(std::string) + k.capacity();
   return b;
+}
+
+void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 integer_magic,
+                       u64 gv_bits, const char* tree) {
+  void* found = nullptr;
+  try {
+    found = t.existing_root(magic, bytes, std::string(tree) + " (string keys)");
+  } catch (const Error& e) {
+    if (e.code() != Errc::wrong_index) throw;
+    if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
+      throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +
+                                         " of integer keys, not of string keys: open it with "
+                                         "--key-type u64 (IndexInfo::create), or use a new pool");
+    throw;
+  }
+  for (const auto& p : verify_format(*static_cast<const Root*>(found), magic, gv_bits))
+    throw Error(Errc::corrupt, "pool '" + t.pool.name() + "': " + tree + " (string keys) root: " +
+                                   p + ": the pool is damaged; restore it from a copy");
+  return found;
+}
+
+TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
+                            std::vector<u64> logs, std::size_t capacity) {
+  return TreeShape{
+      tree,
+      gv_bits,
+      0,
+      std::move(logs),
+      kStringLeafType,
+      [&pool](u64 l, int v) { return pool.offset_of(&pool.at<StringLeafHeader>(l)->next[v]); },
+      [&pool, capacity, tree](u64 l) {
+        std::string p = string_leaf_problem(pool, l, capacity);
+        if (!p.empty()) throw_corrupt(pool, tree, "leaf", l, p);
+      }};
+}
+
+void require_page_for_longest_key(std::size_t page_bytes, const char* tree) {
+  LogGeometry g;
+  g.init(1, page_bytes);
+  if (g.per_page < string_record_words(kStringTreeMaxKey))
+    throw Error(Errc::invalid_argument,
+                std::string(tree) + ": log_page_size " + std::to_string(page_bytes) +
+                    " cannot hold the log record of a " + std::to_string(kStringTreeMaxKey) +
+                    "-byte key: use 2048 or more");
 }
 
 std::size_t checked_record_words(const pm::Pool& pool, const char* tree, const u64* w,

@@ -21,6 +21,7 @@
 #include "format/string_leaf.h"
 #include "st/family.h"
 #include "st/merge.h"
+#include "st/validate.h"
 
 namespace dptree::detail {
 
@@ -76,6 +77,22 @@ void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv);
 // limit or a record running past its page.
 std::size_t checked_record_words(const pm::Pool& pool, const char* tree, const u64* w,
                                  std::size_t room);
+
+// open(): the root block of a string form (`magic`, at least `bytes` long, starting with a
+// Root), its format words verified against `gv_bits`. A pool of the same tree's integer form
+// (`integer_magic`) is wrong_index naming `tree` and how to open it; other errors as
+// TreeParts::existing_root, a damaged format Error(corrupt).
+void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 integer_magic,
+                       u64 gv_bits, const char* tree);
+
+// open(): what validate_on_open checks of a string form's pool: string leaves (their next
+// words and contents, `capacity` entries at most) and the log page chains starting at `logs`.
+TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
+                            std::vector<u64> logs, std::size_t capacity);
+
+// Error(invalid_argument) naming `tree` when pages of `page_bytes` cannot hold the record of a
+// key of kStringTreeMaxKey bytes.
+void require_page_for_longest_key(std::size_t page_bytes, const char* tree);
 
 // A damaged string leaf's problem (empty: its contents are in bounds): count, key lengths,
 // key bytes inside the leaf's heap, each heap byte reached by exactly one key, prefixes.

@@ -39,13 +39,7 @@ void StringDPTree::attach() {
 
 void StringDPTree::create() {
   opt_.validate();
-  LogGeometry g;
-  g.init(1, opt_.log_page_size);
-  if (g.per_page < string_record_words(kStringTreeMaxKey))
-    throw Error(Errc::invalid_argument,
-                "DPTree over string keys: log_page_size " + std::to_string(opt_.log_page_size) +
-                    " cannot hold the log record of a " + std::to_string(kStringTreeMaxKey) +
-                    "-byte key: use 2048 or more");
+  require_page_for_longest_key(opt_.log_page_size, "DPTree over string keys");
   t_.require_empty_pool();
   pm::CategoryScope cat(pm::Category::alloc);
   u64 r = t_.alloc.reserve(sizeof(Root));
@@ -65,42 +59,18 @@ void StringDPTree::create() {
 }
 
 void StringDPTree::open() {
-  void* found = nullptr;
-  try {
-    found = t_.existing_root(kStringRootMagic, sizeof(Root), kTree);
-  } catch (const Error& e) {
-    if (e.code() != Errc::wrong_index) throw;
-    const u64 off = *t_.pool.root_word();
-    if (t_.alloc.block_size(off) >= 8 && *t_.pool.at<u64>(off) == kRootMagic)
-      throw Error(Errc::wrong_index, "pool '" + t_.pool.name() +
-                                         "' holds a DPTree of integer keys, not of string "
-                                         "keys: open it with the integer interface "
-                                         "(IndexInfo::create), or use a new pool");
-    throw;
-  }
-  auto* rt = static_cast<Root*>(found);
-  for (const auto& p : verify_format(*rt, kStringRootMagic, kDPTreeGvBits))
-    throw Error(Errc::corrupt, "pool '" + t_.pool.name() + "': " + kTree + " root: " + p +
-                                   ": the pool is damaged; restore it from a copy");
+  auto* rt = static_cast<Root*>(
+      open_string_root(t_, kStringRootMagic, sizeof(Root), kRootMagic, kDPTreeGvBits, "DPTree"));
   opt_.validate();
   opt_.leaf_capacity = rt->leaf_capacity;
   opt_.log_page_size = rt->log_page_size;
   t_.validate_stored([this] { opt_.validate(); });
   root_ = rt;
   attach();
-  const pm::Pool& pool = t_.pool;
-  const std::size_t cap = opt_.leaf_capacity;
-  TreeShape shape{
-      kTree,
-      kDPTreeGvBits,
-      0,
-      {pool.offset_of(&root_->log_head[0]), pool.offset_of(&root_->log_head[1])},
-      kStringLeafType,
-      [&pool](u64 l, int v) { return pool.offset_of(&pool.at<StringLeafHeader>(l)->next[v]); },
-      [&pool, cap](u64 l) {
-        std::string p = string_leaf_problem(pool, l, cap);
-        if (!p.empty()) throw_corrupt(pool, kTree, "leaf", l, p);
-      }};
+  const TreeShape shape = string_tree_shape(
+      t_.pool, kTree, kDPTreeGvBits,
+      {t_.pool.offset_of(&root_->log_head[0]), t_.pool.offset_of(&root_->log_head[1])},
+      opt_.leaf_capacity);
   validate_on_open(t_, *root_, shape);
   recover();
 }

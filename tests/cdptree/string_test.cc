@@ -12,6 +12,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "fixtures/full_pool.h"
 #include "fixtures/key_kinds.h"
 #include "fixtures/named_stats.h"
 #include "format/cdptree_root.h"
@@ -74,34 +75,9 @@ TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
   auto pool = pm::Pool::create_in_memory(1 << 20);
   auto idx = make_string_index("cdptree", pool.get(), small());
   std::map<std::string, Value> model;
-  bool full = false;
-  for (int i = 0; i < 100000 && !full; ++i) {
-    const std::string k = std::string(40 + i % 30, 'k') + std::to_string(i);
-    try {
-      idx->upsert(k, static_cast<Value>(i));
-      model[k] = static_cast<Value>(i);
-    } catch (const Error& e) {
-      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();
-      full = true;
-    }
-  }
-  ASSERT_TRUE(full) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
-  std::vector<StringKV> all;
-  idx->scan(std::string(1, '\0'), model.size() + 10, all);
-  EXPECT_EQ(all.size(), model.size());
-  std::size_t removed = 0;
-  for (auto it = model.begin(); it != model.end();) {
-    bool present = false;
-    try {
-      present = idx->remove(it->first);
-    } catch (const Error& e) {
-      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();  // no log page for the record
-      break;
-    }
-    ASSERT_TRUE(present);
-    it = model.erase(it);
-    ++removed;
-  }
+  ASSERT_TRUE(fill_until_full(*idx, model)) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
+  expect_contents(*idx, model, "full");
+  const std::size_t removed = remove_until_refused(*idx, model);
   EXPECT_GT(removed, 0u);
   const NamedStats st(idx->stats().extra);
   std::printf("failed merges %g, retries %g, removed %zu, left %zu\n", st["failed_merges"],

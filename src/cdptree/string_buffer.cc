@@ -44,39 +44,47 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
   });
 }
 
+// Once `cut`, only keys up to `bound` are kept and every key up to it is in `all`: a shard
+// cut at n entries lowers the bound to its last one, and so does keeping only the n smallest
+// whenever 2n gathered (so later shards copy little more than their keys below the bound).
 bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries& out) const {
   StringEntries all;
-  bool complete = true;
-  std::string bound;  // the smallest last key of a shard cut at n entries
-  for (std::size_t p = 0; p < n_; ++p) {
+  bool cut = false;
+  std::string bound;
+  auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+  auto lower = [&](const std::string& k) {
+    if (!cut || k < bound) bound = k;
+    cut = true;
+  };
+  auto keep_smallest = [&] {
+    std::sort(all.begin(), all.end(), by_key);
+    if (cut)
+      all.erase(std::upper_bound(all.begin(), all.end(), bound,
+                                 [](const std::string& b, const auto& e) { return b < e.first; }),
+                all.end());
+    if (all.size() > n) {
+      all.resize(n);
+      lower(all.back().first);
+    }
+  };
+  for (std::size_t p = 0; p < n_ && n > 0; ++p) {
     const Shard& s = shards_[p];
     std::shared_lock lk(s.mu);
     std::size_t got = 0;
     for (auto it = s.map.lower_bound(start); it != s.map.end(); ++it) {
+      if (cut && bound < it->first) break;
       if (got == n) {
-        if (complete || all.back().first < bound) bound = all.back().first;
-        complete = false;
+        lower(all.back().first);  // this shard has more above its last one here
         break;
       }
       all.emplace_back(it->first, it->second);
       ++got;
     }
+    if (all.size() > 2 * n) keep_smallest();
   }
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  // Entries above a cut shard's last key may miss that shard's: leave them out.
-  std::size_t keep = all.size();
-  if (!complete)
-    keep = static_cast<std::size_t>(
-        std::upper_bound(all.begin(), all.end(), bound,
-                         [](const std::string& b, const auto& e) { return b < e.first; }) -
-        all.begin());
-  if (keep > n) {
-    keep = n;
-    complete = false;
-  }
-  out.insert(out.end(), std::make_move_iterator(all.begin()),
-             std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(keep)));
-  return complete;
+  keep_smallest();
+  out.insert(out.end(), std::make_move_iterator(all.begin()), std::make_move_iterator(all.end()));
+  return !cut;
 }
 
 StringEntries StringBuffer::entries() const {
@@ -100,8 +108,10 @@ std::size_t StringBuffer::size() const {
 
 std::vector<u64> StringBuffer::all_log_pages() const {
   std::vector<u64> out;
-  for (std::size_t p = 0; p < n_; ++p)
+  for (std::size_t p = 0; p < n_; ++p) {
+    std::shared_lock lk(shards_[p].mu);  // a writer may be linking a page
     out.insert(out.end(), shards_[p].log->pages().begin(), shards_[p].log->pages().end());
+  }
   return out;
 }
 

@@ -79,7 +79,7 @@ class StringBuffer {
   // Every entry in key order (each shard's read under its lock: per key consistent).
   StringEntries entries() const;
   std::size_t size() const;
-  // The log of each shard: its pages, and its persistent head word.
+  // The pages of shard p's log (writers quiesced), and of every shard's.
   const std::vector<u64>& log_pages(std::size_t p) const { return shards_[p].log->pages(); }
   std::vector<u64> all_log_pages() const;
   // After this buffer's merge committed and no thread uses it: every shard's log chain

@@ -29,20 +29,29 @@ constexpr const char* kName = "cdptree";
 
 StringCDPTree::StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create_new)
     : t_(pool, "concurrent DPTree (cdptree, string keys)"), opt_(opt) {
-  if (create_new)
-    create();
-  else
-    open();
+  try {
+    if (create_new)
+      create();
+    else
+      open();
+  } catch (...) {
+    release_dram();  // no destructor runs; no merge was posted (open merges inline)
+    throw;
+  }
 }
 
 StringCDPTree::~StringCDPTree() {
   wait_idle();
+  release_dram();
+}
+
+void StringCDPTree::release_dram() {
   workers_.reset();  // joins the merge workers (a merge task may be in its last lines)
-  StringBuffer* m = gp_m_.load();
-  StringBuffer* f = gp_f_.load();
+  StringBuffer* m = gp_m_.exchange(nullptr);
+  StringBuffer* f = gp_f_.exchange(nullptr);
   if (m != f) delete m;
   delete f;
-  delete gp_b_.load();
+  delete gp_b_.exchange(nullptr);
 }
 
 void StringCDPTree::attach() {

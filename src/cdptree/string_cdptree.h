@@ -61,7 +61,8 @@ class StringCDPTree final : public StringIndex {
   void create();
   void open();
   void attach();
-  void ensure_tables();
+  // Joins the workers and frees the buffers and the inner index (destructor, failed open).
+  void release_dram();
   void recover();
   int cv() const { return static_cast<int>(root_->base.gv & 1); }
   u64* table(int v) const { return t_.pool.at<u64>(root_->log_table[v]); }

@@ -23,15 +23,15 @@ TEST_P(CDPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
   StringCrashConfig c;
   c.index = "cdptree";
   c.options = {{"leaf_capacity", "16"},  {"log_partitions", "2"},     {"log_page_size", "2048"},
-               {"merge_ratio", "0.1"},   {"min_merge_records", "24"}, {"background_merge", "0"},
+               {"merge_ratio", "0.1"},   {"min_merge_records", "16"}, {"background_merge", "0"},
                {"recovery_threads", "1"}};
-  c.pool_bytes = 1u << 20;
+  c.pool_bytes = 512u << 10;
   c.seed = GetParam().seed;
   c.unit = GetParam().unit;
-  c.ops = 350;
+  c.ops = 180;
   c.key_space = 160;
   c.recovery_crash_one_in = 100;
-  c.continue_one_in = 80;
+  c.continue_one_in = 200;
   c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
   auto r = run_string_crash(c);
   ASSERT_FALSE(HasFailure());

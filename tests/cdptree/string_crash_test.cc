@@ -28,10 +28,10 @@ TEST_P(CDPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
   c.pool_bytes = 512u << 10;
   c.seed = GetParam().seed;
   c.unit = GetParam().unit;
-  c.ops = 180;
+  c.ops = 260;
   c.key_space = 160;
   c.recovery_crash_one_in = 100;
-  c.continue_one_in = 200;
+  c.continue_one_in = 120;
   c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
   auto r = run_string_crash(c);
   ASSERT_FALSE(HasFailure());

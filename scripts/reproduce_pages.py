@@ -46,6 +46,7 @@ TITLES = {
     "recovery": "Beyond the paper: recovery time at 2^k keys, 1 and 2 recovery threads",
     "yardstick": "The yardstick: our indexes as ratios to absl::btree_map",
     "tries": "Beyond the paper: the tries against the B+-trees, integer and string keys",
+    "strings": "Beyond the paper: the B+-trees over byte-string keys",
 }
 
 YARDSTICK = ["absl-btree", "dptree", "cdptree", "fastfair", "lbtree"]
@@ -53,6 +54,15 @@ YARDSTICK = ["absl-btree", "dptree", "cdptree", "fastfair", "lbtree"]
 # and the yardstick.
 TRIES = ["dptree", "cdptree", "lbtree", "fptree", "roart", "pactree", "wort", "absl-btree"]
 BTREES, TRIE_NAMES = ("dptree", "cdptree", "lbtree", "fptree"), ("roart", "pactree", "wort")
+# The `strings` experiment: the B+-trees with a string form, and the yardstick; the key kinds
+# with the bench flags that make them.
+STRINGS = ["absl-btree", "dptree", "cdptree", "fptree"]
+STRING_KINDS = [("u64", []),
+                ("u64be", ["--key-type", "string", "--key-set", "u64be"])] + [
+                (f"random {n} B", ["--key-type", "string", "--key-set", "random",
+                                   "--key-length", str(n)]) for n in (16, 64, 256)]
+# The share of its integer-key speed DPTree aims for on 8-byte big-endian string keys.
+STRING_GOAL = 0.7
 # The DPTree paper's Table 1 (flushes, fences per insert, 50M inserts) and Figure 8: DPTree's
 # lookups up to 2.19x and its scans up to 10.98x WORT's.
 PAPER_TABLE1_FF = {"dptree": (2.26, 1.06), "fptree": (3.64, 3.6), "wort": (6.8, 6.5)}
@@ -612,10 +622,11 @@ def body_yardstick(d, cfg):
             "single-threaded) at 1 thread in the same script. Load: the 1-minute load average "
             "before/after the process that made the row.\n\n")
     rows, met, missed = [], 0, 0
+    pmem = [r for r in runs if r.get("pm_mode", "pmem") == "pmem"]
     for t in (1, 2):
         for i in YARDSTICK:
-            ins = one(runs, index=i, threads=t, workload="insert_only")
-            rd = one(runs, index=i, threads=t, workload="read_only")
+            ins = one(pmem, index=i, threads=t, workload="insert_only")
+            rd = one(pmem, index=i, threads=t, workload="read_only")
             if not ins or not rd:
                 continue
             ri = ratio(ins["throughput_mops"], absl["insert_only"])
@@ -634,7 +645,39 @@ def body_yardstick(d, cfg):
     text += table(["index", "threads", "insert Mops/s", "insert ratio", "lookup Mops/s",
                    "lookup ratio", "target (insert / lookup)", "insert p99.9",
                    "flushes/insert", "PM B/record", "load"], rows) + "\n"
+    text += yardstick_dram(runs, d.get("persist_costs"))
     return text, f"targets met: {met} of {met + missed}"
+
+
+def yardstick_dram(runs, costs):
+    """What persisting costs: the same runs in dram mode (no flush, no fence), and the PM
+    layer's microbenchmark."""
+    dram = [r for r in runs if r.get("pm_mode") == "dram"]
+    ref = {w: (one(dram, index="absl-btree", workload=w) or {}).get("throughput_mops")
+           for w in ("insert_only", "read_only")}
+    rows = []
+    for r in dram:
+        if r["index"] == "absl-btree" or r["workload"] != "insert_only":
+            continue
+        rd = one(dram, index=r["index"], workload="read_only") or {}
+        rows.append([NAMES.get(r["index"], r["index"]), f"{r['throughput_mops']:.3f}",
+                     rx(ratio(r["throughput_mops"], ref["insert_only"])),
+                     rx(ratio(rd.get("throughput_mops"), ref["read_only"])),
+                     f"{r['fences_per_op']:.2f}", load_note(r)])
+    text = ""
+    if rows:
+        text += ("The same at 1 thread in `dram` mode, where a persist issues no flush and no "
+                 "fence (ratios to absl-btree in that process):\n\n")
+        text += table(["index", "insert Mops/s", "insert ratio", "lookup ratio",
+                       "fences/insert", "load"], rows) + "\n"
+    if costs:
+        text += (f"`dptree microbench` in the same script (load {costs['load']:.1f}): a persist "
+                 f"(flush + fence) of one line costs {costs['one_line']:.0f} ns and of four lines "
+                 f"under one fence {costs['four_lines']:.0f} ns, but four lines persisted one "
+                 f"after another, each fenced before the next is written, cost "
+                 f"{costs['four_ordered']:.0f} ns. An index pays for each fence its ordering "
+                 "needs (docs/peers.md, FAST_FAIR).\n\n")
+    return text
 
 
 def tries_rows(rs, absl, order, indexes):
@@ -732,10 +775,44 @@ def body_tries(d, cfg):
     return text, "; ".join(heads)
 
 
+def body_strings(d, cfg):
+    runs = d["runs"]
+    text = (f"{human(d['records'])} keys preloaded once per index and key kind (`dptree bench "
+            "--load-once`), pmem mode, one thread; lookups (read_only) first, then inserts of "
+            f"new keys (insert_only), {cfg.seconds} s each; an index that buffers writes drains "
+            "them inside the insert run. `u64be` keys are the integer keys as 8 big-endian "
+            "bytes, so both kinds hold the same keys in the same order. \"of u64\" is the "
+            "index's speed as a share of its own speed on integer keys in the same script; "
+            "the last column is the 1-minute load average before/after the process.\n\n")
+    rows, head = [], ""
+    for kind, _ in STRING_KINDS:
+        for i in STRINGS:
+            ins = one(runs, index=i, kind=kind, workload="insert_only")
+            rd = one(runs, index=i, kind=kind, workload="read_only")
+            if not ins or not rd:
+                continue
+            base_i = one(runs, index=i, kind="u64", workload="insert_only") or {}
+            base_r = one(runs, index=i, kind="u64", workload="read_only") or {}
+            ri = ratio(ins["throughput_mops"], base_i.get("throughput_mops"))
+            rr = ratio(rd["throughput_mops"], base_r.get("throughput_mops"))
+            rows.append([kind, NAMES.get(i, i), f"{ins['throughput_mops']:.3f}", rx(ri),
+                         f"{rd['throughput_mops']:.3f}", rx(rr), f"{ins['flushes_per_op']:.2f}",
+                         f"{ins.get('pm_bytes_per_record', 0):.1f}", load_note(rd)])
+            if i == "dptree" and kind == "u64be" and ri is not None and rr is not None:
+                ok = ri >= STRING_GOAL and rr >= STRING_GOAL
+                head = (f"DPTree on 8-byte string keys: inserts {rx(ri)}, lookups {rx(rr)} of its "
+                        f"integer speed (goal {STRING_GOAL}x: {'met' if ok else 'missed'})")
+    text += table(["keys", "index", "insert Mops/s", "of u64", "lookup Mops/s", "of u64",
+                   "flushes/insert", "PM B/record", "load"], rows) + "\n"
+    if head:
+        text += head + ".\n"
+    return text, head
+
+
 BODIES = {"table1": body_table1, "fig8ab": body_fig8ab, "fig8c": body_fig8c, "fig8d": body_fig8d,
           "fig10": body_fig10, "fig11": body_fig11, "space": body_space, "fig12": body_fig12, "fig13": body_fig13,
           "peers": body_peers, "recovery": body_recovery, "yardstick": body_yardstick,
-          "tries": body_tries}
+          "tries": body_tries, "strings": body_strings}
 
 HEADLINES = {}
 

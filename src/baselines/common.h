@@ -25,35 +25,6 @@ inline std::uint64_t load8(const std::uint64_t* p) {
       .load(std::memory_order_acquire);
 }
 
-// Reads an unsigned option in [lo, hi]; refuses unknown option names. fptree's one option
-// is still read so; every other index parses its options with an OptionTable
-// (registry/option_table.h), which also describes them for `dptree bench --help-options`.
-inline std::uint64_t option_u64(const IndexConfig& cfg, const std::string& index,
-                                const std::string& name, std::uint64_t dflt, std::uint64_t lo,
-                                std::uint64_t hi) {
-  for (const auto& [k, v] : cfg.options)
-    if (k != name)
-      throw Error(Errc::invalid_argument,
-                  index + ": unknown option '" + k + "': the only option is '" + name + "'");
-  auto it = cfg.options.find(name);
-  if (it == cfg.options.end()) return dflt;
-  std::uint64_t x = 0;
-  try {
-    std::size_t used = 0;
-    x = std::stoull(it->second, &used);
-    if (used != it->second.size()) throw std::invalid_argument("trailing characters");
-  } catch (const std::exception&) {
-    throw Error(Errc::invalid_argument, index + ": option " + name + "='" + it->second +
-                                            "' is not a number: pass an integer in [" +
-                                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  if (x < lo || x > hi)
-    throw Error(Errc::invalid_argument, index + ": option " + name + "=" + it->second +
-                                            " is out of range: pass an integer in [" +
-                                            std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return x;
-}
-
 // The pool's root word must own the block it names (PM is untrusted: checked before the
 // root is read). Returns the root block's offset; throws Error(corrupt) naming `index`.
 inline std::uint64_t owned_root(const pm::Pool& p, const std::string& index) {

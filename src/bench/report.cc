@@ -29,6 +29,10 @@ std::map<std::tuple<std::string, unsigned>, double> baselines(const std::vector<
   return base;
 }
 
+double cpu_ns_per_op(const RunResult& r) {
+  return r.ops ? r.cpu_seconds * 1e9 / static_cast<double>(r.ops) : 0;
+}
+
 // One row of values in csv_columns() order.
 std::vector<std::string> csv_row(const RunResult& r) {
   auto num = [](double v) { return fmt::format("{:.6g}", v); };
@@ -63,7 +67,8 @@ std::vector<std::string> csv_row(const RunResult& r) {
           std::string(to_string(r.key_type)),
           r.key_type == KeyType::string ? std::string(to_string(r.key_set)) : "",
           std::to_string(r.key_min_bytes),
-          std::to_string(r.key_max_bytes)};
+          std::to_string(r.key_max_bytes),
+          num(cpu_ns_per_op(r))};
 }
 
 std::string csv_escape(const std::string& s) {
@@ -118,7 +123,8 @@ const std::vector<std::string>& csv_columns() {
                                              "key_type",
                                              "key_set",
                                              "key_min_bytes",
-                                             "key_max_bytes"};
+                                             "key_max_bytes",
+                                             "cpu_ns_per_op"};
   return c;
 }
 
@@ -126,18 +132,18 @@ std::string format_table(const std::vector<RunResult>& rs) {
   const auto base = baselines(rs);
   std::string out = fmt::format(
       "{:<10} {:<12} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} "
-      "{:>7} {:>8}\n",
-      "index", "workload", "thr", "Mops/s", "ratio", "p50", "p99", "p99.9", "max", "flush/op",
-      "fence/op", "PMB/op", "DRAMB/r", "PMB/r", "load s", "recov s");
+      "{:>8} {:>7} {:>8}\n",
+      "index", "workload", "thr", "Mops/s", "ratio", "cpu/op", "p50", "p99", "p99.9", "max",
+      "flush/op", "fence/op", "PMB/op", "DRAMB/r", "PMB/r", "load s", "recov s");
   for (const auto& r : rs) {
     auto it = base.find({r.workload, r.threads});
     const std::string ratio = it != base.end() && it->second > 0
                                   ? fmt::format("{:.2f}x", r.throughput_mops / it->second)
                                   : "-";
     out += fmt::format(
-        "{:<10} {:<12} {:>3} {:>8.3f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8.2f} {:>8.2f} {:>8.1f} "
-        "{:>8.1f} {:>8.1f} {:>7} {:>8}\n",
-        r.index, r.workload, r.threads, r.throughput_mops, ratio,
+        "{:<10} {:<12} {:>3} {:>8.3f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8.2f} {:>8.2f} "
+        "{:>8.1f} {:>8.1f} {:>8.1f} {:>7} {:>8}\n",
+        r.index, r.workload, r.threads, r.throughput_mops, ratio, format_ns(cpu_ns_per_op(r)),
         format_ns(static_cast<double>(r.latency_ns.p50)),
         format_ns(static_cast<double>(r.latency_ns.p99)),
         format_ns(static_cast<double>(r.latency_ns.p999)),
@@ -148,6 +154,40 @@ std::string format_table(const std::vector<RunResult>& rs) {
   }
   return out;
 }
+
+namespace {
+
+// What is needed to reproduce and interpret a run beyond its figures.
+void describe_run(const RunResult& r, nlohmann::ordered_json& j) {
+  j["persistent"] = r.persistent;
+  j["mix"] = mix_string(r.mix);
+  j["distribution"] = std::string(to_string(r.distribution));
+  j["theta"] = r.theta;
+  j["seed"] = r.seed;
+  j["pinned"] = r.pinned;
+  j["preload_seconds"] = r.preload_seconds;
+  j["drain_seconds"] = r.drain_seconds;
+  j["shared_load"] = r.shared_load;
+  j["final_records"] = r.final_records;
+  j["dram_bytes_per_record"] = r.dram_bytes_per_record;
+  j["pm_bytes_per_record"] = r.pm_bytes_per_record;
+  j["latency_samples"] = r.latency_ns.samples;
+  nlohmann::ordered_json kinds;
+  for (std::size_t k = 0; k < kOpKinds; ++k)
+    kinds[std::string(to_string(static_cast<OpKind>(k)))] = r.ops_by_kind[k];
+  j["ops_by_kind"] = kinds;
+  j["reads_found"] = r.reads_found;
+  nlohmann::ordered_json cat;
+  for (const auto& [name, v] : r.flushes_per_op_by_category) cat[name] = v;
+  j["flushes_per_op_by_category"] = cat;
+  j["flush_delay_ns"] = r.flush_delay_ns;
+  j["fence_delay_ns"] = r.fence_delay_ns;
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  for (const auto& [name, v] : r.index_stats) extra[name] = v;
+  j["index_stats"] = extra;
+}
+
+}  // namespace
 
 std::string to_json(const std::vector<RunResult>& rs) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
@@ -160,6 +200,8 @@ std::string to_json(const std::vector<RunResult>& rs) {
     j["ops"] = r.ops;
     j["seconds"] = r.seconds;
     j["throughput_mops"] = r.throughput_mops;
+    j["cpu_seconds"] = r.cpu_seconds;
+    j["cpu_ns_per_op"] = cpu_ns_per_op(r);
     j["latency_ns"] = {{"p50", r.latency_ns.p50},     {"p90", r.latency_ns.p90},
                        {"p99", r.latency_ns.p99},     {"p999", r.latency_ns.p999},
                        {"p9999", r.latency_ns.p9999}, {"max", r.latency_ns.max}};
@@ -177,33 +219,7 @@ std::string to_json(const std::vector<RunResult>& rs) {
     j["key_set"] =
         r.key_type == KeyType::string ? nlohmann::ordered_json(to_string(r.key_set)) : nullptr;
     j["key_bytes"] = {{"min", r.key_min_bytes}, {"max", r.key_max_bytes}};
-    // Beyond the list: what is needed to reproduce and interpret the run.
-    j["persistent"] = r.persistent;
-    j["mix"] = mix_string(r.mix);
-    j["distribution"] = std::string(to_string(r.distribution));
-    j["theta"] = r.theta;
-    j["seed"] = r.seed;
-    j["pinned"] = r.pinned;
-    j["preload_seconds"] = r.preload_seconds;
-    j["drain_seconds"] = r.drain_seconds;
-    j["shared_load"] = r.shared_load;
-    j["final_records"] = r.final_records;
-    j["dram_bytes_per_record"] = r.dram_bytes_per_record;
-    j["pm_bytes_per_record"] = r.pm_bytes_per_record;
-    j["latency_samples"] = r.latency_ns.samples;
-    nlohmann::ordered_json kinds;
-    for (std::size_t k = 0; k < kOpKinds; ++k)
-      kinds[std::string(to_string(static_cast<OpKind>(k)))] = r.ops_by_kind[k];
-    j["ops_by_kind"] = kinds;
-    j["reads_found"] = r.reads_found;
-    nlohmann::ordered_json cat;
-    for (const auto& [name, v] : r.flushes_per_op_by_category) cat[name] = v;
-    j["flushes_per_op_by_category"] = cat;
-    j["flush_delay_ns"] = r.flush_delay_ns;
-    j["fence_delay_ns"] = r.fence_delay_ns;
-    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
-    for (const auto& [name, v] : r.index_stats) extra[name] = v;
-    j["index_stats"] = extra;
+    describe_run(r, j);
     all.push_back(std::move(j));
   }
   return all.dump(2) + "\n";

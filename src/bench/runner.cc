@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_stop{false};
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -541,6 +548,7 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
   const unsigned n = spec.threads;
   auto workers = std::make_unique<WorkerState[]>(n);
   pm::CounterSnapshot c0;
+  const double cpu0 = process_cpu_seconds();
   auto [start, end] = drive(
       rc, workers.get(), [&](double f) { report("run", f); }, c0);
   const Mix& mix = spec.workload.mix;
@@ -553,6 +561,7 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
     end = drained;
   }
   r.seconds = std::chrono::duration<double>(end - start).count();
+  r.cpu_seconds = process_cpu_seconds() - cpu0;
   const pm::CounterSnapshot delta = pm::counters() - c0;
   for (unsigned t = 0; t < n; ++t)
     if (workers[t].error) std::rethrow_exception(workers[t].error);

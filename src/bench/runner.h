@@ -67,6 +67,10 @@ struct RunResult {
   std::uint64_t ops_by_kind[kOpKinds] = {};
   std::uint64_t reads_found = 0;  // lookups (and rmw reads) that found their key
   double seconds = 0;             // the timed phase, drain included
+  // CPU time the whole process spent in the timed phase (every thread, the index's background
+  // workers included): on a shared machine it moves much less with other processes' load than
+  // `seconds` does, so it is the figure to compare across runs made at different loads.
+  double cpu_seconds = 0;
   double throughput_mops = 0;
   double preload_seconds = 0;  // 0 on a shared load after its first run (drain included)
   // Part of `seconds`: the index's drain() after the last operation of a run that writes.

@@ -151,6 +151,9 @@ class BufferTree {
   // whose steps are conditional moves, not branches the random keys would mispredict.
   template <bool or_equal>
   static int count_below(const std::uint64_t* keys, int n, std::uint64_t k) {
+    // The search's steps each reach another of the node's key lines, one dependent miss
+    // after another; loading them all first overlaps those misses.
+    for (int b = 0; b < n; b += 8) __builtin_prefetch(keys + b);
     const std::uint64_t* base = keys;
     while (n > 1) {
       const int half = n / 2;
@@ -185,15 +188,7 @@ class BufferTree {
         return false;
       }
       if (l->n == kFan) {
-        auto* r = new_leaf();
-        int half = kFan / 2;
-        r->n = kFan - half;
-        std::copy(l->keys + half, l->keys + kFan, r->keys);
-        std::copy(l->vals + half, l->vals + kFan, r->vals);
-        l->n = half;
-        r->next = l->next;
-        l->next = r;
-        sep = r->keys[0];
+        Leaf* r = split_leaf(l, sep);
         split = r;
         Leaf* t = k >= sep ? r : l;
         insert_at(t, lower(t, k), k, v);
@@ -209,30 +204,7 @@ class BufferTree {
     bool added = insert_rec(in->child[ci], k, v, csep, csplit);
     if (!csplit) return added;
     if (in->n == kFan) {
-      // Split the inner node: gather n+1 children, keep half.
-      std::uint64_t keys[kFan];
-      Node* ch[kFan + 1];
-      int nk = 0, nc = 0;
-      for (int i = 0; i < in->n; ++i) {
-        ch[nc++] = in->child[i];
-        if (i == ci) ch[nc++] = csplit;
-      }
-      for (int i = 0; i < in->n - 1; ++i) {
-        if (i == ci) keys[nk++] = csep;
-        keys[nk++] = in->keys[i];
-      }
-      if (ci == in->n - 1) keys[nk++] = csep;
-      // nc = kFan + 1 children, nk = kFan separators.
-      auto* r = new_inner();
-      int left = nc / 2;
-      in->n = left;
-      for (int i = 0; i < left; ++i) in->child[i] = ch[i];
-      for (int i = 0; i < left - 1; ++i) in->keys[i] = keys[i];
-      sep = keys[left - 1];
-      r->n = nc - left;
-      for (int i = 0; i < r->n; ++i) r->child[i] = ch[left + i];
-      for (int i = 0; i < r->n - 1; ++i) r->keys[i] = keys[left + i];
-      split = r;
+      split = split_inner(in, ci, csep, csplit, sep);
       return added;
     }
     for (int i = in->n; i > ci + 1; --i) in->child[i] = in->child[i - 1];
@@ -241,6 +213,47 @@ class BufferTree {
     in->keys[ci] = csep;
     ++in->n;
     return added;
+  }
+  // Moves the upper half of the full leaf l into a new leaf linked after it; sep = its first key.
+  Leaf* split_leaf(Leaf* l, std::uint64_t& sep) {
+    auto* r = new_leaf();
+    int half = kFan / 2;
+    r->n = kFan - half;
+    std::copy(l->keys + half, l->keys + kFan, r->keys);
+    std::copy(l->vals + half, l->vals + kFan, r->vals);
+    l->n = half;
+    r->next = l->next;
+    l->next = r;
+    sep = r->keys[0];
+    return r;
+  }
+  // Splits the full inner node `in` whose child ci just split into (csep, csplit): the n + 1
+  // children and n separators are gathered, `in` keeps the first half, a new node the rest;
+  // sep = the separator between them.
+  Inner* split_inner(Inner* in, int ci, std::uint64_t csep, Node* csplit, std::uint64_t& sep) {
+    std::uint64_t keys[kFan];
+    Node* ch[kFan + 1];
+    int nk = 0, nc = 0;
+    for (int i = 0; i < in->n; ++i) {
+      ch[nc++] = in->child[i];
+      if (i == ci) ch[nc++] = csplit;
+    }
+    for (int i = 0; i < in->n - 1; ++i) {
+      if (i == ci) keys[nk++] = csep;
+      keys[nk++] = in->keys[i];
+    }
+    if (ci == in->n - 1) keys[nk++] = csep;
+    // nc = kFan + 1 children, nk = kFan separators.
+    auto* r = new_inner();
+    int left = nc / 2;
+    in->n = left;
+    for (int i = 0; i < left; ++i) in->child[i] = ch[i];
+    for (int i = 0; i < left - 1; ++i) in->keys[i] = keys[i];
+    sep = keys[left - 1];
+    r->n = nc - left;
+    for (int i = 0; i < r->n; ++i) r->child[i] = ch[left + i];
+    for (int i = 0; i < r->n - 1; ++i) r->keys[i] = keys[left + i];
+    return r;
   }
   static void insert_at(Leaf* l, int i, std::uint64_t k, std::uint64_t v) {
     for (int j = l->n; j > i; --j) {

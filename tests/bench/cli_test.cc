@@ -91,6 +91,7 @@ TEST(Cli, ListShowsTheRegisteredIndexes) {
   EXPECT_TRUE(has(r.output, "btree        no         yes        no")) << r.output;
   EXPECT_TRUE(has(r.output, "stdmap       no         no         no")) << r.output;
   EXPECT_TRUE(has(r.output, "absl-btree   no         no         yes")) << r.output;
+  EXPECT_TRUE(has(r.output, "fptree       yes        yes        yes")) << r.output;
 }
 
 TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {
@@ -102,6 +103,10 @@ TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {
   r = run("bench --help-options cdptree");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "inplace_delete         boolean       default 1")) << r.output;
+  r = run("bench --help-options fptree");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "leaf_capacity          whole number  default 56       2..56"))
+      << r.output;
   r = run("bench --help-options stdmap");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "stdmap takes no options")) << r.output;
@@ -123,7 +128,7 @@ TEST(Cli, JsonAndCsvOfATinyRun) {
     for (const char* f :
          {"index", "workload", "threads", "records", "ops", "seconds", "throughput_mops",
           "latency_ns", "flushes_per_op", "fences_per_op", "pm_bytes_written_per_op", "dram_bytes",
-          "pm_bytes", "recovery_seconds", "pm_mode"})
+          "pm_bytes", "recovery_seconds", "pm_mode", "cpu_seconds", "cpu_ns_per_op"})
       EXPECT_TRUE(run.contains(f)) << f;
     for (const char* p : {"p50", "p90", "p99", "p999", "p9999", "max"})
       EXPECT_TRUE(run["latency_ns"].contains(p)) << p;
@@ -131,6 +136,7 @@ TEST(Cli, JsonAndCsvOfATinyRun) {
     EXPECT_EQ(run["records"], 1000);
     EXPECT_EQ(run["pm_mode"], "dram");
     EXPECT_GT(run["throughput_mops"].get<double>(), 0);
+    EXPECT_GT(run["cpu_ns_per_op"].get<double>(), 0);
     EXPECT_TRUE(run["recovery_seconds"].is_null()) << "volatile indexes have no recovery";
   }
   EXPECT_EQ(j[0]["index"], "btree");

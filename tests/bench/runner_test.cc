@@ -43,6 +43,8 @@ TEST(Runner, RunsTheRequestedOperations) {
     EXPECT_GT(r.dram_bytes, 0u);
     EXPECT_FALSE(r.recovery_seconds.has_value());
     EXPECT_EQ(r.pm_mode, "dram");
+    // The process's CPU time over the run: the worker's at least, and it was busy throughout.
+    EXPECT_GT(r.cpu_seconds, 0) << index;
   }
 }
 

@@ -25,6 +25,20 @@ inline std::uint64_t load8(const std::uint64_t* p) {
       .load(std::memory_order_acquire);
 }
 
+// An Index named Derived::kName whose upsert, insert and update are each one call of
+// Derived's put(k, v, may_insert, may_update), which returns whether it changed anything.
+template <class Derived>
+class PutIndex : public Index {
+ public:
+  std::string name() const override { return Derived::kName; }
+  void upsert(Key k, Value v) override { self().put(k, v, true, true); }
+  bool insert(Key k, Value v) override { return self().put(k, v, true, false); }
+  bool update(Key k, Value v) override { return self().put(k, v, false, true); }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+};
+
 // The pool's root word must own the block it names (PM is untrusted: checked before the
 // root is read). Returns the root block's offset; throws Error(corrupt) naming `index`.
 inline std::uint64_t owned_root(const pm::Pool& p, const std::string& index) {

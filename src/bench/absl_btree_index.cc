@@ -11,18 +11,16 @@
 
 #include "bench/reference_indexes.h"
 #include "btree/map_index.h"
-#include "btree/string_map_index.h"
 #include "dptree/error.h"
 #include "dptree/registry.h"
+#include "registry/option_values.h"
 
 namespace dptree::bench {
 
 namespace {
 
 void refuse_options(const IndexConfig& cfg) {
-  if (!cfg.options.empty())
-    throw Error(Errc::invalid_argument, "absl-btree takes no index options (got '" +
-                                            cfg.options.begin()->first + "'); remove the option");
+  option_values::refuse_options("absl-btree", cfg.options);
 }
 
 }  // namespace
@@ -43,8 +41,8 @@ void register_reference_indexes() {
       refuse_options(cfg);
       // 40-byte pairs (a std::string and a value) in nodes about 70% full.
       return std::make_unique<
-          btree::StringMapIndex<absl::btree_map<std::string, Value, std::less<>>>>("absl-btree",
-                                                                                   40 / 0.7);
+          btree::MapIndex<absl::btree_map<std::string, Value, std::less<>>, StringIndex>>(
+          "absl-btree", 40 / 0.7);
     };
     register_index(std::move(info));
   });

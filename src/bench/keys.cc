@@ -3,29 +3,21 @@
 #include <cmath>
 
 #include "dptree/error.h"
+#include "pm/named.h"
 
 namespace dptree::bench {
 
+constexpr Named<Distribution> kDistributions[] = {{Distribution::uniform, "uniform"},
+                                                  {Distribution::zipfian, "zipfian"},
+                                                  {Distribution::sequential, "sequential"},
+                                                  {Distribution::latest, "latest"}};
+
 std::string_view to_string(Distribution d) {
-  switch (d) {
-    case Distribution::uniform:
-      return "uniform";
-    case Distribution::zipfian:
-      return "zipfian";
-    case Distribution::sequential:
-      return "sequential";
-    case Distribution::latest:
-      return "latest";
-  }
-  return "?";
+  return name_of(kDistributions, d);
 }
 
 Distribution parse_distribution(std::string_view s) {
-  for (auto d : {Distribution::uniform, Distribution::zipfian, Distribution::sequential,
-                 Distribution::latest})
-    if (s == to_string(d)) return d;
-  throw Error(Errc::invalid_argument, "unknown key distribution '" + std::string(s) +
-                                          "': use uniform, zipfian, sequential or latest");
+  return parse_named(kDistributions, s, "key distribution");
 }
 
 double Zipfian::zeta(std::uint64_t n, double theta) {

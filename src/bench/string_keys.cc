@@ -10,6 +10,7 @@
 #include "dptree/error.h"
 #include "dptree/registry.h"
 #include "dptree/string_index.h"
+#include "pm/named.h"
 
 namespace dptree::bench {
 namespace {
@@ -61,16 +62,11 @@ std::string_view to_string(KeyType t) {
   return t == KeyType::string ? "string" : "u64";
 }
 
+constexpr Named<KeySet> kKeySets[] = {
+    {KeySet::random, "random"}, {KeySet::u64be, "u64be"}, {KeySet::words, "words"}};
+
 std::string_view to_string(KeySet s) {
-  switch (s) {
-    case KeySet::random:
-      return "random";
-    case KeySet::u64be:
-      return "u64be";
-    case KeySet::words:
-      return "words";
-  }
-  return "?";
+  return name_of(kKeySets, s);
 }
 
 KeyType parse_key_type(std::string_view s) {
@@ -81,10 +77,7 @@ KeyType parse_key_type(std::string_view s) {
 }
 
 KeySet parse_key_set(std::string_view s) {
-  for (KeySet k : {KeySet::random, KeySet::u64be, KeySet::words})
-    if (s == to_string(k)) return k;
-  throw Error(Errc::invalid_argument,
-              "--key-set '" + std::string(s) + "': give random, u64be or words");
+  return parse_named(kKeySets, s, "key set (--key-set)");
 }
 
 void parse_key_length(std::string_view s, KeyFormat& f) {

@@ -5,43 +5,24 @@
 #include <string>
 
 #include "dptree/error.h"
+#include "pm/named.h"
 
 namespace dptree::bench {
 
+constexpr Named<OpKind> kOpNames[] = {{OpKind::read, "read"},     {OpKind::insert, "insert"},
+                                      {OpKind::update, "update"}, {OpKind::remove, "remove"},
+                                      {OpKind::scan, "scan"},     {OpKind::rmw, "rmw"}};
+
 std::string_view to_string(OpKind k) {
-  switch (k) {
-    case OpKind::read:
-      return "read";
-    case OpKind::insert:
-      return "insert";
-    case OpKind::update:
-      return "update";
-    case OpKind::remove:
-      return "remove";
-    case OpKind::scan:
-      return "scan";
-    case OpKind::rmw:
-      return "rmw";
-  }
-  return "?";
+  return name_of(kOpNames, k);
 }
 
 double Mix::of(OpKind k) const {
-  switch (k) {
-    case OpKind::read:
-      return read;
-    case OpKind::insert:
-      return insert;
-    case OpKind::update:
-      return update;
-    case OpKind::remove:
-      return remove;
-    case OpKind::scan:
-      return scan;
-    case OpKind::rmw:
-      return rmw;
-  }
-  return 0;
+  // The shares in OpKind's order.
+  static constexpr double Mix::*kShares[kOpKinds] = {&Mix::read,   &Mix::insert, &Mix::update,
+                                                     &Mix::remove, &Mix::scan,   &Mix::rmw};
+  const auto i = static_cast<std::size_t>(k);
+  return i < kOpKinds ? this->*kShares[i] : 0;
 }
 
 void Mix::validate() const {

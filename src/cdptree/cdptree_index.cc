@@ -61,7 +61,7 @@ void register_cdptree_index() {
       "merge and recovery workers = --threads unless set",
       true, true,
       [](const IndexConfig& c) -> std::unique_ptr<Index> {
-        pm::Pool& pool = detail::require_pool(c, "cdptree");
+        pm::Pool& pool = require_pool(c, "cdptree");
         const auto opt = options_for(c);
         if (detail::root_if_ours(pool, detail::kCStringRootMagic, sizeof(detail::CRoot)))
           throw Error(Errc::wrong_index,
@@ -74,7 +74,7 @@ void register_cdptree_index() {
       },
       cdptree_option_docs(),
       [](const IndexConfig& c) -> std::unique_ptr<StringIndex> {
-        pm::Pool& pool = detail::require_pool(c, "cdptree");
+        pm::Pool& pool = require_pool(c, "cdptree");
         return std::make_unique<cdp::StringCDPTree>(pool, options_for(c), *pool.root_word() == 0);
       }});
 }

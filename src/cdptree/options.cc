@@ -42,23 +42,13 @@ const option_values::OptionTable<CDPTreeOptions>& table() {
   static const auto built = [] {
     option_values::OptionTable<O> t("CDPTree");
     t.whole("log_partitions", &O::log_partitions, "1..4096", "N hash partitions of the log (§3.1)")
-        .number("merge_ratio", &O::merge_ratio, "(0, 1)",
-                "R: merge when the Front holds R x the base's records")
-        .number("bloom_error_rate", &O::bloom_error_rate, "(0, 1)",
-                "false-positive rate of each buffer's Bloom filter")
         .whole("leaf_bytes", &O::leaf_bytes, "512..1048576",
                "base leaf size; sets the leaf capacity when leaf_capacity is 0")
         .whole("leaf_capacity", &O::leaf_capacity, "0 or 4..4096",
-               "slots per base leaf; 0: the most that fit leaf_bytes")
-        .whole("log_page_size", &O::log_page_size, "1 KiB..64 MiB, a multiple of 1 KiB",
-               "bytes per PM log page")
-        .number("fill_rate", &O::fill_rate, "(0.5, 1]", "FR: occupancy of split leaves (§2.3)")
-        .number("consolidate_threshold", &O::consolidate_threshold, "(0, 0.5]",
-                "CT: leaves below it are consolidated (§2.3)")
-        .whole("min_merge_records", &O::min_merge_records, "0..2^30",
-               "no merge below this many Front records")
-        .whole("merge_threads", &O::merge_threads, "0..256",
-               "merge workers (Algorithm 9); 0: the hardware threads")
+               "slots per base leaf; 0: the most that fit leaf_bytes");
+    add_merge_options(t, "the Front", "two log pages of records per log partition");
+    t.whole("merge_threads", &O::merge_threads, "0..256",
+            "merge workers (Algorithm 9); 0: the hardware threads")
         .whole("recovery_threads", &O::recovery_threads, "0..256",
                "log partitions replayed in parallel; 0: the hardware threads")
         .whole("psize", &O::psize, "1 or more", "PSize: base leaves per merge partition (§3.3)")

@@ -1,37 +1,25 @@
 #include "dptree/error.h"
 
+#include "pm/named.h"
+
 namespace dptree {
 
+constexpr Named<Errc> kErrcNames[] = {{Errc::invalid_argument, "invalid argument"},
+                                      {Errc::not_found, "not found"},
+                                      {Errc::already_exists, "already exists"},
+                                      {Errc::not_a_pool, "not a pool"},
+                                      {Errc::version_mismatch, "format version mismatch"},
+                                      {Errc::wrong_index, "pool of another index"},
+                                      {Errc::truncated, "truncated"},
+                                      {Errc::corrupt, "corrupt"},
+                                      {Errc::stored_setting, "stored setting out of range"},
+                                      {Errc::locked, "locked"},
+                                      {Errc::in_use, "pool in use"},
+                                      {Errc::pool_full, "pool full"},
+                                      {Errc::io_error, "I/O error"}};
+
 std::string_view to_string(Errc c) {
-  switch (c) {
-    case Errc::invalid_argument:
-      return "invalid argument";
-    case Errc::not_found:
-      return "not found";
-    case Errc::already_exists:
-      return "already exists";
-    case Errc::not_a_pool:
-      return "not a pool";
-    case Errc::version_mismatch:
-      return "format version mismatch";
-    case Errc::wrong_index:
-      return "pool of another index";
-    case Errc::truncated:
-      return "truncated";
-    case Errc::corrupt:
-      return "corrupt";
-    case Errc::stored_setting:
-      return "stored setting out of range";
-    case Errc::locked:
-      return "locked";
-    case Errc::in_use:
-      return "pool in use";
-    case Errc::pool_full:
-      return "pool full";
-    case Errc::io_error:
-      return "I/O error";
-  }
-  return "unknown";
+  return name_of(kErrcNames, c);
 }
 
 }  // namespace dptree

@@ -11,6 +11,7 @@
 
 #include "dptree/error.h"
 #include "dptree/pm/store.h"
+#include "pm/named.h"
 #include "pm/sim_registry.h"
 
 namespace dptree::pm {
@@ -98,51 +99,32 @@ std::uint32_t this_thread_id() {
   return id;
 }
 
+constexpr Named<Mode> kModes[] = {
+    {Mode::pmem, "pmem"}, {Mode::eadr, "eadr"}, {Mode::dram, "dram"}, {Mode::sim, "sim"}};
+
 std::string_view to_string(Mode m) {
-  switch (m) {
-    case Mode::pmem:
-      return "pmem";
-    case Mode::eadr:
-      return "eadr";
-    case Mode::dram:
-      return "dram";
-    case Mode::sim:
-      return "sim";
-  }
-  return "?";
+  return name_of(kModes, m);
 }
 
 Mode parse_mode(std::string_view s) {
-  for (Mode m : {Mode::pmem, Mode::eadr, Mode::dram, Mode::sim})
-    if (s == to_string(m)) return m;
-  throw Error(Errc::invalid_argument,
-              "unknown PM mode '" + std::string(s) + "': use one of pmem, eadr, dram, sim");
+  return parse_named(kModes, s, "PM mode");
 }
+
+constexpr Named<FlushInstruction> kFlushes[] = {{FlushInstruction::clwb, "clwb"},
+                                                {FlushInstruction::clflushopt, "clflushopt"},
+                                                {FlushInstruction::clflush, "clflush"}};
 
 std::string_view to_string(FlushInstruction f) {
-  switch (f) {
-    case FlushInstruction::clwb:
-      return "clwb";
-    case FlushInstruction::clflushopt:
-      return "clflushopt";
-    case FlushInstruction::clflush:
-      return "clflush";
-  }
-  return "?";
+  return name_of(kFlushes, f);
 }
 
+constexpr Named<Category> kCategoryNames[] = {{Category::other, "other"},
+                                              {Category::log, "log"},
+                                              {Category::alloc, "alloc"},
+                                              {Category::node, "node"}};
+
 std::string_view to_string(Category c) {
-  switch (c) {
-    case Category::other:
-      return "other";
-    case Category::log:
-      return "log";
-    case Category::alloc:
-      return "alloc";
-    case Category::node:
-      return "node";
-  }
-  return "?";
+  return name_of(kCategoryNames, c);
 }
 
 void set_mode(Mode m) {

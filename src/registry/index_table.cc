@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dptree/error.h"
+#include "registry/option_values.h"
 
 namespace dptree {
 
@@ -43,6 +44,25 @@ pm::Pool& require_pool(const IndexConfig& c, const std::string& index) {
     throw Error(Errc::invalid_argument,
                 "index '" + index + "' is persistent: give it a pool (IndexConfig::pool)");
   return *c.pool;
+}
+
+void add_persistent_index(const std::string& name, std::string description, bool concurrent,
+                          std::vector<OptionDoc> docs, MakeInPool make) {
+  add_builtin_index({name, std::move(description), true, concurrent,
+                     [name, make = std::move(make)](const IndexConfig& c) {
+                       return make(require_pool(c, name), c);
+                     },
+                     std::move(docs)});
+}
+
+void add_persistent_index(const std::string& name, std::string description, bool concurrent,
+                          std::string why_none, MakeInPool make) {
+  add_persistent_index(name, std::move(description), concurrent, std::vector<OptionDoc>{},
+                       [name, why_none = std::move(why_none), make = std::move(make)](
+                           pm::Pool& pool, const IndexConfig& c) {
+                         option_values::refuse_options(name, c.options, why_none);
+                         return make(pool, c);
+                       });
 }
 
 }  // namespace dptree

@@ -4,6 +4,8 @@
 // before any look-up. Kept apart so that no layer depends on the library above it.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,5 +22,14 @@ const std::vector<IndexInfo>& index_table();
 // The pool of a persistent index's configuration; throws Error(invalid_argument) naming
 // `index` when there is none.
 pm::Pool& require_pool(const IndexConfig& c, const std::string& index);
+
+// Adds a persistent index that takes the options `docs` describes: `make` builds it in the
+// configuration's pool, parsing the configuration's options.
+using MakeInPool = std::function<std::unique_ptr<Index>(pm::Pool&, const IndexConfig&)>;
+void add_persistent_index(const std::string& name, std::string description, bool concurrent,
+                          std::vector<OptionDoc> docs, MakeInPool make);
+// The same for an index that takes no options (`why_none` says why, in the refusal of one).
+void add_persistent_index(const std::string& name, std::string description, bool concurrent,
+                          std::string why_none, MakeInPool make);
 
 }  // namespace dptree

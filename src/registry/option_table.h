@@ -19,6 +19,7 @@
 
 #include "dptree/error.h"
 #include "dptree/registry.h"
+#include "pm/named.h"
 #include "registry/option_values.h"
 
 namespace dptree::option_values {
@@ -103,6 +104,15 @@ class OptionTable {
         });
   }
 
+  // One of the values an enum's name table names (pm/named.h), in its order.
+  template <class E, std::size_t N>
+  OptionTable& choice(std::string key, E Opts::*field, const Named<E> (&names)[N],
+                      std::string help) {
+    std::vector<std::pair<std::string, E>> v;
+    for (const auto& n : names) v.emplace_back(n.name, n.value);
+    return choice(std::move(key), field, std::move(v), std::move(help));
+  }
+
   // The options of `m` set on the defaults, then Opts::validate() where Opts has one.
   Opts parse(const std::map<std::string, std::string>& m) const {
     Opts o;
@@ -172,13 +182,6 @@ class OptionTable {
   static std::string short_number(std::uint64_t x) {
     if (x > (1u << 16) && std::has_single_bit(x)) return "2^" + std::to_string(std::countr_zero(x));
     return std::to_string(x);
-  }
-  // "a, b or c".
-  static std::string listed(const std::vector<std::string>& words) {
-    std::string s;
-    for (std::size_t i = 0; i < words.size(); ++i)
-      s += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
-    return s;
   }
 
   std::string family_;

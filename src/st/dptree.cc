@@ -147,9 +147,7 @@ void DPTreeCore::Impl::reset_bloom() {
 // Upserts of values (not removes) while a merge is blocked by a full pool: refused before
 // anything is logged, unless removes since made a retry of the merge worth it.
 void DPTreeCore::Impl::write_allowed() {
-  if (!merge_blocked) return;
-  if (removes_since_block == 0) throw_merge_blocked(pool);
-  merge();  // throws pool_full again when it still does not fit
+  merge_block.before_value([this] { merge(); });
 }
 
 void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
@@ -159,17 +157,9 @@ void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
   }
   buffer.upsert(k, v);
   bloom.add(k);
-  if (merge_blocked) {
-    removes_since_block += (v & kTombstone) != 0;
-    return;
-  }
-  if (buffer.size() < merge_threshold()) return;
-  try {
-    merge();
-  } catch (const Error& e) {
-    // The write is durable and visible; the merge was undone and blocks new values now.
-    if (e.code() != Errc::pool_full) throw;
-  }
+  merge_block.after_write((v & kTombstone) != 0,
+                          [this] { return buffer.size() >= merge_threshold(); },
+                          [this] { merge(); });
 }
 
 // The filter's block and the leaf's first lines are requested before either is needed, so
@@ -234,7 +224,7 @@ void DPTreeCore::Impl::merge() {
   cx.consolidate_threshold = opt.consolidate_threshold;
   cx.mode = opt.merge_mode;
   cx.split = opt.split;
-  cx.split_early = !merge_blocked;  // after pool_full, no split a leaf does not need yet
+  cx.split_early = !merge_block.blocked();  // after pool_full, no split a leaf does not need yet
   cx.restart_count = root->restart_count;
   cx.cv = cvv;
   cx.nv = nv;
@@ -253,13 +243,8 @@ void DPTreeCore::Impl::merge() {
     RangeMerge* rs[] = {&r};
     abort_merge(cx, root, rs);
     ++failed_merges;
-    merge_blocked = true;
-    removes_since_block = 0;
     undone_leaves += r.counters.created;
-    throw Error(Errc::pool_full,
-                std::string(e.what()) +
-                    " (during a DPTree merge: the merge was undone, every write is still in "
-                    "the buffer and its log; delete keys or use a bigger pool)");
+    merge_block.fail(e);
   }
   commit_merge(root, nv, r.head, r.count);
   base->rebuild_inner();  // phase 5 (after the flip: nothing reads the tree in between)
@@ -274,7 +259,7 @@ void DPTreeCore::Impl::merge() {
     // Cache capacity C_size (§2.1): about the buffer size that triggers the next merge.
     pages->trim(merge_threshold() / codec.G.per_page + 2, nv);
   }
-  merge_blocked = false;
+  merge_block.clear();
   reset_bloom();
 }
 

@@ -42,11 +42,7 @@ struct DPTreeCore::Impl : detail::TreeParts {
   // Counters for stats().
   std::size_t merges = 0, failed_merges = 0, undone_leaves = 0, freed = 0;
   detail::MergeCounters counters;
-  // Set while the last merge failed for want of PM (pool_full): new keys and values are
-  // refused (before they are logged) so the buffer stops growing, removes are taken; the
-  // next write after a remove retries the merge.
-  bool merge_blocked = false;
-  std::size_t removes_since_block = 0;
+  detail::MergeBlock merge_block{pool};  // set while the last merge failed for want of PM
 
   Impl(pm::Pool& p, const DPTreeOptions& o);
 

@@ -86,6 +86,15 @@ std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>
   return check_block_ownership(pool, owned, reach, r);
 }
 
+void MergeBlock::fail(const Error& e) {
+  blocked_ = true;
+  removes_since_ = 0;
+  throw Error(Errc::pool_full,
+              std::string(e.what()) +
+                  " (during a DPTree merge: the merge was undone, every write is still in "
+                  "the buffer and its log; delete keys or use a bigger pool)");
+}
+
 void throw_merge_blocked(const pm::Pool& pool) {
   throw Error(Errc::pool_full, "pool '" + pool.name() +
                                    "' is full: the last DPTree merge did not fit, so new "
@@ -99,13 +108,6 @@ void check_value(Value v, const char* tree) {
                 std::string(tree) + " value " + std::to_string(v) +
                     " is out of range: the top bit is the tombstone bit (§2), use values up to "
                     "9223372036854775807 (2^63-1)");
-}
-
-pm::Pool& require_pool(const IndexConfig& c, const char* index) {
-  if (!c.pool)
-    throw Error(Errc::invalid_argument, std::string("index '") + index +
-                                            "' is persistent: give it a pool (IndexConfig::pool)");
-  return *c.pool;
 }
 
 }  // namespace dptree::detail

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "st/owner_dir.h"  // OwnerDir, PendingLeaves, layout.h, pm::Pool
@@ -87,11 +88,48 @@ struct LeafWalk {
 // pool_full for a new value while the last merge is blocked for want of PM (both DPTree forms).
 [[noreturn]] void throw_merge_blocked(const pm::Pool& pool);
 
+// A merge of either DPTree form that runs out of PM (pool_full) is undone; until a merge
+// succeeds, new keys and values are refused before they are logged so the buffer stops
+// growing, removes are taken, and the next write after a remove retries the merge.
+class MergeBlock {
+ public:
+  explicit MergeBlock(const pm::Pool& pool) : pool_(pool) {}
+  bool blocked() const { return blocked_; }
+  // Before a write of a value: refused (pool_full) while blocked with no remove since; after a
+  // remove, `merge` retries (and throws pool_full again when it still does not fit).
+  template <class Merge>
+  void before_value(Merge&& merge) {
+    if (!blocked_) return;
+    if (removes_since_ == 0) throw_merge_blocked(pool_);
+    merge();
+  }
+  // After a write is durable and visible: while blocked, counts a remove; otherwise merges
+  // when due(). A merge that runs out of PM has blocked, and the write stands.
+  template <class Due, class Merge>
+  void after_write(bool remove, Due&& due, Merge&& merge) {
+    if (blocked_) {
+      removes_since_ += remove;
+      return;
+    }
+    if (!due()) return;
+    try {
+      merge();
+    } catch (const Error& e) {
+      if (e.code() != Errc::pool_full) throw;
+    }
+  }
+  // The merge that ran out of PM (`e`) is undone: blocks, and throws pool_full saying so.
+  [[noreturn]] void fail(const Error& e);
+  void clear() { blocked_ = false; }
+
+ private:
+  const pm::Pool& pool_;
+  bool blocked_ = false;
+  std::size_t removes_since_ = 0;
+};
+
 // Throws invalid_argument for a value with the tombstone bit (§2); `tree` names the tree.
 void check_value(Value v, const char* tree);
-
-// The pool a persistent index `index` is created in; invalid_argument when none is given.
-pm::Pool& require_pool(const IndexConfig& c, const char* index);
 
 // A tree of the family (DPTreeCore, CDPTree) behind the common Index interface: operations
 // forward; stats() gives records and bytes, extra() the tree's own counters.

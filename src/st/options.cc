@@ -7,6 +7,7 @@
 #include "dptree/dptree_options.h"
 #include "dptree/error.h"
 #include "format/verify.h"
+#include "pm/named.h"
 #include "registry/option_table.h"
 #include "registry/option_values.h"
 #include "st/options.h"
@@ -18,24 +19,26 @@ using detail::kMaxLeafCapacity;
 using detail::kMinLeafCapacity;
 using detail::log_page_size_ok;
 
+namespace {
+constexpr Named<ProbeMode> kProbes[] = {{ProbeMode::both, "both"},
+                                        {ProbeMode::linear, "linear"},
+                                        {ProbeMode::fingerprint, "fingerprint"}};
+constexpr Named<MergeMode> kMergeModes[] = {{MergeMode::in_place, "in_place"},
+                                            {MergeMode::out_of_place, "out_of_place"}};
+constexpr Named<SplitMode> kSplits[] = {{SplitMode::keep_last, "keep_last"},
+                                        {SplitMode::rebuild, "rebuild"}};
+}  // namespace
+
 const char* to_string(ProbeMode p) {
-  switch (p) {
-    case ProbeMode::both:
-      return "both";
-    case ProbeMode::linear:
-      return "linear";
-    case ProbeMode::fingerprint:
-      return "fingerprint";
-  }
-  return "?";
+  return name_of(kProbes, p);
 }
 
 const char* to_string(MergeMode m) {
-  return m == MergeMode::in_place ? "in_place" : "out_of_place";
+  return name_of(kMergeModes, m);
 }
 
 const char* to_string(SplitMode m) {
-  return m == SplitMode::rebuild ? "rebuild" : "keep_last";
+  return name_of(kSplits, m);
 }
 
 void validate_merge_settings(const std::string& family, const MergeSettings& m) {
@@ -91,30 +94,14 @@ const option_values::OptionTable<DPTreeOptions>& table() {
   static const auto built = [] {
     option_values::OptionTable<O> t("DPTree");
     t.whole("leaf_capacity", &O::leaf_capacity, "4..4096",
-            "entries per base leaf (§2.2); 352 fill an 8 KiB block")
-        .number("merge_ratio", &O::merge_ratio, "(0, 1)",
-                "R: merge when the buffer holds R x the base's records (§2)")
-        .number("fill_rate", &O::fill_rate, "(0.5, 1]",
-                "FR: occupancy of the leaves a split creates (§2.3)")
-        .number("consolidate_threshold", &O::consolidate_threshold, "(0, 0.5]",
-                "CT: leaves below it are consolidated with a neighbour (§2.3)")
-        .whole("log_page_size", &O::log_page_size, "1 KiB..64 MiB, a multiple of 1 KiB",
-               "bytes per PM log page (§2.1)")
-        .number("bloom_error_rate", &O::bloom_error_rate, "(0, 1)",
-                "false-positive rate of the buffer's Bloom filter (§2)")
-        .whole("min_merge_records", &O::min_merge_records, "0..2^30",
-               "no merge below this many buffered records (0: leaf_capacity)")
-        .choice("probe", &O::probe,
-                {{"both", ProbeMode::both},
-                 {"linear", ProbeMode::linear},
-                 {"fingerprint", ProbeMode::fingerprint}},
-                "leaf lookup (Figure 10): hash probe with fingerprints, probe reading keys, or "
-                "a scan of all fingerprints")
-        .choice("merge_mode", &O::merge_mode,
-                {{"in_place", MergeMode::in_place}, {"out_of_place", MergeMode::out_of_place}},
+            "entries per base leaf (§2.2); 352 fill an 8 KiB block");
+    add_merge_options(t, "the buffer", "leaf_capacity");
+    t.choice("probe", &O::probe, kProbes,
+             "leaf lookup (Figure 10): hash probe with fingerprints, probe reading keys, or "
+             "a scan of all fingerprints")
+        .choice("merge_mode", &O::merge_mode, kMergeModes,
                 "the §2.3 merge, or one that rewrites the whole base tree (Figure 8d)")
-        .choice("split", &O::split,
-                {{"keep_last", SplitMode::keep_last}, {"rebuild", SplitMode::rebuild}},
+        .choice("split", &O::split, kSplits,
                 "keep_last: a split leaf keeps its last part; rebuild: Algorithm 2, every entry "
                 "into new leaves")
         .whole("key_bytes", &O::key_bytes, "8..56, a multiple of 8",

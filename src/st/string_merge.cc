@@ -192,12 +192,7 @@ void StringDPTree::merge() {
     created_ += m.created;
     reclaim_interrupted_merge(t_.pool, root_, *t_.dir, *t_.pending);
     ++failed_merges_;
-    merge_blocked_ = true;
-    removes_since_block_ = 0;
-    throw Error(Errc::pool_full,
-                std::string(e.what()) +
-                    " (during a DPTree merge: the merge was undone, every write is still in "
-                    "the buffer and its log; delete keys or use a bigger pool)");
+    merge_block_.fail(e);
   }
   {
     PhaseScope ph(DPTreePhase::version_flip);
@@ -215,7 +210,7 @@ void StringDPTree::merge() {
     // Cache capacity C_size (§2.1): the pages this log took, as records differ in length.
     t_.pages->trim(used + 2, nv);
   }
-  merge_blocked_ = false;
+  merge_block_.clear();
   reset_bloom();
 }
 

@@ -118,9 +118,7 @@ void StringDPTree::reset_bloom() {
 
 // As DPTreeCore: after a merge failed for want of PM, only removes are taken until a retry.
 void StringDPTree::write_allowed() {
-  if (!merge_blocked_) return;
-  if (removes_since_block_ == 0) throw_merge_blocked(t_.pool);
-  merge();
+  merge_block_.before_value([this] { merge(); });
 }
 
 void StringDPTree::upsert_raw(std::string_view k, u64 v) {
@@ -137,16 +135,9 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
   else
     it->second = v;
   bloom_.add_hashed(hash_string(k));
-  if (merge_blocked_) {
-    removes_since_block_ += (v & kTombstone) != 0;
-    return;
-  }
-  if (buffer_.size() < merge_threshold()) return;
-  try {
-    merge();
-  } catch (const Error& e) {
-    if (e.code() != Errc::pool_full) throw;
-  }
+  merge_block_.after_write((v & kTombstone) != 0,
+                           [this] { return buffer_.size() >= merge_threshold(); },
+                           [this] { merge(); });
 }
 
 std::optional<u64> StringDPTree::find(std::string_view k) const {

@@ -70,8 +70,7 @@ class StringDPTree final : public StringIndex {
   Bloom bloom_;
   StringBase base_;  // the inner index (DRAM) over the leaves of the current version
   std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;
-  bool merge_blocked_ = false;
-  std::size_t removes_since_block_ = 0;
+  MergeBlock merge_block_{t_.pool};
 };
 
 }  // namespace dptree::detail

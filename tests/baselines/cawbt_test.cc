@@ -14,10 +14,6 @@
 namespace dptree::testing {
 namespace {
 
-struct DramMode {
-  DramMode() { pm::set_mode(pm::Mode::dram); }
-};
-
 TEST(Cawbt, RegisteredWithItsAssumption) {
   const auto& info = find_index("cawbt");
   EXPECT_TRUE(info.persistent);
@@ -25,7 +21,7 @@ TEST(Cawbt, RegisteredWithItsAssumption) {
 }
 
 TEST(Cawbt, SequentialAndReverseInsertsThenDeleteAll) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   for (bool reverse : {false, true}) {
     auto pool = pm::Pool::create_in_memory(4 << 20);
     auto idx = make_index("cawbt", pool.get(), {});
@@ -52,7 +48,7 @@ TEST(Cawbt, SequentialAndReverseInsertsThenDeleteAll) {
 }
 
 TEST(Cawbt, RefusesValuesWithTheTombstoneBit) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(1 << 20);
   auto idx = make_index("cawbt", pool.get(), {});
   EXPECT_EQ(idx->max_value(), (Value{1} << 63) - 1);

@@ -13,8 +13,7 @@ const Peer kPeers[] = {
     {"cawbt", {}, "nodes", 500, pm::Unit::line64, 2400},
 };
 
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
-                         [](const auto& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
 
 }  // namespace
 }  // namespace dptree::testing

@@ -32,6 +32,10 @@ struct Peer {
 void PrintTo(const Peer& p, std::ostream* os) {
   *os << p.name;
 }
+// Names each instance of GenericPeer after its index.
+struct PeerName {
+  std::string operator()(const ::testing::TestParamInfo<Peer>& i) const { return i.param.name; }
+};
 
 class GenericPeer : public ::testing::TestWithParam<Peer> {};
 

@@ -67,8 +67,7 @@ TEST(ConcurrentWriterCrash, UTreeCrashWhileThreadsWrite) {
   std::printf("utree: %zu concurrent crash images in all\n", images);
 }
 
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
-                         [](const auto& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
 
 }  // namespace
 }  // namespace dptree::testing

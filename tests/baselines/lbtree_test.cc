@@ -25,12 +25,8 @@ TEST(LBTree, EntryMovingAndSplits) {
 
 // IndexConfig::threads = 1: no inner or leaf lock is taken; the same model holds.
 TEST(LBTree, OneThreadConfiguration) {
-  ModelConfig c;
-  c.index = "lbtree";
-  c.ops = 20000;
-  c.key_space = 3000;
-  c.seed = 2;
-  c.reopen_every = 6000;  // three reopens: the one-thread index recovers too
+  // Three reopens: the one-thread index recovers too.
+  ModelConfig c = model_config("lbtree", 2, 20000, 3000, ModelConfig{}.check_every, 6000);
   c.threads = 1;
   auto r = run_model(c);
   ASSERT_FALSE(HasFailure());

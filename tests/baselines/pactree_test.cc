@@ -25,8 +25,7 @@ const Peer kPeers[] = {
     {"pactree", {{"updater", "inline"}}, "data_nodes", 20, pm::Unit::word8, 2600},
 };
 
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
-                         [](const auto& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
 
 TEST(PacTree, RegisteredConcurrentWithAStringForm) {
   pm::set_mode(pm::Mode::dram);

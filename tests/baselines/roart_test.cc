@@ -24,15 +24,10 @@ const Peer kPeers[] = {
     {"roart", {}, "leaf_arrays", 20, pm::Unit::word8, 2000},
 };
 
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
-                         [](const auto& i) { return i.param.name; });
-
-struct DramMode {
-  DramMode() { pm::set_mode(pm::Mode::dram); }
-};
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
 
 TEST(Roart, RegisteredConcurrentWithAStringForm) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   const auto& info = find_index("roart");
   EXPECT_TRUE(info.persistent);
   EXPECT_TRUE(info.concurrent);
@@ -48,7 +43,7 @@ TEST(Roart, RegisteredConcurrentWithAStringForm) {
 // Integer keys that share all but their last bytes, or their first ones: prefix splits and
 // scans that start inside a prefix.
 TEST(Roart, IntegerKeysWithLongSharedPrefixesMatchStdMap) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(16 << 20);
   auto idx = make_index("roart", pool.get(), {});
   std::map<Key, Value> model;
@@ -83,7 +78,7 @@ TEST(Roart, IntegerKeysWithLongSharedPrefixesMatchStdMap) {
 // A node made by a leaf-array split with two children grows through every kind (N4, N16,
 // N48, N256) as keys with new bytes arrive; removes then empty it and it goes.
 TEST(Roart, NodesGrowThroughEveryKindAndGoWhenEmptied) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(8 << 20);
   auto idx = open_strings("roart", pool.get(), 1);
   std::map<std::string, Value> model;
@@ -112,7 +107,7 @@ TEST(Roart, NodesGrowThroughEveryKindAndGoWhenEmptied) {
 // The engine's floor query (the greatest key <= k; PACTree's search layer uses it) against
 // std::map, over mixed keys and probes that are keys, their prefixes and their extensions.
 TEST(RoartTree, FloorMatchesStdMap) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(32 << 20);
   baselines::roart::Tree t(*pool, baselines::roart::kFormStrings, 1);
   std::map<std::string, Value> model;
@@ -140,7 +135,7 @@ TEST(RoartTree, FloorMatchesStdMap) {
 }
 
 TEST(Roart, RefusesBadStringKeysAndTheOtherForm) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(1 << 20);
   {
     auto idx = open_strings("roart", pool.get());

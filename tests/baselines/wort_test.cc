@@ -20,15 +20,10 @@ const Peer kPeers[] = {
     {"wort", {}, "nodes", 150, pm::Unit::word8, 2600},
 };
 
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers),
-                         [](const auto& i) { return i.param.name; });
-
-struct DramMode {
-  DramMode() { pm::set_mode(pm::Mode::dram); }
-};
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
 
 TEST(Wort, RegisteredSingleThreaded) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   const auto& info = find_index("wort");
   EXPECT_TRUE(info.persistent);
   EXPECT_FALSE(info.concurrent);
@@ -43,7 +38,7 @@ TEST(Wort, RegisteredSingleThreaded) {
 // Keys in several shapes, each against std::map through inserts, scans from every kind of
 // start, removes of half, a reopen and removes of the rest (every node collapses away).
 void expect_like_map(const std::vector<Key>& keys, const std::string& what) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(16 << 20);
   auto idx = make_index("wort", pool.get(), {});
   std::map<Key, Value> model;
@@ -107,7 +102,7 @@ TEST(Wort, BehavesLikeAnOrderedMapForEveryKeyShape) {
 // header (deeper, shorter); a remove that leaves a node one child puts the child in its place
 // and rewrites its header (shallower, longer).
 TEST(Wort, SplitsAndCollapsesRewriteHeaders) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(1 << 20);
   auto idx = make_index("wort", pool.get(), {});
   for (Key k : {0x10, 0x11, 0x12}) idx->upsert(k, k);
@@ -134,7 +129,7 @@ TEST(Wort, SplitsAndCollapsesRewriteHeaders) {
 // stays used (check() counts them), removes work, and their slots serve new inserts. Pools of
 // several sizes, so that the refused insert is sometimes a split whose node slot was taken.
 void fill_then_shrink(std::size_t pool_bytes) {
-  DramMode mode;
+  PmModeScope mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(pool_bytes);
   auto idx = make_index("wort", pool.get(), {});
   std::mt19937_64 rng(pool_bytes);

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "misuse/cli_run.h"
 
@@ -29,6 +30,27 @@ std::string temp(const char* name) {
   return (std::filesystem::temp_directory_path() /
           ("dptree-cli-test-" + std::to_string(getpid()) + "-" + name))
       .string();
+}
+
+// A quiet bench run that writes JSON and CSV files: its result, the JSON and the CSV's lines
+// (the files are removed).
+struct FileRun {
+  Result r;
+  nlohmann::json json;
+  std::vector<std::string> csv;
+};
+FileRun run_to_files(const std::string& args) {
+  const std::string json = temp("out.json"), csv = temp("out.csv");
+  FileRun f{run(args + " --quiet --json " + json + " --csv " + csv), {}, {}};
+  if (f.r.status == 0) {
+    std::ifstream jf(json);
+    f.json = nlohmann::json::parse(jf);
+    std::ifstream cf(csv);
+    for (std::string line; std::getline(cf, line);) f.csv.push_back(line);
+  }
+  std::filesystem::remove(json);
+  std::filesystem::remove(csv);
+  return f;
 }
 
 TEST(Cli, HelpForEveryCommand) {
@@ -113,15 +135,12 @@ TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {
 }
 
 TEST(Cli, JsonAndCsvOfATinyRun) {
-  const std::string json = temp("out.json"), csv = temp("out.csv");
-  Result r =
-      run("bench --index btree,stdmap --workload read_update,ycsb_e --records 1000 "
-          "--ops 3000 --pm-mode dram --quiet --json " +
-          json + " --csv " + csv);
-  ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "Mops/s"));
-  std::ifstream jf(json);
-  const auto j = nlohmann::json::parse(jf);
+  const FileRun out = run_to_files(
+      "bench --index btree,stdmap --workload read_update,ycsb_e --records 1000 --ops 3000 "
+      "--pm-mode dram");
+  ASSERT_EQ(out.r.status, 0) << out.r.output;
+  EXPECT_TRUE(has(out.r.output, "Mops/s"));
+  const auto& j = out.json;
   ASSERT_TRUE(j.is_array());
   ASSERT_EQ(j.size(), 4u);
   for (const auto& run : j) {
@@ -142,25 +161,16 @@ TEST(Cli, JsonAndCsvOfATinyRun) {
   EXPECT_EQ(j[0]["index"], "btree");
   EXPECT_EQ(j[1]["index"], "stdmap");
   EXPECT_EQ(j[2]["workload"], "ycsb_e");
-  std::ifstream cf(csv);
-  std::string line;
-  int lines = 0;
-  while (std::getline(cf, line)) ++lines;
-  EXPECT_EQ(lines, 5) << "header + 4 runs";
-  std::filesystem::remove(json);
-  std::filesystem::remove(csv);
+  EXPECT_EQ(out.csv.size(), 5u) << "header + 4 runs";
 }
 
 // String keys: the runs take the string forms, and the JSON and CSV say which keys they took.
 TEST(Cli, StringKeysJsonAndCsv) {
-  const std::string json = temp("strings.json"), csv = temp("strings.csv");
-  Result r =
-      run("bench --key-type string --key-length 16-64 --workload mixed --records 1000 --ops 2000 "
-          "--pm-mode dram --quiet --json " +
-          json + " --csv " + csv);
-  ASSERT_EQ(r.status, 0) << r.output;
-  std::ifstream jf(json);
-  const auto j = nlohmann::json::parse(jf);
+  const FileRun out = run_to_files(
+      "bench --key-type string --key-length 16-64 --workload mixed --records 1000 --ops 2000 "
+      "--pm-mode dram");
+  ASSERT_EQ(out.r.status, 0) << out.r.output;
+  const auto& j = out.json;
   ASSERT_FALSE(j.empty());
   for (const auto& run : j) {
     EXPECT_EQ(run["key_type"], "string");
@@ -184,17 +194,13 @@ TEST(Cli, StringKeysJsonAndCsv) {
   }
   EXPECT_EQ(ran, listed);
   EXPECT_TRUE(ran.contains("absl-btree"));
-  std::ifstream cf(csv);
-  std::string header, row;
-  std::getline(cf, header);
-  std::getline(cf, row);
-  EXPECT_TRUE(has(header, "key_type,key_set,key_min_bytes,key_max_bytes")) << header;
-  EXPECT_TRUE(has(row, "string,random,16,64")) << row;
-  r = run("bench --index absl-btree --records 100 --ops 100 --pm-mode dram --quiet --json -");
+  ASSERT_GE(out.csv.size(), 2u);
+  EXPECT_TRUE(has(out.csv[0], "key_type,key_set,key_min_bytes,key_max_bytes")) << out.csv[0];
+  EXPECT_TRUE(has(out.csv[1], "string,random,16,64")) << out.csv[1];
+  Result r =
+      run("bench --index absl-btree --records 100 --ops 100 --pm-mode dram --quiet --json -");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "\"key_type\": \"u64\"")) << r.output;
-  std::filesystem::remove(json);
-  std::filesystem::remove(csv);
 }
 
 TEST(Cli, CustomMix) {

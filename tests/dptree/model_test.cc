@@ -14,16 +14,18 @@ const std::map<std::string, std::string> kSmall = {{"leaf_capacity", "8"},
 
 class DPTreeModel : public ::testing::TestWithParam<std::uint64_t> {};
 
+// A DPTree of small leaves (model_config's arguments but the index).
+ModelConfig small(std::uint64_t seed, std::size_t ops, std::uint64_t key_space,
+                  std::size_t check_every, std::size_t reopen_every) {
+  ModelConfig c = model_config("dptree", seed, ops, key_space, check_every, reopen_every);
+  c.options = kSmall;
+  return c;
+}
+
 // Small leaves over 1500 keys, checked every 1000 operations.
 ModelConfig many_merges(std::uint64_t seed, std::size_t ops, const char* split) {
-  ModelConfig c;
-  c.index = "dptree";
-  c.options = kSmall;
+  ModelConfig c = small(seed, ops, 1500, 1000, 0);
   c.options["split"] = split;
-  c.seed = seed;
-  c.ops = ops;
-  c.key_space = 1500;
-  c.check_every = 1000;
   return c;
 }
 
@@ -48,29 +50,15 @@ TEST_P(DPTreeModel, SmallLeavesManyMergesKeepLast) {
 
 TEST_P(DPTreeModel, ShrinkToEmptyAndGrowAgain) {
   // Mostly removes over a small key space: leaves empty out and are consolidated away.
-  ModelConfig c;
-  c.index = "dptree";
-  c.options = kSmall;
-  c.seed = GetParam() + 100;
-  c.ops = 15000;
-  c.key_space = 200;
+  ModelConfig c = small(GetParam() + 100, 15000, 200, 500, 0);
   c.remove_weight = 45;
-  c.check_every = 500;
   auto r = run_model(c);
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["consolidations"], 20);
 }
 
 TEST_P(DPTreeModel, ReopenedOftenLazyRebuild) {
-  ModelConfig c;
-  c.index = "dptree";
-  c.options = kSmall;
-  c.seed = GetParam() + 200;
-  c.ops = 12000;
-  c.key_space = 800;
-  c.check_every = 400;
-  c.reopen_every = 700;
-  auto r = run_model(c);
+  auto r = run_model(small(GetParam() + 200, 12000, 800, 400, 700));
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.reopens, 10u);
   EXPECT_GT(r.extra["restart_count"], 10);
@@ -89,15 +77,9 @@ struct Variant {
 class DPTreeModelVariant : public ::testing::TestWithParam<std::tuple<Variant, std::uint64_t>> {};
 
 TEST_P(DPTreeModelVariant, SmallLeavesManyMerges) {
-  ModelConfig c;
-  c.index = "dptree";
-  c.options = kSmall;
+  // The stats below count from the last reopen (ops 10000-12000).
+  ModelConfig c = small(std::get<1>(GetParam()) + 300, 12000, 800, 1000, 5000);
   for (auto& [k, v] : std::get<0>(GetParam()).extra) c.options[k] = v;
-  c.seed = std::get<1>(GetParam()) + 300;
-  c.ops = 12000;
-  c.key_space = 800;
-  c.check_every = 1000;
-  c.reopen_every = 5000;  // the stats below count from the last reopen (ops 10000-12000)
   auto r = run_model(c);
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["merges"], 3);
@@ -125,12 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
 // The default options (352-slot leaves: the sixteen-slot block probe, keep_last splits) with
 // enough keys for leaves to split and merges to keep the old leaf.
 TEST(DPTreeModelDefaults, DefaultLeavesSplitAndKeep) {
-  ModelConfig c;
-  c.index = "dptree";
-  c.seed = 9;
-  c.ops = 40000;
-  c.key_space = 20000;
-  c.check_every = 10000;
+  ModelConfig c = model_config("dptree", 9, 40000, 20000, 10000, 0);
   c.pool_bytes = 16u << 20;
   auto r = run_model(c);
   ASSERT_FALSE(HasFailure());

@@ -96,6 +96,13 @@ struct HandLeaf {
   }
   HandLeaf(const HandLeaf&) = delete;
   HandLeaf& operator=(const HandLeaf&) = delete;
+  // Version 0 holds the keys step, 2 step, .., n step with the values 1..n; returns them.
+  std::vector<detail::KVPair> fill(detail::u64 n, detail::u64 step) {
+    std::vector<detail::KVPair> es;
+    for (detail::u64 k = 1; k <= n; ++k) es.emplace_back(k * step, k);
+    detail::leaf_fill(lf, 0, es);
+    return es;
+  }
   detail::LeafLayout L;
   std::vector<std::byte> mem;
   detail::Leaf lf;
@@ -143,9 +150,7 @@ TEST(OptionTable, DescribedDefaultsParseToTheDefaults) {
 TEST(DPTreeProbe, SchemesDifferWhereTheyShould) {
   HandLeaf h(16);
   auto& [L, mem, lf] = h;
-  std::vector<detail::KVPair> es;
-  for (detail::u64 k = 1; k <= 8; ++k) es.emplace_back(k * 1000, k);
-  detail::leaf_fill(lf, 0, es);
+  const auto es = h.fill(8, 1000);
   for (auto mode : {ProbeMode::both, ProbeMode::linear, ProbeMode::fingerprint}) {
     for (auto& [k, v] : es) {
       long s = detail::leaf_find(lf, 0, k, mode);
@@ -324,9 +329,7 @@ TEST(DPTreeMergeMode, OutOfPlaceRewritesTheBaseTreeEveryMerge) {
 TEST(DPTreeSplit, ClearedSlotsKeepEveryKeyReachable) {
   HandLeaf h(16);
   auto& [L, mem, lf] = h;
-  std::vector<detail::KVPair> es;
-  for (detail::u64 k = 1; k <= 12; ++k) es.emplace_back(k * 7777, k);
-  detail::leaf_fill(lf, 0, es);
+  const auto es = h.fill(12, 7777);
   lf.copy_meta(0, 1);
   std::vector<detail::u64> moved;
   for (std::size_t i = 0; i < 6; ++i) moved.push_back(es[i].first);

@@ -41,19 +41,16 @@ Options parse_options(const std::map<std::string, std::string>& opts) {
 namespace dptree {
 
 void register_bm_btree_index() {
-  add_builtin_index(
-      {"bm-btree",
-       "2-Tier-BM (DPTree paper §4.3): B+-tree over a DRAM buffer of PM pages with "
-       "cache-line-grained loading, mini pages and pointer swizzling (van Renen et al., SIGMOD "
-       "2018), physiological redo/undo log on PM, checkpoints when the log fills; "
-       "single-threaded",
-       true, false,
-       [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         return std::make_unique<baselines::bmtree::BMBTree>(
-             require_pool(cfg, "bm-btree"), baselines::bmtree::parse_options(cfg.options),
-             cfg.expected_records);
-       },
-       baselines::bmtree::option_table().docs()});
+  add_persistent_index(
+      "bm-btree",
+      "2-Tier-BM (DPTree paper §4.3): B+-tree over a DRAM buffer of PM pages with "
+      "cache-line-grained loading, mini pages and pointer swizzling (van Renen et al., SIGMOD "
+      "2018), physiological redo/undo log on PM, checkpoints when the log fills; "
+      "single-threaded",
+      false, baselines::bmtree::option_table().docs(), [](pm::Pool& pool, const IndexConfig& cfg) {
+        return std::make_unique<baselines::bmtree::BMBTree>(
+            pool, baselines::bmtree::parse_options(cfg.options), cfg.expected_records);
+      });
 }
 
 }  // namespace dptree

@@ -57,10 +57,13 @@ struct Options {
   bool page_given = false, leaf_given = false;  // given: must match what the pool holds
 };
 
-class BMBTree final : public Index {
+class BMBTree final : public PutIndex<BMBTree> {
+  friend class PutIndex<BMBTree>;  // its name, upsert, insert and update
+  static constexpr const char* kName = "bm-btree";
+
  public:
   BMBTree(pm::Pool& pool, const Options& opt, std::size_t expected_records)
-      : claim_(pool, "bm-btree"),
+      : claim_(pool, kName),
         pool_(pool),
         opt_(opt),
         root_(open_root(pool, opt)),
@@ -77,12 +80,6 @@ class BMBTree final : public Index {
     } catch (...) {  // NOLINT(bugprone-empty-catch): recovery redoes from the log instead
     }
   }
-
-  std::string name() const override { return "bm-btree"; }
-
-  void upsert(Key k, Value v) override { put(k, v, true, true); }
-  bool insert(Key k, Value v) override { return put(k, v, true, false); }
-  bool update(Key k, Value v) override { return put(k, v, false, true); }
 
   bool remove(Key k) override {
     prepare_write();

@@ -6,22 +6,18 @@
 #include "baselines/cawbt/tree.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
-#include "registry/option_values.h"
 
 namespace dptree {
 
 void register_cawbt_index() {
   using baselines::cawbt::Cawbt;
-  add_builtin_index(
-      {"cawbt",
-       "CAWBT (Lee et al., IEICE 2019): 64-byte PM nodes with 4-byte IDs through a DRAM ID "
-       "table, one-line redo log for splits, global write lock; assumes 64-byte atomic writes "
-       "(x86 promises 8), so it is not crash-consistent on real hardware",
-       true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         pm::Pool& pool = require_pool(cfg, "cawbt");
-         option_values::refuse_options("cawbt", cfg.options, "its nodes are one cache line");
-         return std::make_unique<Cawbt>(pool);
-       }});
+  add_persistent_index(
+      "cawbt",
+      "CAWBT (Lee et al., IEICE 2019): 64-byte PM nodes with 4-byte IDs through a DRAM ID "
+      "table, one-line redo log for splits, global write lock; assumes 64-byte atomic writes "
+      "(x86 promises 8), so it is not crash-consistent on real hardware",
+      true, "its nodes are one cache line",
+      [](pm::Pool& pool, const IndexConfig&) { return std::make_unique<Cawbt>(pool); });
 }
 
 }  // namespace dptree

@@ -40,6 +40,7 @@
 #include <shared_mutex>  // std::shared_lock
 #include <string>
 
+#include "baselines/common.h"
 #include "baselines/slab/slab_arena.h"
 #include "baselines/slab/version_lock.h"
 #include "btree/btree.h"
@@ -49,7 +50,6 @@
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
-#include "registry/option_values.h"
 
 namespace dptree::baselines {
 namespace {
@@ -100,20 +100,17 @@ std::uint8_t fingerprint(Key k) {
 // leaf whose range holds k.
 using Inner = btree::BPlusTree<Key, std::uint64_t, 64, 64, std::greater<Key>>;
 
-class LBTree final : public Index {
+class LBTree final : public PutIndex<LBTree> {
+  friend class PutIndex<LBTree>;  // its name, upsert, insert and update
+  static constexpr const char* kName = "lbtree";
+
  public:
-  LBTree(pm::Pool& pool, bool shared) : claim_(pool, "lbtree"), pool_(pool), shared_(shared) {
+  LBTree(pm::Pool& pool, bool shared) : claim_(pool, kName), pool_(pool), shared_(shared) {
     inner_mu_.set_on(shared_);
-    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "lbtree"));
+    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, kName));
     leaves_ = std::make_unique<SlabArena>(pool, &root_->leaf_dir, sizeof(Leaf), root_->slab_size);
     recover();
   }
-
-  std::string name() const override { return "lbtree"; }
-
-  void upsert(Key k, Value v) override { put(k, v, true, true); }
-  bool insert(Key k, Value v) override { return put(k, v, true, false); }
-  bool update(Key k, Value v) override { return put(k, v, false, true); }
 
   bool remove(Key k) override {
     std::shared_lock inner(inner_mu_);
@@ -407,7 +404,7 @@ class LBTree final : public Index {
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "lbtree", s); }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, kName, s); }
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
@@ -430,18 +427,16 @@ class LBTree final : public Index {
 namespace dptree {
 
 void register_lbtree_index() {
-  add_builtin_index(
-      {"lbtree",
-       "LB+-Tree (Liu et al., VLDB 2020): DRAM inner nodes over 256-byte PM leaves (header "
-       "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
-       "line reaches PM whole (64-byte unit); concurrent: leaf locks + optimistic leaf reads, "
-       "inner nodes under a reader-writer lock (the paper's fallback: this CPU has no RTM, "
-       "so no HTM path)",
-       true, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         pm::Pool& pool = require_pool(cfg, "lbtree");
-         option_values::refuse_options("lbtree", cfg.options, "its leaves are 256 bytes");
-         return std::make_unique<baselines::LBTree>(pool, cfg.threads != 1);
-       }});
+  add_persistent_index(
+      "lbtree",
+      "LB+-Tree (Liu et al., VLDB 2020): DRAM inner nodes over 256-byte PM leaves (header "
+      "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
+      "line reaches PM whole (64-byte unit); concurrent: leaf locks + optimistic leaf reads, "
+      "inner nodes under a reader-writer lock (the paper's fallback: this CPU has no RTM, "
+      "so no HTM path)",
+      true, "its leaves are 256 bytes", [](pm::Pool& pool, const IndexConfig& cfg) {
+        return std::make_unique<baselines::LBTree>(pool, cfg.threads != 1);
+      });
 }
 
 }  // namespace dptree

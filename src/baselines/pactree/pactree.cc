@@ -33,8 +33,7 @@ PacTree::PacTree(pm::Pool& pool, u64 form, unsigned threads, bool background)
       pool_(pool),
       concurrent_(threads != 1),
       background_(background && threads != 1),
-      locks_(threads != 1 ? std::make_unique<roart::WriteLocks>(pool.size()) : nullptr),
-      epochs_(threads != 1) {
+      locks_(threads != 1 ? std::make_unique<roart::WriteLocks>(pool.size()) : nullptr) {
   root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "pactree"));
   if (root_->dir[0] == 0 && root_->head == 0) {  // never opened: this open decides the form
     pm::store(&root_->form, form);
@@ -45,8 +44,7 @@ PacTree::PacTree(pm::Pool& pool, u64 form, unsigned threads, bool background)
                                        " keys: open it with --key-type " +
                                        (root_->form == roart::kFormStrings ? "string" : "u64"));
   }
-  for (int a = 0; a < kArenas; ++a)
-    arenas_[a] = std::make_unique<SlabArena>(pool, &root_->dir[a], slot_bytes(a), root_->slab_size);
+  arenas_.create(pool, root_->dir, root_->slab_size, slot_bytes, concurrent_);
   search_ = std::make_unique<roart::Tree>(pool, &root_->search, threads == 1 ? 1 : 0);
   recover();
   if (background_) updater_ = std::thread([this] { updater(); });
@@ -103,7 +101,7 @@ int PacTree::find_entry(u64 n, std::string_view k, u64& e) const {
 }
 
 std::optional<Value> PacTree::lookup(std::string_view k) const {
-  roart::Epochs::Guard g(epochs_);
+  roart::Epochs::Guard g(arenas_.epochs());
   for (u64 n = find_node(k), next = 0;;) {
     if (u64 e = 0; find_entry(n, k, e) >= 0)
       return load8(&pool_.at<Leaf>(roart::entry_leaf(e))->value);
@@ -115,7 +113,7 @@ std::optional<Value> PacTree::lookup(std::string_view k) const {
 }
 
 std::size_t PacTree::scan(std::string_view start, std::size_t count, const Emit& emit) const {
-  roart::Epochs::Guard g(epochs_);
+  roart::Epochs::Guard g(arenas_.epochs());
   std::size_t got = 0;
   std::pair<std::string_view, Value> kv[kNodeEntries];
   for (u64 n = count ? find_node(start) : 0; n;) {
@@ -143,20 +141,7 @@ std::size_t PacTree::scan(std::string_view start, std::size_t count, const Emit&
 
 u64 PacTree::take(int arena) {
   Phase ph("alloc");
-  if (!concurrent_) return arenas_[arena]->alloc();
-  std::lock_guard g(arena_mu_[arena]);
-  return arenas_[arena]->alloc();
-}
-
-void PacTree::retire(int arena, u64 off) {
-  epochs_.retire(arena, off, [this](int a, u64 o) { arenas_[a]->release(o); });
-}
-
-void PacTree::collect() {
-  epochs_.collect([this](int a, u64 o) {
-    std::lock_guard g(arena_mu_[a]);
-    arenas_[a]->release(o);
-  });
+  return arenas_.take(arena);
 }
 
 u64 PacTree::new_leaf(std::string_view k, Value v) {
@@ -180,10 +165,10 @@ bool PacTree::put(std::string_view k, Value v, bool may_insert, bool may_update)
   for (;;) {
     std::optional<bool> r;
     {
-      roart::Epochs::Guard g(epochs_);
+      roart::Epochs::Guard g(arenas_.epochs());
       r = put_once(k, v, may_insert, may_update);
     }
-    collect();
+    arenas_.collect();
     if (r) return *r;
   }
 }
@@ -257,10 +242,10 @@ bool PacTree::remove(std::string_view k) {
   for (;;) {
     std::optional<bool> r;
     {
-      roart::Epochs::Guard g(epochs_);
+      roart::Epochs::Guard g(arenas_.epochs());
       r = remove_once(k);
     }
-    collect();
+    arenas_.collect();
     if (r) return *r;
   }
 }
@@ -279,7 +264,7 @@ std::optional<bool> PacTree::remove_once(std::string_view k) {
     pm::store_release(&node(n)->entry[i], u64{0});
     pm::persist(&node(n)->entry[i], 8);
   }
-  retire(kArenaLeaf0 + roart::entry_class(gone), roart::entry_leaf(gone));
+  arenas_.retire(kArenaLeaf0 + roart::entry_class(gone), roart::entry_leaf(gone));
   --records_;
   return true;
 }
@@ -331,20 +316,15 @@ IndexStats PacTree::stats() const {
   s.records = records_.load();
   auto search = search_->stats();
   s.pm_bytes = search.pm_bytes;  // with the root block, which holds both layers' roots
-  std::size_t data_nodes = 0;
-  for (int a = 0; a < kArenas; ++a) {
-    std::lock_guard g(arena_mu_[a]);  // writers take slots meanwhile
-    if (a == kArenaNode) data_nodes = arenas_[a]->used_slots();
-    s.pm_bytes += arenas_[a]->pm_bytes();
-    s.dram_bytes += arenas_[a]->slabs() * (root_->slab_size / slot_bytes(a)) / 8;
-  }
-  s.dram_bytes += search.dram_bytes;
-  s.extra = {{"data_nodes", double(data_nodes)},
+  const auto u = arenas_.usage();
+  s.pm_bytes += u.pm_bytes;
+  s.dram_bytes = u.dram_bytes + search.dram_bytes;
+  s.extra = {{"data_nodes", double(u.used[kArenaNode])},
              {"splits", double(splits_.load())},
              {"anchors_inserted", double(anchors_inserted_.load())},
              {"leftovers_cleared", double(leftovers_cleared_)},
              {"anchors_recovered", double(anchors_recovered_)},
-             {"search_nodes", search.extra.front().second}};  // the search layer's "nodes"
+             {"search_nodes", double(search_->node_count())}};
   return s;
 }
 

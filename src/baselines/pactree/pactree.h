@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "baselines/pactree/layout.h"
+#include "baselines/roart/arena_set.h"
 #include "baselines/roart/epoch.h"
 #include "baselines/roart/tree.h"
 #include "baselines/roart/write_locks.h"
@@ -54,6 +55,7 @@ class PacTree {
 
  private:
   using Emit = std::function<void(std::string_view, Value)>;
+  using Arenas = roart::ArenaSet<kArenas>;
 
   DataNode* node(u64 off) const { return pool_.at<DataNode>(off); }
   std::string_view key_of(u64 entry) const;
@@ -70,8 +72,6 @@ class PacTree {
   void hand_to_search_layer(std::string anchor, u64 n);
   void updater();
   u64 take(int arena);
-  void retire(int arena, u64 off);
-  void collect();
 
   // recovery.cc
   void recover();
@@ -83,12 +83,10 @@ class PacTree {
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
-  std::unique_ptr<SlabArena> arenas_[kArenas];
+  Arenas arenas_;
   bool concurrent_;
   bool background_;
   std::unique_ptr<roart::WriteLocks> locks_;
-  mutable std::mutex arena_mu_[kArenas];
-  roart::Epochs epochs_;
   std::unique_ptr<roart::Tree> search_;
   std::atomic<std::size_t> records_{0}, splits_{0}, anchors_inserted_{0};
   std::size_t leftovers_cleared_ = 0, anchors_recovered_ = 0;  // by the last recovery

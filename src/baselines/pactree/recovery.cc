@@ -30,14 +30,14 @@ void PacTree::problem(const std::string& what) const {
 
 void PacTree::recover() {
   pm::CategoryScope cat(pm::Category::node);
-  for (auto& a : arenas_) a->open();
+  arenas_.open();
   records_ = 0;
   auto nodes = recover_list();
   recover_entries(nodes);
   recover_search_layer(nodes);
-  for (auto& a : arenas_) a->finish();
+  arenas_.finish();
   if (root_->head == 0) {  // new: the head node, below every key (a crash before the store
-    u64 h = arenas_[kArenaNode]->alloc();  // leaves its slot unreached, so free)
+    u64 h = arenas_[kArenaNode].alloc();  // leaves its slot unreached, so free)
     pm::store(node(h), DataNode{});
     pm::flush(node(h), sizeof(DataNode));
     pm::fence();
@@ -47,12 +47,12 @@ void PacTree::recover() {
 }
 
 // A leaf named by entry e: its slot marked (once) and its key checked.
-static std::string_view checked_leaf(pm::Pool& pool, SlabArena* const* arenas, u64 e, bool mark,
-                                     const std::function<void(std::string)>& bad) {
+static std::string_view checked_leaf(pm::Pool& pool, roart::ArenaSet<kArenas>& arenas, u64 e,
+                                     bool mark, const std::function<void(std::string)>& bad) {
   int cls = roart::entry_class(e);
   u64 lo = roart::entry_leaf(e);
-  if (cls >= roart::kLeafClasses || !arenas[kArenaLeaf0 + cls]->is_slot(lo) ||
-      (mark && !arenas[kArenaLeaf0 + cls]->mark_used(lo)))
+  if (cls >= roart::kLeafClasses || !arenas[kArenaLeaf0 + cls].is_slot(lo) ||
+      (mark && !arenas[kArenaLeaf0 + cls].mark_used(lo)))
     bad(at("leaf", lo) + " is not a leaf slot of its class or is reached twice");
   const Leaf* l = pool.at<Leaf>(lo);
   if (l->len == 0 || l->len > roart::kMaxKeyBytes || sizeof(Leaf) + l->len > (32u << cls))
@@ -68,17 +68,15 @@ static std::string_view checked_leaf(pm::Pool& pool, SlabArena* const* arenas, u
 std::vector<u64> PacTree::recover_list() {
   std::vector<u64> nodes;
   auto bad = [this](std::string s) { problem(s); };
-  SlabArena* ar[kArenas];
-  for (int a = 0; a < kArenas; ++a) ar[a] = arenas_[a].get();
   std::string_view prev;
   for (u64 n = root_->head; n; n = node(n)->next) {
-    if (!arenas_[kArenaNode]->mark_used(n))
+    if (!arenas_[kArenaNode].mark_used(n))
       problem(at("data node", n) + " is not a data-node slot or is reached twice");
     u64 a = node(n)->anchor;
     if ((a == 0) != nodes.empty())
       problem(at("data node", n) + (a ? " is the head but has an anchor" : " has no anchor"));
     if (a) {
-      std::string_view k = checked_leaf(pool_, ar, a, true, bad);
+      std::string_view k = checked_leaf(pool_, arenas_, a, true, bad);
       if (nodes.size() > 1 && k <= prev)
         problem(at("data node", n) + " has an anchor not above its left neighbour's");
       prev = k;
@@ -92,8 +90,6 @@ std::vector<u64> PacTree::recover_list() {
 // anchor are a split's leftovers and are cleared (after the walk, as idempotent stores).
 void PacTree::recover_entries(const std::vector<u64>& nodes) {
   auto bad = [this](std::string s) { problem(s); };
-  SlabArena* ar[kArenas];
-  for (int a = 0; a < kArenas; ++a) ar[a] = arenas_[a].get();
   std::vector<u64*> leftovers;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     DataNode* d = node(nodes[i]);
@@ -103,12 +99,12 @@ void PacTree::recover_entries(const std::vector<u64>& nodes) {
     std::vector<std::string_view> keys;
     for (u64& e : d->entry) {
       if (!e) continue;
-      bool moved = !last && checked_leaf(pool_, ar, e, false, bad) >= hi;
+      bool moved = !last && checked_leaf(pool_, arenas_, e, false, bad) >= hi;
       if (moved) {
         leftovers.push_back(&e);
         continue;
       }
-      std::string_view k = checked_leaf(pool_, ar, e, true, bad);
+      std::string_view k = checked_leaf(pool_, arenas_, e, true, bad);
       if (i > 0 && k < lo) problem(at("data node", nodes[i]) + " holds a key below its anchor");
       keys.push_back(k);
     }
@@ -145,10 +141,11 @@ void PacTree::recover_search_layer(const std::vector<u64>& nodes) {
 CheckReport PacTree::check() const {
   drain();  // the updater's search-layer writes are not half done while this reads
   CheckReport r = search_->check();
-  std::size_t reached[kArenas] = {}, records = 0, data_nodes = 0, missing = 0;
+  Arenas::Counts reached{};
+  std::size_t records = 0, data_nodes = 0, missing = 0;
   std::set<u64> held;
   search_->scan(std::string_view("\0", 1), ~std::size_t{0}, [&](std::string_view k, Value n) {
-    if (!arenas_[kArenaNode]->is_used(n) || anchor_of(n) != k)
+    if (!arenas_[kArenaNode].is_used(n) || anchor_of(n) != k)
       r.fail("the search layer maps an anchor to " + at("offset", n) + ", not to its node");
     held.insert(n);
   });
@@ -178,14 +175,12 @@ CheckReport PacTree::check() const {
       r.fail(at("data node", n) + " holds a key twice");
     records += keys.size();
   }
-  epochs_.for_each_retired([&](int a, u64) { ++reached[a]; });
   if (records != records_.load())
     r.fail("record count " + std::to_string(records_.load()) + " but the data layer holds " +
            std::to_string(records));
-  for (int a = 0; a < kArenas; ++a)
-    check_arena_slots(*arenas_[a], reached[a], "arena " + std::to_string(a), "the data layer", r);
+  arenas_.check_slots(reached, "the data layer", r);
   auto all = search_->arenas();
-  for (const auto& a : arenas_) all.push_back(a.get());
+  arenas_.list(all);
   check_arena_blocks(pool_, all, r);
   r.facts = {{"records", double(records)},
              {"data_nodes", double(data_nodes)},

@@ -16,7 +16,7 @@ namespace {
 
 struct Walk {
   CheckReport& r;
-  std::size_t reached[kArenas] = {};
+  ArenaSet<kArenas>::Counts reached{};
   std::size_t records = 0;
   int height = 0;
 };
@@ -52,7 +52,7 @@ CheckReport Tree::check() const {
     }
     int arena = arena_of(c);
     std::string at = (array ? "leaf array " : "node ") + std::to_string(off_of(c));
-    if (!arenas_[arena]->is_slot(off_of(c)) || !arenas_[arena]->is_used(off_of(c))) {
+    if (!arenas_[arena].is_slot(off_of(c)) || !arenas_[arena].is_used(off_of(c))) {
       r.fail(at + " is not a used slot of its kind");
       continue;
     }
@@ -62,7 +62,7 @@ CheckReport Tree::check() const {
       for (u64 e : node<LeafArray>(c)->entry) {
         if (!e) continue;
         int cls = entry_class(e);
-        if (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls]->is_used(entry_leaf(e))) {
+        if (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].is_used(entry_leaf(e))) {
           r.fail(at + " names leaf " + std::to_string(entry_leaf(e)) + ", not a used leaf slot");
           continue;
         }
@@ -114,16 +114,13 @@ CheckReport Tree::check() const {
       stack.push_back(std::move(g));
     }
   }
-  epochs_.for_each_retired([&](int a, u64) { ++wk.reached[a]; });  // unreachable, not yet free
   if (wk.records != records_.load())
     r.fail("record count " + std::to_string(records_.load()) + " but the tree holds " +
            std::to_string(wk.records));
-  for (int a = 0; a < kArenas; ++a)
-    check_arena_slots(*arenas_[a], wk.reached[a], "arena " + std::to_string(a), "the tree", r);
+  arenas_.check_slots(wk.reached, "the tree", r);
   if (!embedded_) check_arena_blocks(pool_, arenas(), r);  // else the owner's check() does
-  std::size_t nodes = wk.reached[0] + wk.reached[1] + wk.reached[2] + wk.reached[3];
   r.facts = {{"records", double(wk.records)},
-             {"nodes", double(nodes)},
+             {"nodes", double(nodes_in(wk.reached))},
              {"leaf_arrays", double(wk.reached[kArenaArray])},
              {"height", double(wk.height)}};
   return r;

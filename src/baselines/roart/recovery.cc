@@ -53,7 +53,7 @@ void Tree::problem(const std::string& what) const {
 void Tree::recover() {
   pm::CategoryScope cat(pm::Category::node);
   Phase ph("recover");
-  for (auto& a : arenas_) a->open();
+  arenas_.open();
   records_ = 0;
   Repairs rep;
   g_repairs = &rep;
@@ -66,8 +66,8 @@ void Tree::recover() {
   g_repairs = nullptr;
   for (auto [word, parent] : rep.clear) unlink(Slot{word, 0, parent.first, parent.second});
   for (u64 w : rep.n48) rebuild_n48_slots(w);
-  for (auto& a : arenas_) a->finish();
-  for (auto [a, off] : rep.drop) arenas_[a]->release(off);
+  arenas_.finish();
+  for (auto [a, off] : rep.drop) arenas_[a].release(off);
 }
 
 // Recovers child word w found at `depth` (an end word's when `end`); false when no key is
@@ -78,7 +78,7 @@ bool Tree::recover_word(u64 w, std::size_t depth, const Path& p, bool end) {
   if (end || tag_of(c) < kN4 || tag_of(c) > kN256)
     problem(at_off("child word", c) + " names no node kind" + (end ? " an end word holds" : ""));
   int arena = arena_of(c);
-  if (!arenas_[arena]->mark_used(off_of(c)))
+  if (!arenas_[arena].mark_used(off_of(c)))
     problem(at_off("node", off_of(c)) + " is not a slot of its kind or is reached twice");
   NodeHeader* h = node<NodeHeader>(c);
   std::size_t plen = meta_plen(h->meta), b = depth + plen;
@@ -123,14 +123,14 @@ bool Tree::recover_word(u64 w, std::size_t depth, const Path& p, bool end) {
 }
 
 bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
-  if (!arenas_[kArenaArray]->mark_used(off_of(c)))
+  if (!arenas_[kArenaArray].mark_used(off_of(c)))
     problem(at_off("leaf array", off_of(c)) + " is not a leaf-array slot or is reached twice");
   std::size_t n = 0;
   for (const u64& e : node<LeafArray>(c)->entry) {
     if (!e) continue;
     int cls = entry_class(e);
     u64 lo = entry_leaf(e);
-    if (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls]->mark_used(lo))
+    if (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].mark_used(lo))
       problem(at_off("leaf", lo) + " (in leaf array " + std::to_string(off_of(c)) +
               ") is not a leaf slot of its class or is reached twice");
     const Leaf* l = leaf_at(e);

@@ -90,16 +90,13 @@ Tree::Tree(pm::Pool& pool, Root* root, unsigned threads) : pool_(pool), root_(ro
 void Tree::open(unsigned threads) {
   concurrent_ = threads != 1;
   if (concurrent_) locks_ = std::make_unique<WriteLocks>(pool_.size());
-  epochs_.set_enabled(concurrent_);
-  for (int a = 0; a < kArenas; ++a)
-    arenas_[a] =
-        std::make_unique<SlabArena>(pool_, &root_->dir[a], slot_bytes(a), root_->slab_size);
+  arenas_.create(pool_, root_->dir, root_->slab_size, slot_bytes, concurrent_);
   recover();
 }
 
 std::vector<const SlabArena*> Tree::arenas() const {
   std::vector<const SlabArena*> v;
-  for (const auto& a : arenas_) v.push_back(a.get());
+  arenas_.list(v);
   return v;
 }
 
@@ -208,7 +205,7 @@ std::size_t Tree::prefix_bytes(u64 w, std::size_t depth, std::string& out) const
 }
 
 std::optional<Value> Tree::lookup(std::string_view k) const {
-  Epochs::Guard g(epochs_);
+  Epochs::Guard g(arenas_.epochs());
   u64 w = child_of(load8(&root_->tree));
   std::size_t d = 0;
   // Prefixes are not compared on the way down: the leaf's whole key is (as in ART).
@@ -238,7 +235,7 @@ std::optional<Value> Tree::lookup(std::string_view k) const {
 
 std::size_t Tree::scan(std::string_view start, std::size_t count,
                        const std::function<void(std::string_view, Value)>& emit) const {
-  Epochs::Guard g(epochs_);
+  Epochs::Guard g(arenas_.epochs());
   std::size_t got = 0;
   if (count) walk(child_of(load8(&root_->tree)), 0, start, true, count, emit, got);
   return got;
@@ -336,14 +333,14 @@ bool Tree::for_each_child(u64 w, int lo, int hi, bool down,
 // ---- floor (PACTree's search layer asks for the greatest anchor <= a key) --------------
 
 std::optional<std::pair<std::string, Value>> Tree::floor(std::string_view k) const {
-  Epochs::Guard g(epochs_);
+  Epochs::Guard g(arenas_.epochs());
   const Leaf* l = floor_walk(child_of(load8(&root_->tree)), 0, k, true);
   if (!l) return std::nullopt;
   return std::pair{std::string(l->key(), l->len), load8(&l->value)};
 }
 
 std::optional<Value> Tree::floor_value(std::string_view k) const {
-  Epochs::Guard g(epochs_);
+  Epochs::Guard g(arenas_.epochs());
   const Leaf* l = floor_walk(child_of(load8(&root_->tree)), 0, k, true);
   if (!l) return std::nullopt;
   return load8(&l->value);
@@ -399,21 +396,16 @@ const Leaf* Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool boun
 
 u64 Tree::take(int arena) {
   Phase ph("alloc");
-  if (!concurrent_) return arenas_[arena]->alloc();
-  u64 off = 0;
-  {
-    std::lock_guard g(arena_mu_[arena]);
-    off = arenas_[arena]->alloc();
-  }
-  if (arena <= kArenaArray) locks_->clear_obsolete(off);  // handed out again
-  return off;
+  return arenas_.take(arena, [&](u64 off) {
+    if (arena <= kArenaArray) locks_->clear_obsolete(off);  // handed out again
+  });
 }
 
 // Called under the locks that unlinked the slot: a node or array is marked replaced before
 // they are released, so a writer that found it without a lock sees that when it validates.
 void Tree::retire(int arena, u64 off) {
   if (concurrent_ && arena <= kArenaArray) locks_->set_obsolete(off);
-  epochs_.retire(arena, off, [this](int a, u64 o) { arenas_[a]->release(o); });
+  arenas_.retire(arena, off);
 }
 
 // A leaf written and written back (the publish's fence orders it); returns its entry word.
@@ -507,10 +499,7 @@ struct Tree::Locked {
 };
 
 void Tree::collect() {
-  epochs_.collect([this](int a, u64 o) {
-    std::lock_guard g(arena_mu_[a]);
-    arenas_[a]->release(o);
-  });
+  arenas_.collect();
 }
 
 bool Tree::put(std::string_view k, Value v, bool may_insert, bool may_update) {
@@ -518,7 +507,7 @@ bool Tree::put(std::string_view k, Value v, bool may_insert, bool may_update) {
   for (;;) {
     std::optional<bool> r;
     {
-      Epochs::Guard g(epochs_);
+      Epochs::Guard g(arenas_.epochs());
       r = put_once(k, v, may_insert, may_update);
     }
     collect();
@@ -717,12 +706,12 @@ bool Tree::remove(std::string_view k) {
   for (;;) {
     std::optional<bool> r;
     {
-      Epochs::Guard g(epochs_);
+      Epochs::Guard g(arenas_.epochs());
       r = remove_once(k);
     }
     if (r && *r)
       for (bool again = true; again;) {  // nodes the remove left empty go, deepest first
-        Epochs::Guard g(epochs_);
+        Epochs::Guard g(arenas_.epochs());
         again = drop_empty_node(k);
       }
     collect();
@@ -804,20 +793,18 @@ bool Tree::drop_empty_node(std::string_view k) {
   return true;
 }
 
+std::size_t Tree::node_count() const {
+  return nodes_in(arenas_.usage().used);
+}
+
 IndexStats Tree::stats() const {
   IndexStats s;
   s.records = records_.load();
-  std::size_t nodes = 0, arrays = 0, pm = pool_.allocator().block_size(*pool_.root_word());
-  for (int a = 0; a < kArenas; ++a) {
-    std::lock_guard g(arena_mu_[a]);  // writers take slots meanwhile
-    pm += arenas_[a]->pm_bytes();
-    s.dram_bytes += arenas_[a]->slabs() * (root_->slab_size / slot_bytes(a)) / 8;
-    if (a < kArenaArray) nodes += arenas_[a]->used_slots();
-    if (a == kArenaArray) arrays = arenas_[a]->used_slots();
-  }
-  s.pm_bytes = pm;
-  s.extra = {{"nodes", double(nodes)},
-             {"leaf_arrays", double(arrays)},
+  const auto u = arenas_.usage();
+  s.pm_bytes = pool_.allocator().block_size(*pool_.root_word()) + u.pm_bytes;
+  s.dram_bytes = u.dram_bytes;
+  s.extra = {{"nodes", double(nodes_in(u.used))},
+             {"leaf_arrays", double(u.used[kArenaArray])},
              {"array_splits", double(array_splits_)},
              {"grows", double(grows_)},
              {"prefix_splits", double(prefix_splits_)}};

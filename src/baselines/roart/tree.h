@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "baselines/roart/arena_set.h"
 #include "baselines/roart/epoch.h"
 #include "baselines/roart/layout.h"
 #include "baselines/roart/write_locks.h"
@@ -42,6 +43,11 @@ inline std::size_t sorted_unique(std::pair<std::string_view, Value>* kv, std::si
       kv);
 }
 
+// The inner nodes among per-arena slot counts: the N4, N16, N48 and N256 arenas'.
+inline std::size_t nodes_in(const ArenaSet<kArenas>::Counts& slots) {
+  return slots[kArenaN4] + slots[kArenaN16] + slots[kArenaN48] + slots[kArenaN256];
+}
+
 // What the calling thread's ROART operation is writing, for crash tests to name captures.
 const char* current_phase();
 
@@ -59,6 +65,7 @@ class Tree {
   std::optional<std::pair<std::string, Value>> floor(std::string_view k) const;
   std::optional<Value> floor_value(std::string_view k) const;
   std::vector<const SlabArena*> arenas() const;
+  std::size_t node_count() const;  // inner nodes of every kind (stats' "nodes")
 
   std::optional<Value> lookup(std::string_view k) const;
   // An upsert (may_insert and may_update), insert or update; false when it changed nothing.
@@ -140,12 +147,10 @@ class Tree {
   std::optional<pm::PoolClaim> claim_;  // before anything touches the pool (standalone)
   pm::Pool& pool_;
   Root* root_ = nullptr;
-  std::unique_ptr<SlabArena> arenas_[kArenas];
+  ArenaSet<kArenas> arenas_;
   bool embedded_ = false;
   bool concurrent_ = false;
-  std::unique_ptr<WriteLocks> locks_;     // when concurrent
-  mutable std::mutex arena_mu_[kArenas];  // the arenas' free lists, when concurrent
-  Epochs epochs_{false};
+  std::unique_ptr<WriteLocks> locks_;  // when concurrent
   std::atomic<std::size_t> records_{0};
   std::atomic<std::size_t> array_splits_{0}, grows_{0}, prefix_splits_{0};
 };

@@ -53,6 +53,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "baselines/common.h"
 #include "baselines/slab/slab_arena.h"
 #include "baselines/slab/version_lock.h"
 #include "btree/btree.h"
@@ -100,24 +101,21 @@ struct ArrayLeaf {
 };
 
 template <std::size_t Slots>
-class UTree final : public Index {
+class UTree final : public PutIndex<UTree<Slots>> {
+  friend class PutIndex<UTree<Slots>>;  // its name, upsert, insert and update
+  static constexpr const char* kName = "utree";
+
   using Leaf = ArrayLeaf<Slots>;
   // Inner nodes: a leaf's low bound -> the leaf, descending, so lower_bound(k) is k's leaf.
   using Inner = btree::BPlusTree<Key, Leaf*, 64, 64, std::greater<Key>>;
 
  public:
-  explicit UTree(pm::Pool& pool) : claim_(pool, "utree"), pool_(pool) {
-    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "utree"));
+  explicit UTree(pm::Pool& pool) : claim_(pool, kName), pool_(pool) {
+    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, kName));
     base_ = reinterpret_cast<std::byte*>(root_) - *pool.root_word();
     list_ = std::make_unique<SlabArena>(pool, &root_->list_dir, sizeof(ListNode), root_->slab_size);
     recover();
   }
-
-  std::string name() const override { return "utree"; }
-
-  void upsert(Key k, Value v) override { put(k, v, true, true); }
-  bool insert(Key k, Value v) override { return put(k, v, true, false); }
-  bool update(Key k, Value v) override { return put(k, v, false, true); }
 
   bool remove(Key k) override {
     {
@@ -506,7 +504,7 @@ class UTree final : public Index {
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "utree", s); }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, kName, s); }
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
@@ -542,20 +540,18 @@ const option_values::OptionTable<UTreeOptions>& utree_options() {
 }  // namespace
 
 void register_utree_index() {
-  add_builtin_index(
-      {"utree",
-       "uTree (Chen et al., VLDB 2020): DRAM B+-tree array layer over a persistent sorted "
-       "list of PM key-value nodes; one node write + one 8-byte CAS link per insert; "
-       "concurrent: array-leaf locks, lock-free list updates (coordinated concurrency "
-       "control) with dirty-bit links",
-       true, true,
-       [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         pm::Pool& pool = require_pool(cfg, "utree");
-         if (utree_options().parse(cfg.options).leaf_slots == 16)
-           return std::make_unique<baselines::UTree<16>>(pool);
-         return std::make_unique<baselines::UTree<64>>(pool);
-       },
-       utree_options().docs()});
+  add_persistent_index(
+      "utree",
+      "uTree (Chen et al., VLDB 2020): DRAM B+-tree array layer over a persistent sorted "
+      "list of PM key-value nodes; one node write + one 8-byte CAS link per insert; "
+      "concurrent: array-leaf locks, lock-free list updates (coordinated concurrency "
+      "control) with dirty-bit links",
+      true, utree_options().docs(),
+      [](pm::Pool& pool, const IndexConfig& cfg) -> std::unique_ptr<Index> {
+        if (utree_options().parse(cfg.options).leaf_slots == 16)
+          return std::make_unique<baselines::UTree<16>>(pool);
+        return std::make_unique<baselines::UTree<64>>(pool);
+      });
 }
 
 }  // namespace dptree

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "baselines/common.h"
 #include "baselines/phase.h"
 #include "baselines/slab/slab_arena.h"
 #include "dptree/error.h"
@@ -45,7 +46,6 @@
 #include "dptree/pm/store.h"
 #include "dptree/registry.h"
 #include "registry/index_table.h"
-#include "registry/option_values.h"
 
 namespace dptree {
 namespace {
@@ -146,20 +146,17 @@ bool is_leaf(std::uint64_t w) {
   return w & kLeafBit;
 }
 
-class Wort final : public Index {
+class Wort final : public PutIndex<Wort> {
+  friend class PutIndex<Wort>;  // its name, upsert, insert and update
+  static constexpr const char* kName = "wort";
+
  public:
-  explicit Wort(pm::Pool& pool) : claim_(pool, "wort"), pool_(pool) {
-    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "wort"));
+  explicit Wort(pm::Pool& pool) : claim_(pool, kName), pool_(pool) {
+    root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, kName));
     nodes_ = std::make_unique<SlabArena>(pool, &root_->node_dir, kNodeSlot, root_->slab_size);
     leaves_ = std::make_unique<SlabArena>(pool, &root_->leaf_dir, sizeof(Leaf), root_->slab_size);
     recover();
   }
-
-  std::string name() const override { return "wort"; }
-
-  void upsert(Key k, Value v) override { put(k, v, true, true); }
-  bool insert(Key k, Value v) override { return put(k, v, true, false); }
-  bool update(Key k, Value v) override { return put(k, v, false, true); }
 
   bool remove(Key k) override {
     pm::CategoryScope cat(pm::Category::node);
@@ -476,7 +473,7 @@ class Wort final : public Index {
 
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
   // operation follows it.
-  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, "wort", s); }
+  [[noreturn]] void problem(const std::string& s) const { refuse_damaged(pool_, kName, s); }
   bool check_leaf(std::uint64_t w, const Expect& e, CheckReport& r) const;
 
   pm::PoolClaim claim_;  // before anything touches the pool
@@ -558,21 +555,18 @@ CheckReport Wort::check() const {
 }  // namespace baselines
 
 void register_wort_index() {
-  add_builtin_index(
-      {"wort",
-       "WORT (Lee et al., FAST 2017): persistent radix tree of 4-bit digits (16 children per "
-       "node) with path compression in an 8-byte header; out-of-place leaf records; every change "
-       "made durable by one 8-byte store (a split's stale header is fixed by recovery); "
-       "single-threaded",
-       true, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         pm::Pool& pool = require_pool(cfg, "wort");
-         option_values::refuse_options("wort", cfg.options,
-                                       "its nodes have the paper's 16 children");
-         if (cfg.threads > 1)
-           throw Error(Errc::invalid_argument,
-                       "wort is single-threaded (as in the DPTree paper): use it from 1 thread");
-         return std::make_unique<baselines::Wort>(pool);
-       }});
+  add_persistent_index(
+      "wort",
+      "WORT (Lee et al., FAST 2017): persistent radix tree of 4-bit digits (16 children per "
+      "node) with path compression in an 8-byte header; out-of-place leaf records; every change "
+      "made durable by one 8-byte store (a split's stale header is fixed by recovery); "
+      "single-threaded",
+      false, "its nodes have the paper's 16 children", [](pm::Pool& pool, const IndexConfig& cfg) {
+        if (cfg.threads > 1)
+          throw Error(Errc::invalid_argument,
+                      "wort is single-threaded (as in the DPTree paper): use it from 1 thread");
+        return std::make_unique<baselines::Wort>(pool);
+      });
 }
 
 }  // namespace dptree

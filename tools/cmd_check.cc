@@ -19,6 +19,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "format/cdptree_root.h"
 #include "format/layout.h"
 #include "format/string_leaf.h"
 #include "format/verify.h"
@@ -78,24 +79,33 @@ bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
                           "pool's root was damaged; restore the pool from a copy");
 }
 
-// The pool's DPTree of string keys; false when it holds another index.
-bool check_string_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
-  namespace d = dptree::detail;
+// The pool's string-key tree of `index` (a root of `bytes` starting with `magic`), named
+// `what`; false when the pool holds another index.
+bool check_string_pool(dptree::pm::Pool& pool, const std::string& path, const char* index,
+                       dptree::detail::u64 magic, std::size_t bytes, const char* what) {
   try {
-    d::find_root(pool, d::kStringRootMagic, sizeof(d::Root), "DPTree of string keys");
+    dptree::detail::find_root(pool, magic, bytes, what);
   } catch (const dptree::Error& e) {
     if (e.code() == dptree::Errc::wrong_index) return false;
     throw;
   }
   dptree::IndexConfig c;
   c.pool = &pool;
-  auto t = dptree::find_index("dptree").create_string(c);
+  auto t = dptree::find_index(index).create_string(c);
   auto r = t->check();
   auto s = t->stats();
-  fmt::print("pool {}: DPTree of string keys, {}\n", path, r.ok ? "ok" : "VIOLATIONS FOUND");
+  fmt::print("pool {}: {}, {}\n", path, what, r.ok ? "ok" : "VIOLATIONS FOUND");
   fmt::print("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes, s.dram_bytes);
   print_report(r);
   return true;
+}
+
+bool check_string_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
+  namespace d = dptree::detail;
+  return check_string_pool(pool, path, "dptree", d::kStringRootMagic, sizeof(d::Root),
+                           "DPTree of string keys") ||
+         check_string_pool(pool, path, "cdptree", d::kCStringRootMagic, sizeof(d::CRoot),
+                           "concurrent DPTree (cdptree) of string keys");
 }
 
 void check_cdptree(dptree::pm::Pool& pool, const std::string& path) {
@@ -134,7 +144,8 @@ void print_recovery_writes(const dptree::pm::Pool& pool) {
   if (ranges.size() > kShown) fmt::print("    ... {} more\n", ranges.size() - kShown);
 }
 
-// The tree in `pool` (a DPTree of any width, else a cdptree), checked and reported.
+// The tree in `pool` (a DPTree of any width or of strings, a cdptree of strings, else a
+// cdptree), checked and reported.
 void check_pool(dptree::pm::Pool& pool, const std::string& path) {
   try {
     if (check_dptree_pool(pool, path) || check_string_dptree_pool(pool, path)) return;
@@ -148,8 +159,8 @@ void check_pool(dptree::pm::Pool& pool, const std::string& path) {
     throw dptree::Error(
         dptree::Errc::wrong_index,
         "pool '" + path +
-            "' holds neither a DPTree (of integer or string keys) nor a concurrent DPTree "
-            "(cdptree): "
+            "' holds neither a DPTree nor a concurrent DPTree (cdptree), of integer or string "
+            "keys: "
             "`dptree check` verifies pools made by those two indexes");
   }
 }

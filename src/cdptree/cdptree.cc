@@ -10,6 +10,7 @@
 
 #include "cdptree/cdptree_impl.h"
 #include "cdptree/phase.h"
+#include "cdptree/root_tables.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
@@ -135,16 +136,8 @@ void CDPTree::Impl::attach() {
   workers = std::make_unique<cdp::MergePool>(pool_threads());
 }
 
-// The two header tables (also repairs a create that crashed before they existed).
 void CDPTree::Impl::ensure_tables() {
-  for (int v = 0; v < 2; ++v) {
-    if (root->log_table[v]) continue;
-    pm::CategoryScope cat(pm::Category::alloc);
-    u64 t = alloc.reserve(8 * opt.log_partitions);
-    pm::fill_bytes(pool.at(t), 0, 8 * opt.log_partitions);
-    pm::flush(pool.at(t), 8 * opt.log_partitions);
-    alloc.activate(&root->log_table[v], t);
-  }
+  cdp::ensure_log_tables(*this, *root, opt.log_partitions);
 }
 
 void CDPTree::Impl::create() {
@@ -152,22 +145,8 @@ void CDPTree::Impl::create() {
   if (opt.leaf_capacity == 0) opt.leaf_capacity = capacity_for(opt.leaf_bytes);
   opt.validate();
   require_empty_pool();
-  {
-    pm::CategoryScope cat(pm::Category::alloc);
-    u64 r = alloc.reserve(sizeof(cdp::CRoot));
-    auto* rt = pool.at<cdp::CRoot>(r);
-    cdp::CRoot init{};
-    init.base.magic = cdp::kCRootMagic;
-    init.base.leaf_capacity = opt.leaf_capacity;
-    init.base.key_bytes = 8;
-    init.base.value_bytes = 8;
-    init.base.log_page_size = opt.log_page_size;
-    init.partitions = opt.log_partitions;
-    pm::store(rt, init);
-    pm::flush(rt, sizeof(cdp::CRoot));
-    alloc.activate(pool.root_word(), r);
-    root = rt;
-  }
+  root = cdp::create_root(*this, cdp::kCRootMagic, opt.leaf_capacity, opt.log_page_size,
+                          opt.log_partitions);
   attach();
   ensure_tables();
   merge_thresh.store(threshold(0));
@@ -178,14 +157,8 @@ void CDPTree::Impl::create() {
 // validate.h's checks, with the log header tables: each owned by its root word and as long
 // as the partition count, each tail word starting a page chain.
 void CDPTree::Impl::validate_open() const {
-  TreeShape shape{"cdptree", kCDPTreeGvBits, ~cdp::kRcLock, {}};
-  for (int v = 0; v < 2; ++v) {
-    if (!root->log_table[v]) continue;
-    require_owned_block(pool, root->log_table[v], pool.offset_of(&root->log_table[v]),
-                        8 * opt.log_partitions, "cdptree log header table");
-    for (std::size_t p = 0; p < opt.log_partitions; ++p)
-      shape.logs.push_back(root->log_table[v] + 8 * p);
-  }
+  TreeShape shape{"cdptree", kCDPTreeGvBits, ~cdp::kRcLock,
+                  cdp::log_table_words(*this, *root, opt.log_partitions, "cdptree")};
   validate_on_open(*this, root->base, shape);
 }
 

@@ -1,12 +1,17 @@
-// The concurrent DPTree behind the common Index interface, registered as "cdptree".
+// The concurrent DPTree behind the common Index interface, registered as "cdptree"; its
+// string form (create_string) is StringCDPTree (string_cdptree.h).
 #include <algorithm>
 #include <memory>
 #include <string>
 
 #include "cdptree/options.h"
+#include "cdptree/string_cdptree.h"
 #include "dptree/cdptree.h"
+#include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "format/cdptree_root.h"
+#include "format/verify.h"
 #include "registry/index_table.h"
 #include "st/family.h"
 
@@ -34,31 +39,44 @@ class CDPTreeIndex final : public detail::FamilyIndex<CDPTree> {
   }
 };
 
+// Every thread the tree uses counts in the caller's thread count: as many merge and recovery
+// workers as threads, and with one thread the writer merges itself (no background thread
+// beside it), as DPTree does.
+CDPTreeOptions options_for(const IndexConfig& c) {
+  auto opt = CDPTreeOptions::from_map(c.options);
+  const unsigned threads = std::max(1u, c.threads);
+  if (!c.options.count("merge_threads")) opt.merge_threads = threads;
+  if (!c.options.count("recovery_threads")) opt.recovery_threads = threads;
+  if (!c.options.count("background_merge") && threads == 1) opt.background_merge = false;
+  return opt;
+}
+
 }  // namespace
 
 void register_cdptree_index() {
-  add_builtin_index(
-      IndexInfo{"cdptree",
-                "concurrent DPTree (§3): OLC buffer tree + partitioned PM log, parallel merge "
-                "into the PM base tree (in the background from 2 threads on), parallel recovery; "
-                "merge and recovery workers = --threads unless set",
-                true, true,
-                [](const IndexConfig& c) -> std::unique_ptr<Index> {
-                  pm::Pool& pool = require_pool(c, "cdptree");
-                  auto opt = CDPTreeOptions::from_map(c.options);
-                  // Every thread the tree uses counts in the caller's thread count: as many
-                  // merge and recovery workers as threads, and with one thread the writer
-                  // merges itself (no background thread beside it), as DPTree does.
-                  const unsigned threads = std::max(1u, c.threads);
-                  if (!c.options.count("merge_threads")) opt.merge_threads = threads;
-                  if (!c.options.count("recovery_threads")) opt.recovery_threads = threads;
-                  if (!c.options.count("background_merge") && threads == 1)
-                    opt.background_merge = false;
-                  if (*pool.root_word())
-                    return std::make_unique<CDPTreeIndex>(CDPTree::open(pool, opt));
-                  return std::make_unique<CDPTreeIndex>(CDPTree::create(pool, opt));
-                },
-                cdptree_option_docs()});
+  add_builtin_index(IndexInfo{
+      "cdptree",
+      "concurrent DPTree (§3): OLC buffer tree + partitioned PM log, parallel merge "
+      "into the PM base tree (in the background from 2 threads on), parallel recovery; "
+      "merge and recovery workers = --threads unless set",
+      true, true,
+      [](const IndexConfig& c) -> std::unique_ptr<Index> {
+        pm::Pool& pool = require_pool(c, "cdptree");
+        const auto opt = options_for(c);
+        if (detail::root_if_ours(pool, detail::kCStringRootMagic, sizeof(detail::CRoot)))
+          throw Error(Errc::wrong_index,
+                      "pool '" + pool.name() +
+                          "' holds a cdptree of string keys, not of integer keys: "
+                          "open it with --key-type string "
+                          "(IndexInfo::create_string), or use a new pool");
+        if (*pool.root_word()) return std::make_unique<CDPTreeIndex>(CDPTree::open(pool, opt));
+        return std::make_unique<CDPTreeIndex>(CDPTree::create(pool, opt));
+      },
+      cdptree_option_docs(),
+      [](const IndexConfig& c) -> std::unique_ptr<StringIndex> {
+        pm::Pool& pool = require_pool(c, "cdptree");
+        return std::make_unique<cdp::StringCDPTree>(pool, options_for(c), *pool.root_word() == 0);
+      }});
 }
 
 }  // namespace dptree

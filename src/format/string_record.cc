@@ -1,6 +1,6 @@
 // The string form's log records (format/string_leaf.h).
+#include <algorithm>
 #include <string>
-#include <vector>
 
 #include "format/string_leaf.h"
 
@@ -38,18 +38,25 @@ void encode_string_record(std::string_view k, u64 v, u64 vbit, u64* out) {
 
 void decode_string_record(const u64* in, std::size_t words, std::string& k, u64& v) {
   const std::size_t len = string_record_length(in[0]);
-  std::vector<unsigned char> b((63 * words + 7) / 8 + 1, 0);
-  for (std::size_t j = 0; j < words; ++j) {
+  const std::size_t total = std::min(10 + len, (63 * words) / 8);
+  unsigned char b[10 + kStringTreeMaxKey] = {};
+  // The payloads' bits in order, a byte out as soon as 8 are in: at most 7 wait when a half
+  // payload (32 bits or fewer) comes, so the accumulator never overflows.
+  u64 acc = 0;
+  std::size_t nb = 0, out = 0;
+  auto push = [&](u64 bits, std::size_t n) {
+    acc |= bits << nb;
+    nb += n;
+    for (; nb >= 8 && out < total; nb -= 8, acc >>= 8) b[out++] = static_cast<unsigned char>(acc);
+  };
+  for (std::size_t j = 0; j < words && out < total; ++j) {
     const u64 x = in[j] >> 1;
-    for (std::size_t bit = 0; bit < 63; ++bit)
-      if (x >> bit & 1) {
-        const std::size_t at = 63 * j + bit;
-        b[at / 8] |= static_cast<unsigned char>(1u << (at % 8));
-      }
+    push(x & 0xffffffffull, 32);
+    push(x >> 32, 31);
   }
   v = 0;
   for (int i = 0; i < 8; ++i) v |= u64{b[2 + i]} << (8 * i);
-  k.assign(reinterpret_cast<const char*>(b.data() + 10), len);
+  k.assign(reinterpret_cast<const char*>(b + 10), len);
 }
 
 }  // namespace dptree::detail

@@ -22,7 +22,7 @@ bool log_page_size_ok(std::size_t bytes) {
 u64 format_version(u64 magic) {
   // The first seven bytes name the tree ("DPTreeR", "CDPTreR"), the last is '0' + version.
   const u64 name = magic & 0x00ffffffffffffffull;
-  const u64 names[] = {kRootMagic, kCRootMagic, kStringRootMagic};
+  const u64 names[] = {kRootMagic, kCRootMagic, kStringRootMagic, kCStringRootMagic};
   if (std::none_of(std::begin(names), std::end(names),
                    [name](u64 m) { return name == (m & 0x00ffffffffffffffull); }))
     return 0;

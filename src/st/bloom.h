@@ -92,14 +92,15 @@ class ConcurrentBloom {
  public:
   ConcurrentBloom(std::size_t expected, double error_rate)
       : shape_(expected, error_rate), bits_(std::make_unique<std::atomic<u64>[]>(shape_.words())) {}
-  void add(u64 key) {
-    const u64 h = hash_key(key);
+  void add(u64 key) { add_hashed(hash_key(key)); }
+  bool may_contain(u64 key) const { return may_contain_hashed(hash_key(key)); }
+  // A key hashed by the caller (the string form: hash_string).
+  void add_hashed(u64 h) {
     std::atomic<u64>* blk = bits_.get() + shape_.block_word(h);
     shape_.for_each_bit(
         h, [&](std::size_t w, u64 m) { blk[w].fetch_or(m, std::memory_order_release); });
   }
-  bool may_contain(u64 key) const {
-    const u64 h = hash_key(key);
+  bool may_contain_hashed(u64 h) const {
     const std::atomic<u64>* blk = bits_.get() + shape_.block_word(h);
     bool all = true;
     shape_.for_each_bit(h, [&](std::size_t w, u64 m) {

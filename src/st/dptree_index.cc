@@ -69,7 +69,8 @@ void register_dptree_indexes() {
         if (root_if_ours(pool, kStringRootMagic, sizeof(Root)))
           throw Error(Errc::wrong_index, "pool '" + pool.name() +
                                              "' holds a DPTree of string keys, not of integer "
-                                             "keys: open it with IndexInfo::create_string, or "
+                                             "keys: open it with --key-type string "
+                                             "(IndexInfo::create_string), or "
                                              "use a new pool");
         const auto* root = static_cast<const Root*>(root_if_ours(pool, kRootMagic, sizeof(Root)));
         const bool ours = root != nullptr;

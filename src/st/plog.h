@@ -87,7 +87,8 @@ class PLog {
   // but the last is full, as hand_over expects. One fence when no page is linked.
   void append_words(u64* head, int ver, const u64* rec, std::size_t n);
   // Reads such a log: fn(first word, n) per record, `words_of(first word, words left)` giving a
-  // record's length in words (0: a pad word, the rest of the page is skipped). The first torn or
+  // record's length in words (0: a pad word; the rest of the page must be pads too, else the log
+  // ends at the first of them). The first torn or
   // absent record ends it: the rest of that page and of the pages after it is made invalid for the
   // log (pads where a later page follows, so only the last page is partly written).
   template <class Len, class F>
@@ -102,6 +103,11 @@ class PLog {
         if ((*w & 1) != vb) return end_words_replay(vb);
         const std::size_t n = words_of(w, per - pos_);
         if (n == 0) {
+          // Pads are flushed without a fence of their own: a crash may keep some of them. Only
+          // a whole pad ends the page; the rest of a partial one was never fenced, so neither
+          // was anything after it, and the log ends there.
+          for (std::size_t j = pos_; j < per; ++j)
+            if (*record(pages_[i], j) != vb) return end_words_replay(vb);
           pos_ = per;
           break;
         }

@@ -11,6 +11,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pool.h"
 #include "format/verify.h"
+#include "st/string_base.h"
 #include "st/string_tree.h"
 
 namespace dptree::detail {
@@ -53,27 +54,27 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacit
   return {};
 }
 
-void StringDPTree::check_leaves(const std::unordered_set<u64>& owned, std::set<u64>& reach,
-                                CheckReport& r, std::size_t& total) const {
-  const int cv = static_cast<int>(root_->gv & kVersionBit);
-  total = 0;
+bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int v, u64 base_count,
+                         const StringBase& base, const std::unordered_set<u64>& owned,
+                         std::set<u64>& reach, CheckReport& r) {
+  std::size_t total = 0;
   std::vector<u64> chain;
   std::string prev;
   char buf[8];
-  for (u64 l = root_->head[cv]; l; l = leaf(l).h().next[cv]) {
+  for (u64 l = head; l; l = t.pool.at<StringLeafHeader>(l)->next[v]) {
     const std::string at =
         "leaf " + std::to_string(chain.size()) + " (offset " + std::to_string(l) + ")";
-    if (chain.size() > owned.size()) return r.fail("leaf list has a cycle");
+    if (chain.size() > owned.size()) return r.fail("leaf list has a cycle"), false;
     chain.push_back(l);
     if (!owned.contains(l)) r.fail(at + " is not owned by the directory");
-    if (!t_.alloc.is_live(l)) return r.fail(at + " is not a live block");
+    if (!t.alloc.is_live(l)) return r.fail(at + " is not a live block"), false;
     if (!reach.insert(l).second) r.fail(at + " is reached twice");
-    StringLeaf lf = leaf(l);
+    StringLeaf lf{t.pool.at(l)};
     if (lf.h().type != kStringLeafType) r.fail(at + " has a wrong type word");
-    if (*t_.pool.at<u64>(lf.h().owner_slot) != l)
+    if (*t.pool.at<u64>(lf.h().owner_slot) != l)
       r.fail(at + ": its owner slot does not point to it");
-    const std::string p = string_leaf_problem(t_.pool, l, opt_.leaf_capacity);
-    if (!p.empty()) return r.fail(at + " " + p);
+    const std::string p = string_leaf_problem(t.pool, l, capacity);
+    if (!p.empty()) return r.fail(at + " " + p), false;
     for (std::size_t i = 0; i < lf.count(); ++i) {
       const std::string_view k = lf.key(i, buf);
       if (!(chain.size() == 1 && i == 0) && !(std::string_view(prev) < k))
@@ -83,63 +84,87 @@ void StringDPTree::check_leaves(const std::unordered_set<u64>& owned, std::set<u
     }
     total += lf.count();
   }
-  if (total != root_->base_count[cv])
-    r.fail("base_count " + std::to_string(root_->base_count[cv]) + " != " + std::to_string(total) +
+  if (total != base_count)
+    r.fail("base_count " + std::to_string(base_count) + " != " + std::to_string(total) +
            " keys in the leaves");
-  if (chain != leaves_) r.fail("inner index does not match the leaf list");
-  for (std::size_t i = 0; i < chain.size() && i < last_.size(); ++i) {
-    StringLeaf lf = leaf(chain[i]);
-    if (last_[i] != lf.key(lf.count() - 1, buf) ||
-        last_prefix_[i] != lf.entries()[lf.count() - 1].prefix)
+  if (chain != base.leaves) r.fail("inner index does not match the leaf list");
+  if (base.count != base_count) r.fail("inner index counts a different number of keys");
+  for (std::size_t i = 0; i < chain.size() && i < base.last.size(); ++i) {
+    StringLeaf lf{t.pool.at(chain[i])};
+    if (base.last[i] != lf.key(lf.count() - 1, buf) ||
+        base.last_prefix[i] != lf.entries()[lf.count() - 1].prefix)
       r.fail("inner index last key differs");
   }
+  r.facts.emplace_back("base_records", static_cast<double>(total));
+  return true;
 }
 
-// The log of the current version: owned pages of its flavor, records that decode, after the
-// end no word of this version, and a replay that gives exactly the buffer.
-void StringDPTree::check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach,
-                             CheckReport& r) const {
-  const int cv = static_cast<int>(root_->gv & kVersionBit);
-  const u64 vb = log_valid_bit(cv);
-  const std::size_t per = t_.codec.G.per_page;
-  std::map<std::string, u64, std::less<>> replay;
-  std::size_t npages = 0, records = 0;
+bool check_string_log_chain(const TreeParts& t, u64 head, int v,
+                            const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                            StringMap& replay, std::size_t& pages, std::size_t& records,
+                            CheckReport& r) {
+  const u64 vb = log_valid_bit(v);
+  const std::size_t per = t.codec.G.per_page;
   bool ended = false;
   std::string k;
-  for (u64 pg = root_->log_head[cv]; pg; pg = t_.pool.at<LogPageHeader>(pg)->next) {
-    if (++npages > owned.size() + 1) return r.fail("log page list has a cycle");
+  std::size_t npages = 0;
+  for (u64 pg = head; pg; pg = t.pool.at<LogPageHeader>(pg)->next) {
+    if (++npages > owned.size() + 1) return r.fail("log page list has a cycle"), false;
+    ++pages;
     reach.insert(pg);
-    const auto* h = t_.pool.at<LogPageHeader>(pg);
+    const auto* h = t.pool.at<LogPageHeader>(pg);
     const std::string at = "log page at " + std::to_string(pg);
     if (!owned.contains(pg)) r.fail(at + " not owned by the directory");
     if (h->type != kPageType) r.fail(at + " has a wrong type word");
-    if (h->flavor != static_cast<u64>(cv)) r.fail(at + " of the wrong flavor in the log");
-    const u64* w = t_.pool.at<u64>(pg + t_.codec.G.offset(0));
+    if (h->flavor != static_cast<u64>(v)) r.fail(at + " of the wrong flavor in the log");
+    const u64* w = t.pool.at<u64>(pg + t.codec.G.offset(0));
     for (std::size_t pos = 0; pos < per;) {
       if (ended || (w[pos] & 1) != vb) {
         if ((w[pos] & 1) == vb)
           return r.fail(at + ": word " + std::to_string(pos) +
-                        " after the end of the log holds a word of the current version");
+                        " after the end of the log holds a word of its version"),
+                 false;
         ended = true;
         ++pos;
         continue;
       }
       const std::size_t len = string_record_length(w[pos]);
-      if (len == 0) break;  // a pad: the rest of the page
+      if (len == 0) {  // a pad: the rest of the page is pads
+        for (std::size_t j = pos; j < per; ++j)
+          if (w[j] != vb)
+            return r.fail(at + ": word " + std::to_string(j) + " of the pad from word " +
+                          std::to_string(pos) + " is not a pad"),
+                   false;
+        break;
+      }
       const std::size_t n = string_record_words(len);
       if (len > kStringTreeMaxKey || pos + n > per)
         return r.fail(at + ": record at word " + std::to_string(pos) + " has a bad length " +
-                      std::to_string(len));
+                      std::to_string(len)),
+               false;
       for (std::size_t j = 1; j < n; ++j)
         if ((w[pos + j] & 1) != vb)
-          return r.fail(at + ": record at word " + std::to_string(pos) + " is torn");
-      u64 v;
-      decode_string_record(w + pos, n, k, v);
-      replay.insert_or_assign(k, v);
+          return r.fail(at + ": record at word " + std::to_string(pos) + " is torn"), false;
+      u64 val;
+      decode_string_record(w + pos, n, k, val);
+      replay.insert_or_assign(k, val);
       ++records;
       pos += n;
     }
   }
+  return true;
+}
+
+// The log of the current version: a replay that gives exactly the buffer, every buffer key in
+// the bloom filter.
+void StringDPTree::check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                             CheckReport& r) const {
+  const int cv = static_cast<int>(root_->gv & kVersionBit);
+  StringMap replay;
+  std::size_t npages = 0, records = 0;
+  if (!check_string_log_chain(t_, root_->log_head[cv], cv, owned, reach, replay, npages, records,
+                              r))
+    return;
   if (npages != log_->pages().size()) r.fail("log page count differs from the volatile state");
   if (replay != buffer_) r.fail("replaying the log does not give the buffer tree");
   for (const auto& kv : buffer_)
@@ -168,14 +193,14 @@ CheckReport StringDPTree::check() const {
     for (u64 blk : t_.pool.at<DirBlock>(b)->slot)
       if (blk) owned.insert(blk);
   }
-  std::size_t total = 0;
-  check_leaves(owned, reach, r, total);
-  if (!r.ok) return r;
+  if (!check_string_leaves(t_, opt_.leaf_capacity, root_->head[cv], cv, root_->base_count[cv],
+                           base_, owned, reach, r) ||
+      !r.ok)
+    return r;
   check_log(owned, reach, r);
   if (!r.ok) return r;
   const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r);
-  r.facts.emplace_back("leaves", static_cast<double>(leaves_.size()));
-  r.facts.emplace_back("base_records", static_cast<double>(total));
+  r.facts.emplace_back("leaves", static_cast<double>(base_.leaves.size()));
   r.facts.emplace_back("buffer_entries", static_cast<double>(buffer_.size()));
   r.facts.emplace_back("live_blocks", static_cast<double>(live));
   return r;

@@ -10,6 +10,7 @@
 // created, published and freed with it.
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "dptree/error.h"
 #include "dptree/pm/allocator.h"
@@ -19,6 +20,7 @@
 #include "dptree/testing/phases.h"
 #include "st/merge.h"
 #include "st/phase.h"
+#include "st/string_base.h"
 #include "st/string_tree.h"
 
 namespace dptree::detail {
@@ -27,23 +29,28 @@ namespace {
 std::size_t heap_of(std::string_view k) {
   return k.size() > 8 ? k.size() : 0;
 }
-}  // namespace
 
-// Leaf li's entries with the buffer's entries of its key range applied, appended to `merged`.
-void StringDPTree::merge_leaf(std::size_t li, Entries& merged) {
-  const bool last = li + 1 == leaves_.size();
-  auto bi = li == 0 ? buffer_.begin() : buffer_.upper_bound(last_[li - 1]);
-  auto be = last ? buffer_.end() : buffer_.upper_bound(last_[li]);
-  StringLeaf lf = leaf(leaves_[li]);
+using Span = std::span<const std::pair<std::string, u64>>;
+
+// The first entry of `es` above k.
+std::size_t above(Span es, std::string_view k) {
+  return static_cast<std::size_t>(
+      std::upper_bound(es.begin(), es.end(), k,
+                       [](std::string_view a, const auto& b) { return a < b.first; }) -
+      es.begin());
+}
+
+// Leaf lf's entries with the sorted entries `es` of its key range applied, appended to `merged`.
+void merge_leaf(StringLeaf lf, Span es, StringEntries& merged) {
   char buf[8];
-  std::size_t i = 0;
+  std::size_t i = 0, b = 0;
   const std::size_t n = lf.count();
-  while (i < n || bi != be) {
+  while (i < n || b < es.size()) {
     std::string_view lk = i < n ? lf.key(i, buf) : std::string_view();
-    if (bi != be && (i >= n || std::string_view(bi->first) <= lk)) {
-      if (i < n && bi->first == lk) ++i;  // replaced or deleted
-      if (!(bi->second & kTombstone)) merged.emplace_back(bi->first, bi->second);
-      ++bi;
+    if (b < es.size() && (i >= n || std::string_view(es[b].first) <= lk)) {
+      if (i < n && es[b].first == lk) ++i;  // replaced or deleted
+      if (!(es[b].second & kTombstone)) merged.emplace_back(es[b].first, es[b].second);
+      ++b;
     } else {
       merged.emplace_back(std::string(lk), lf.entries()[i].value);
       ++i;
@@ -53,16 +60,16 @@ void StringDPTree::merge_leaf(std::size_t li, Entries& merged) {
 
 // Entries es[from, to) in a new leaf whose key heap holds `heap` bytes: written whole, then
 // recorded in pendingLeaves, then activated (its first fence writes it back).
-u64 StringDPTree::create_leaf(const Entries& es, std::size_t from, std::size_t to,
-                              std::size_t heap) {
+u64 create_leaf(TreeParts& t, const StringEntries& es, std::size_t from, std::size_t to,
+                std::size_t heap) {
   const std::size_t count = to - from, bytes = StringLeaf::bytes(count, heap);
-  u64 slot = t_.dir->take_slot();
+  u64 slot = t.dir->take_slot();
   u64 off;
   try {
     pm::CategoryScope cat(pm::Category::alloc);
-    off = t_.alloc.reserve(bytes);
+    off = t.alloc.reserve(bytes);
   } catch (...) {
-    t_.dir->return_slot(slot);
+    t.dir->return_slot(slot);
     throw;
   }
   std::vector<std::byte> img(bytes, std::byte{0});
@@ -84,27 +91,25 @@ u64 StringDPTree::create_leaf(const Entries& es, std::size_t from, std::size_t t
       at += k.size();
     }
   }
-  pm::store_bytes(t_.pool.at(off), img.data(), bytes);
+  pm::store_bytes(t.pool.at(off), img.data(), bytes);
   try {
-    t_.pending->add(slot);
+    t.pending->add(slot);
   } catch (...) {
-    t_.alloc.cancel(off);
-    t_.dir->return_slot(slot);
+    t.alloc.cancel(off);
+    t.dir->return_slot(slot);
     throw;
   }
-  pm::flush(t_.pool.at(off), bytes);
+  pm::flush(t.pool.at(off), bytes);
   {
     pm::CategoryScope cat(pm::Category::alloc);
-    t_.alloc.activate(t_.pool.at<u64>(slot), off);
+    t.alloc.activate(t.pool.at<u64>(slot), off);
   }
-  ++created_;
   return off;
 }
 
-// es in new leaves, appended to `out`: as few as the leaf capacity allows, of about equal
+// es in new leaves, appended to r.out: as few as the leaf capacity allows, of about equal
 // counts, each cut early where its keys would exceed kStringLeafHeap bytes.
-void StringDPTree::write_leaves(const Entries& es, std::vector<u64>& out) {
-  const std::size_t cap = opt_.leaf_capacity;
+void write_leaves(TreeParts& t, std::size_t cap, const StringEntries& es, StringMergeResult& r) {
   const std::size_t nleaves = (es.size() + cap - 1) / cap;
   const std::size_t per = nleaves ? (es.size() + nleaves - 1) / nleaves : 0;
   std::size_t from = 0;
@@ -116,16 +121,46 @@ void StringDPTree::write_leaves(const Entries& es, std::vector<u64>& out) {
       heap += h;
       ++to;
     }
-    out.push_back(create_leaf(es, from, to, heap));
+    r.out.push_back(create_leaf(t, es, from, to, heap));
+    ++r.created;
     from = to;
+  }
+  r.count += es.size();
+}
+}  // namespace
+
+void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const StringBase& base,
+                         Span es, StringMergeResult& r) {
+  StringEntries merged;
+  if (base.empty()) {
+    for (const auto& [k, v] : es)
+      if (!(v & kTombstone)) merged.emplace_back(k, v);
+    write_leaves(t, cap, merged, r);
+    return;
+  }
+  std::size_t lo = 0;
+  for (std::size_t li = 0; li < base.leaves.size(); ++li) {
+    const bool last = li + 1 == base.leaves.size();
+    const std::size_t hi = last ? es.size() : above(es, base.last[li]);
+    StringLeaf lf{t.pool.at(base.leaves[li])};
+    if (lo == hi && merged.empty()) {  // untouched: kept
+      r.out.push_back(base.leaves[li]);
+      r.count += lf.count();
+      continue;
+    }
+    merge_leaf(lf, es.subspan(lo, hi - lo), merged);
+    lo = hi;
+    ++r.rewritten;
+    if (!last && merged.size() < small) continue;  // consolidated with the next leaf
+    write_leaves(t, cap, merged, r);
+    merged.clear();
   }
 }
 
-// The list of version nv: each leaf's next word of version nv, written back where it changed.
-void StringDPTree::link(const std::vector<u64>& out, int nv) {
+void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv) {
   pm::CategoryScope cat(pm::Category::node);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    u64& next = leaf(out[i]).h().next[nv];
+    u64& next = pool.at<StringLeafHeader>(out[i])->next[nv];
     const u64 want = i + 1 < out.size() ? out[i + 1] : 0;
     if (next == want) continue;
     pm::store(&next, want);
@@ -136,61 +171,38 @@ void StringDPTree::link(const std::vector<u64>& out, int nv) {
 void StringDPTree::merge() {
   if (buffer_.empty()) return;
   const int cv = static_cast<int>(root_->gv & kVersionBit), nv = 1 - cv;
-  std::vector<u64> out;
-  u64 count = 0;
+  StringMergeResult m;
   try {
     {
       PhaseScope ph(DPTreePhase::merge_start);
       begin_merge(t_.pool, root_, *t_.pending);
     }
     PhaseScope ph(DPTreePhase::upsert_merge);
-    const auto small = static_cast<std::size_t>(opt_.consolidate_threshold *
-                                                static_cast<double>(opt_.leaf_capacity));
-    Entries merged;
-    if (leaves_.empty()) {
-      for (const auto& [k, v] : buffer_)
-        if (!(v & kTombstone)) merged.emplace_back(k, v);
-    }
-    for (std::size_t li = 0; li < leaves_.size(); ++li) {
-      const bool last = li + 1 == leaves_.size();
-      auto lo = li == 0 ? buffer_.begin() : buffer_.upper_bound(last_[li - 1]);
-      auto hi = last ? buffer_.end() : buffer_.upper_bound(last_[li]);
-      if (lo == hi && merged.empty()) {  // untouched: kept
-        out.push_back(leaves_[li]);
-        count += leaf(leaves_[li]).count();
-        continue;
-      }
-      merge_leaf(li, merged);
-      ++rewritten_;
-      if (!last && merged.size() < small) continue;  // consolidated with the next leaf
-      count += merged.size();
-      write_leaves(merged, out);
-      merged.clear();
-    }
-    if (leaves_.empty()) {
-      count = merged.size();
-      write_leaves(merged, out);
-    }
+    const StringEntries es(buffer_.begin(), buffer_.end());
+    merge_string_leaves(t_, opt_.leaf_capacity,
+                        static_cast<std::size_t>(opt_.consolidate_threshold *
+                                                 static_cast<double>(opt_.leaf_capacity)),
+                        base_, es, m);
+    created_ += m.created;
+    rewritten_ += m.rewritten;
     PhaseScope fl(DPTreePhase::flush);
-    link(out, nv);
+    link_string_leaves(t_.pool, m.out, nv);
   } catch (const Error& e) {
     if (e.code() != Errc::pool_full) throw;
+    created_ += m.created;
     reclaim_interrupted_merge(t_.pool, root_, *t_.dir, *t_.pending);
     ++failed_merges_;
     merge_block_.fail(e);
   }
   {
     PhaseScope ph(DPTreePhase::version_flip);
-    commit_merge(root_, nv, out.empty() ? 0 : out.front(), count);
+    commit_merge(root_, nv, m.out.empty() ? 0 : m.out.front(), m.count);
   }
   rebuild_inner();
   ++merges_;
   {
     PhaseScope ph(DPTreePhase::garbage_collection);
-    const pm::Pool& pool = t_.pool;
-    freed_ += collect_garbage(
-        t_.pool, root_, *t_.dir, *t_.pending,
-        [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v]; }, cv, nv);
+    freed_ += collect_garbage(t_.pool, root_, *t_.dir, *t_.pending, string_next(t_.pool), cv, nv);
     const std::size_t used = log_->pages().size();
     PLog::release_chain(t_.pool, &root_->log_head[cv], cv);
     log_->hand_over(cv);

@@ -19,11 +19,6 @@ namespace dptree::detail {
 
 namespace {
 constexpr const char* kTree = "DPTree (string keys)";
-
-// The next word of a string leaf of version v (merge.h LeafNext).
-LeafNext string_next(const pm::Pool& pool) {
-  return [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v]; };
-}
 }  // namespace
 
 StringDPTree::StringDPTree(pm::Pool& pool, const DPTreeOptions& opt, bool create_new)
@@ -44,13 +39,7 @@ void StringDPTree::attach() {
 
 void StringDPTree::create() {
   opt_.validate();
-  LogGeometry g;
-  g.init(1, opt_.log_page_size);
-  if (g.per_page < string_record_words(kStringTreeMaxKey))
-    throw Error(Errc::invalid_argument,
-                "DPTree over string keys: log_page_size " + std::to_string(opt_.log_page_size) +
-                    " cannot hold the log record of a " + std::to_string(kStringTreeMaxKey) +
-                    "-byte key: use 2048 or more");
+  require_page_for_longest_key(opt_.log_page_size, "DPTree over string keys");
   t_.require_empty_pool();
   pm::CategoryScope cat(pm::Category::alloc);
   u64 r = t_.alloc.reserve(sizeof(Root));
@@ -70,42 +59,18 @@ void StringDPTree::create() {
 }
 
 void StringDPTree::open() {
-  void* found = nullptr;
-  try {
-    found = t_.existing_root(kStringRootMagic, sizeof(Root), kTree);
-  } catch (const Error& e) {
-    if (e.code() != Errc::wrong_index) throw;
-    const u64 off = *t_.pool.root_word();
-    if (t_.alloc.block_size(off) >= 8 && *t_.pool.at<u64>(off) == kRootMagic)
-      throw Error(Errc::wrong_index, "pool '" + t_.pool.name() +
-                                         "' holds a DPTree of integer keys, not of string "
-                                         "keys: open it with the integer interface "
-                                         "(IndexInfo::create), or use a new pool");
-    throw;
-  }
-  auto* rt = static_cast<Root*>(found);
-  for (const auto& p : verify_format(*rt, kStringRootMagic, kDPTreeGvBits))
-    throw Error(Errc::corrupt, "pool '" + t_.pool.name() + "': " + kTree + " root: " + p +
-                                   ": the pool is damaged; restore it from a copy");
+  auto* rt = static_cast<Root*>(
+      open_string_root(t_, kStringRootMagic, sizeof(Root), kRootMagic, kDPTreeGvBits, "DPTree"));
   opt_.validate();
   opt_.leaf_capacity = rt->leaf_capacity;
   opt_.log_page_size = rt->log_page_size;
   t_.validate_stored([this] { opt_.validate(); });
   root_ = rt;
   attach();
-  const pm::Pool& pool = t_.pool;
-  const std::size_t cap = opt_.leaf_capacity;
-  TreeShape shape{
-      kTree,
-      kDPTreeGvBits,
-      0,
-      {pool.offset_of(&root_->log_head[0]), pool.offset_of(&root_->log_head[1])},
-      kStringLeafType,
-      [&pool](u64 l, int v) { return pool.offset_of(&pool.at<StringLeafHeader>(l)->next[v]); },
-      [&pool, cap](u64 l) {
-        std::string p = string_leaf_problem(pool, l, cap);
-        if (!p.empty()) throw_corrupt(pool, kTree, "leaf", l, p);
-      }};
+  const TreeShape shape = string_tree_shape(
+      t_.pool, kTree, kDPTreeGvBits,
+      {t_.pool.offset_of(&root_->log_head[0]), t_.pool.offset_of(&root_->log_head[1])},
+      opt_.leaf_capacity);
   validate_on_open(t_, *root_, shape);
   recover();
 }
@@ -121,17 +86,8 @@ void StringDPTree::recover() {
   t_.dir->load();
   reset_bloom();
   buffer_.clear();
-  auto words_of = [&](const u64* w, std::size_t room) -> std::size_t {
-    const std::size_t len = string_record_length(*w);
-    const u64 off = t_.pool.offset_of(w);
-    if (len == 0) return 0;
-    if (len > kStringTreeMaxKey)
-      throw_corrupt(t_.pool, kTree, "log record", off,
-                    "announces a key of " + std::to_string(len) + " bytes (at most " +
-                        std::to_string(kStringTreeMaxKey) + ")");
-    const std::size_t n = string_record_words(len);
-    if (n > room) throw_corrupt(t_.pool, kTree, "log record", off, "runs past its page's end");
-    return n;
+  auto words_of = [&](const u64* w, std::size_t room) {
+    return checked_record_words(t_.pool, kTree, w, room);
   };
   std::string k;
   log_->replay_words(&root_->log_head[cv], cv, words_of, [&](const u64* w, std::size_t n) {
@@ -145,17 +101,8 @@ void StringDPTree::recover() {
 }
 
 void StringDPTree::rebuild_inner() {
-  leaves_.clear();
-  last_.clear();
-  last_prefix_.clear();
   const int cv = static_cast<int>(root_->gv & kVersionBit);
-  char buf[8];
-  for (u64 l = root_->head[cv]; l; l = leaf(l).h().next[cv]) {
-    leaves_.push_back(l);
-    StringLeaf lf = leaf(l);
-    last_.emplace_back(lf.key(lf.count() - 1, buf));
-    last_prefix_.push_back(lf.entries()[lf.count() - 1].prefix);
-  }
+  base_.build(t_.pool, root_->head[cv], cv, root_->base_count[cv]);
 }
 
 std::size_t StringDPTree::merge_threshold() const {
@@ -193,66 +140,13 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
                            [this] { merge(); });
 }
 
-std::size_t StringDPTree::leaf_index(std::string_view k) const {
-  if (leaves_.empty()) return 0;
-  // The leaves whose last key shares k's prefix lie together: compare bytes only among them.
-  const u64 p = key_prefix(k);
-  const auto lo = std::lower_bound(last_prefix_.begin(), last_prefix_.end(), p);
-  auto i = static_cast<std::size_t>(lo - last_prefix_.begin());
-  if (i < last_prefix_.size() && last_prefix_[i] == p) {
-    const auto hi = std::upper_bound(lo, last_prefix_.end(), p);
-    const auto end = last_.begin() + (hi - last_prefix_.begin());
-    i = static_cast<std::size_t>(
-        std::lower_bound(last_.begin() + static_cast<std::ptrdiff_t>(i), end, k,
-                         [](const std::string& a, std::string_view b) { return a < b; }) -
-        last_.begin());
-  }
-  return std::min(i, leaves_.size() - 1);
-}
-
-namespace {
-// Position of the first entry of `lf` whose key is not below k (binary search on the
-// prefixes; the key bytes are read only on a tie).
-std::size_t leaf_lower_bound(StringLeaf lf, std::string_view k, bool& equal) {
-  const u64 p = key_prefix(k);
-  const StringEntry* e = lf.entries();
-  std::size_t lo = 0, hi = lf.count();
-  equal = false;
-  char buf[8];
-  while (lo < hi) {
-    const std::size_t mid = (lo + hi) / 2;
-    bool below;
-    if (e[mid].prefix != p) {
-      below = e[mid].prefix < p;
-    } else {
-      const std::string_view mk = lf.key(mid, buf);
-      if (mk == k) {
-        equal = true;
-        return mid;
-      }
-      below = mk < k;
-    }
-    if (below)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-}  // namespace
-
 std::optional<u64> StringDPTree::find(std::string_view k) const {
   if (bloom_.may_contain_hashed(hash_string(k)))
     if (auto it = buffer_.find(k); it != buffer_.end()) {
       if (it->second & kTombstone) return std::nullopt;
       return it->second;
     }
-  if (leaves_.empty()) return std::nullopt;
-  StringLeaf lf = leaf(leaves_[leaf_index(k)]);
-  bool equal;
-  const std::size_t i = leaf_lower_bound(lf, k, equal);
-  if (!equal) return std::nullopt;
-  return lf.entries()[i].value;
+  return base_.lookup(t_.pool, k);
 }
 
 std::optional<Value> StringDPTree::lookup(std::string_view k) const {
@@ -297,24 +191,25 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
   check_string_key(start, kStringTreeMaxKey, "dptree");
   std::size_t got = 0;
   auto bi = buffer_.lower_bound(start);
-  std::size_t li = leaf_index(start), pos = 0;
-  if (!leaves_.empty()) {
+  const std::vector<u64>& leaves = base_.leaves;
+  std::size_t li = base_.index_of(start), pos = 0;
+  if (!leaves.empty()) {
     bool equal;
-    pos = leaf_lower_bound(leaf(leaves_[li]), start, equal);
+    pos = string_lower_bound(leaf(leaves[li]), start, equal);
   }
   char buf[8];
   auto settle = [&] {
-    while (li < leaves_.size() && pos >= leaf(leaves_[li]).count()) {
+    while (li < leaves.size() && pos >= leaf(leaves[li]).count()) {
       ++li;
       pos = 0;
     }
   };
   settle();
-  while (got < count && (bi != buffer_.end() || li < leaves_.size())) {
+  while (got < count && (bi != buffer_.end() || li < leaves.size())) {
     std::string_view bk;
-    if (li < leaves_.size()) bk = leaf(leaves_[li]).key(pos, buf);
-    if (bi != buffer_.end() && (li >= leaves_.size() || std::string_view(bi->first) <= bk)) {
-      if (li < leaves_.size() && bi->first == bk) {  // the buffer's entry is newer
+    if (li < leaves.size()) bk = leaf(leaves[li]).key(pos, buf);
+    if (bi != buffer_.end() && (li >= leaves.size() || std::string_view(bi->first) <= bk)) {
+      if (li < leaves.size() && bi->first == bk) {  // the buffer's entry is newer
         ++pos;
         settle();
       }
@@ -324,7 +219,7 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
       }
       ++bi;
     } else {
-      out.emplace_back(std::string(bk), leaf(leaves_[li]).entries()[pos].value);
+      out.emplace_back(std::string(bk), leaf(leaves[li]).entries()[pos].value);
       ++got;
       ++pos;
       settle();
@@ -338,7 +233,7 @@ std::size_t StringDPTree::size() const {
   auto n = static_cast<long long>(root_->base_count[cv]);
   for (const auto& [k, v] : buffer_) {
     bool in_base = false;
-    if (!leaves_.empty()) leaf_lower_bound(leaf(leaves_[leaf_index(k)]), k, in_base);
+    if (!base_.empty()) string_lower_bound(leaf(base_.leaves[base_.index_of(k)]), k, in_base);
     if (v & kTombstone)
       n -= in_base;
     else
@@ -356,13 +251,12 @@ IndexStats StringDPTree::stats() const {
   s.pm_bytes = pm;  // the key bytes live in the leaves
   std::size_t keys = 0;
   for (const auto& kv : buffer_) keys += kv.first.capacity() + 64;  // a map node's overhead
-  std::size_t inner = 8 * leaves_.capacity();
-  for (const auto& k : last_) inner += sizeof(std::string) + k.capacity();
+  const std::size_t inner = base_.dram_bytes();
   s.dram_bytes = sizeof(*this) + keys + bloom_.dram_bytes() + inner + t_.dir->dram_bytes() +
                  t_.pages->dram_bytes();
   auto d = [](std::size_t x) { return static_cast<double>(x); };
   s.extra = {{"buffer_entries", d(buffer_.size())},
-             {"leaves", d(leaves_.size())},
+             {"leaves", d(base_.leaves.size())},
              {"merges", d(merges_)},
              {"failed_merges", d(failed_merges_)},
              {"leaves_created", d(created_)},

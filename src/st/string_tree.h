@@ -21,6 +21,7 @@
 #include "st/bloom.h"
 #include "st/family.h"
 #include "st/plog.h"
+#include "st/string_base.h"
 
 namespace dptree::detail {
 
@@ -48,8 +49,6 @@ class StringDPTree final : public StringIndex {
   std::size_t size() const;
 
  private:
-  using Entries = std::vector<std::pair<std::string, u64>>;
-
   void create();
   void open();
   void attach();
@@ -60,34 +59,18 @@ class StringDPTree final : public StringIndex {
   void write_allowed();
   void upsert_raw(std::string_view k, u64 v);
   std::optional<u64> find(std::string_view k) const;
-  std::size_t leaf_index(std::string_view k) const;
   StringLeaf leaf(u64 off) const { return StringLeaf{t_.pool.at(off)}; }
-  // The merge's parts (string_merge.cc).
-  void merge_leaf(std::size_t li, Entries& merged);
-  void write_leaves(const Entries& es, std::vector<u64>& out);
-  u64 create_leaf(const Entries& es, std::size_t from, std::size_t to, std::size_t heap);
-  void link(const std::vector<u64>& out, int nv);
-  // check (string_check.cc).
-  void check_leaves(const std::unordered_set<u64>& owned, std::set<u64>& reach, CheckReport& r,
-                    std::size_t& total) const;
   void check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach, CheckReport& r) const;
 
   TreeParts t_;
   DPTreeOptions opt_;
   Root* root_ = nullptr;
   std::unique_ptr<PLog> log_;
-  std::map<std::string, u64, std::less<>> buffer_;
+  StringMap buffer_;
   Bloom bloom_;
-  // The inner index (DRAM): the leaves of the current version and their last keys.
-  std::vector<u64> leaves_;
-  std::vector<std::string> last_;
-  std::vector<u64> last_prefix_;  // key_prefix of last_: most searches compare only these
+  StringBase base_;  // the inner index (DRAM) over the leaves of the current version
   std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;
   MergeBlock merge_block_{t_.pool};
 };
-
-// A damaged string leaf's problem (empty: its contents are in bounds): count, key lengths,
-// key bytes inside the leaf's heap, each heap byte reached by exactly one key, prefixes.
-std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, std::size_t capacity);
 
 }  // namespace dptree::detail

@@ -288,11 +288,15 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   r = check_pool_of("--index cdptree --workload mixed --records 3000 --ops 3000", pool);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "concurrent DPTree (cdptree), ok")) << r.output;
+  r = check_pool_of("--index cdptree --key-type string --workload mixed --records 3000 --ops 3000",
+                    pool);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "concurrent DPTree (cdptree) of string keys, ok")) << r.output;
   // A pool of another index is refused, naming what check takes.
   r = check_pool_of("--index fastfair --workload insert_only --records 100 --ops 100", pool);
   EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(
-      has(r.output, "holds neither a DPTree (of integer or string keys) nor a concurrent DPTree"))
+  EXPECT_TRUE(has(r.output,
+                  "holds neither a DPTree nor a concurrent DPTree (cdptree), of integer or string"))
       << r.output;
 
   r = run("check " + pool);

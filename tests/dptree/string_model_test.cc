@@ -12,6 +12,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "fixtures/full_pool.h"
 #include "fixtures/key_kinds.h"
 #include "fixtures/named_stats.h"
 #include "format/layout.h"
@@ -179,39 +180,10 @@ TEST(DPTreeStrings, FullPoolRefusesAndStaysConsistent) {
   auto pool = pm::Pool::create_in_memory(1 << 20);
   auto idx = make_string_index("dptree", pool.get(), small_string_options());
   std::map<std::string, Value> model;
-  bool full = false;
-  for (int i = 0; i < 100000 && !full; ++i) {
-    const std::string k = std::string(40 + i % 30, 'k') + std::to_string(i);
-    try {
-      idx->upsert(k, static_cast<Value>(i));
-      model[k] = static_cast<Value>(i);
-    } catch (const Error& e) {
-      ASSERT_EQ(e.code(), Errc::pool_full) << e.what();
-      full = true;
-    }
-  }
-  ASSERT_TRUE(full) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
+  ASSERT_TRUE(fill_until_full(*idx, model)) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
   EXPECT_GT(NamedStats(idx->stats().extra)["failed_merges"], 0);
   expect_same(*idx, model, "full");
-  // A remove's log record may find no page (refused, nothing written); those taken count.
-  auto refused = [](auto&& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Errc::pool_full) << e.what();
-      return true;
-    }
-    return false;
-  };
-  std::size_t removed = 0;
-  for (auto it = model.begin(); it != model.end();) {
-    bool present = false;
-    if (refused([&] { present = idx->remove(it->first); })) break;
-    ASSERT_TRUE(present);
-    it = model.erase(it);
-    ++removed;
-  }
-  EXPECT_GT(removed, 0u);
+  EXPECT_GT(remove_until_refused(*idx, model), 0u);
   expect_same(*idx, model, "after removes");
   // A merge needs room for the leaves it rewrites before it frees the old ones; one that only
   // removes creates none, so once every key is removed it fits, and writes go on.

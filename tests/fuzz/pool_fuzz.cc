@@ -1,13 +1,16 @@
 // The pool fuzzer's harness (pool_fuzz.h).
 #include "fuzz/pool_fuzz.h"
 
+#include <algorithm>
 #include <cstring>
 #include <span>
+#include <string>
 
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "dptree/string_index.h"
 
 namespace dptree::fuzz {
 
@@ -49,23 +52,58 @@ const std::vector<Target>& targets() {
         {"mlog_entries", "64"},
         {"cache_entries", "40"}},
        640 * 1024},
+      {"dptree",
+       {{"leaf_capacity", "8"},
+        {"merge_ratio", "0.3"},
+        {"min_merge_records", "16"},
+        {"log_page_size", "2048"}},
+       512 * 1024,
+       true},
+      {"cdptree",
+       {{"leaf_capacity", "8"},
+        {"log_partitions", "2"},
+        {"log_page_size", "2048"},
+        {"merge_ratio", "0.5"},
+        {"min_merge_records", "16"},
+        {"background_merge", "0"},
+        {"merge_threads", "1"},
+        {"recovery_threads", "1"}},
+       640 * 1024,
+       true},
   };
   return all;
 }
 
-const Target& target(const std::string& index) {
+const Target& target(const std::string& name) {
   for (const auto& t : targets())
-    if (t.index == index) return t;
-  throw Error(Errc::invalid_argument, "no fuzz target for index '" + index + "'");
+    if (t.name() == name) return t;
+  throw Error(Errc::invalid_argument, "no fuzz target '" + name + "'");
 }
 
 namespace {
 
-std::unique_ptr<Index> open_index(const Target& t, pm::Pool& pool) {
+IndexConfig config_of(const Target& t, pm::Pool& pool) {
   IndexConfig c;
   c.pool = &pool;
   c.options = t.options;
-  return find_index(t.index).create(c);
+  return c;
+}
+
+std::unique_ptr<Index> open_index(const Target& t, pm::Pool& pool) {
+  return find_index(t.index).create(config_of(t, pool));
+}
+
+std::unique_ptr<StringIndex> open_string_index(const Target& t, pm::Pool& pool) {
+  return find_index(t.index).create_string(config_of(t, pool));
+}
+
+// Key k as a string key: its decimal digits padded with byte k to one of the lengths that
+// matter to string leaves and records (1, 8, 9, 63, 64, 65, 200 bytes).
+std::string string_key(Key k) {
+  static constexpr std::size_t kLengths[] = {1, 8, 9, 63, 64, 65, 200};
+  std::string s = std::to_string(k);
+  s.resize(std::max(s.size(), kLengths[k % 7]), static_cast<char>(k));
+  return s;
 }
 
 Bytes bytes_of(const pm::Pool& pool) {
@@ -74,14 +112,30 @@ Bytes bytes_of(const pm::Pool& pool) {
 }
 
 // `ops` writes and removes over a small key space; merges happen along the way.
-void workload(Index& idx, std::size_t ops, std::uint64_t seed) {
+template <class Idx, class KeyOf>
+void workload(Idx& idx, std::size_t ops, std::uint64_t seed, KeyOf key_of) {
   std::mt19937_64 rng(seed);
   for (std::size_t i = 0; i < ops; ++i) {
-    Key k = rng() % 400;
+    const auto k = key_of(rng() % 400);
     if (rng() % 5 == 0)
       idx.remove(k);
     else
       idx.upsert(k, rng() % 1000000);
+  }
+}
+
+// The seed workload on the index `t` opens in `pool`, which stays open until `open_seen`
+// (called with the workload done) returns.
+template <class Seen>
+void seed_workload(const Target& t, pm::Pool& pool, std::size_t ops, Seen open_seen) {
+  if (t.strings) {
+    auto idx = open_string_index(t, pool);
+    workload(*idx, ops, ops, string_key);
+    open_seen();
+  } else {
+    auto idx = open_index(t, pool);
+    workload(*idx, ops, ops, [](Key k) { return k; });
+    open_seen();
   }
 }
 
@@ -97,10 +151,17 @@ bool accepted(const Target& t, Make make) {
   static DramMode dram;
   try {
     auto pool = pm::Pool::open_image(pm::Image{make()});
-    auto idx = open_index(t, *pool);
-    idx->check();
-    std::vector<KV> out;
-    idx->scan(0, 64, out);
+    if (t.strings) {
+      auto idx = open_string_index(t, *pool);
+      idx->check();
+      std::vector<StringKV> out;
+      idx->scan(std::string(1, '\0'), 64, out);
+    } else {
+      auto idx = open_index(t, *pool);
+      idx->check();
+      std::vector<KV> out;
+      idx->scan(0, 64, out);
+    }
     return true;
   } catch (const Error&) {
     return false;
@@ -125,11 +186,9 @@ std::vector<Bytes> make_seeds(const Target& t, std::size_t pool_bytes) {
   std::vector<Bytes> out;
   for (std::size_t ops : {30, 200, 600}) {
     auto pool = pm::Pool::create_in_memory(pool_bytes ? pool_bytes : t.seed_pool_bytes);
-    auto idx = open_index(t, *pool);
-    workload(*idx, ops, ops);
-    out.push_back(bytes_of(*pool));  // open: a crash with every store durable
-    idx.reset();
-    out.push_back(bytes_of(*pool));  // closed
+    // Open: a crash with every store durable; then closed.
+    seed_workload(t, *pool, ops, [&] { out.push_back(bytes_of(*pool)); });
+    out.push_back(bytes_of(*pool));
   }
   return out;
 }

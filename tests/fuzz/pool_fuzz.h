@@ -24,11 +24,15 @@ struct Target {
   // below pm::kMinPoolSize). An execution copies and opens the whole pool, so it sets the
   // fuzzers' speed.
   std::size_t seed_pool_bytes = 256 * 1024;
+  // The index's string form (string_index.h) over string keys, named "<index>-strings".
+  bool strings = false;
+  std::string name() const { return strings ? index + "-strings" : index; }
 };
 
-// Every persistent index of the registry, in registration order.
+// Every persistent index of the registry, in registration order, then the string forms of
+// those that have one.
 const std::vector<Target>& targets();
-const Target& target(const std::string& index);
+const Target& target(const std::string& name);
 
 // The seed size the libFuzzer inputs in tests/fuzz/regressions/ were found with (an input's
 // patches name words of the pool, so it replays only on seeds of that size).

@@ -1,7 +1,7 @@
-// The pool fuzzer as a test: per persistent index, damaged copies of seed pools (pool_fuzz.h's
-// mutations) are opened, recovered and checked under ASan and UBSan; each must be accepted or
-// refused with dptree::Error. DPTREE_FUZZ_ITERS sets the images per index (default 500).
-// Longer, coverage-guided runs: `make fuzz SECONDS=N` (libFuzzer, docs/fuzzing.md).
+// The pool fuzzer as a test: per persistent index and string form, damaged copies of seed pools
+// (pool_fuzz.h's mutations) are opened, recovered and checked under ASan and UBSan; each must be
+// accepted or refused with dptree::Error. DPTREE_FUZZ_ITERS sets the images per index (default
+// 500). Longer, coverage-guided runs: `make fuzz SECONDS=N` (libFuzzer, docs/fuzzing.md).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -23,7 +23,7 @@ TEST_P(PoolFuzz, DamagedPoolsAreAcceptedOrRefusedNeverCrash) {
   const auto seeds = make_seeds(t);
   for (std::size_t i = 0; i < seeds.size(); ++i)
     ASSERT_TRUE(run_one(t, seeds[i].data(), seeds[i].size())) << "seed " << i << " refused";
-  std::mt19937_64 rng(std::hash<std::string>{}(t.index));
+  std::mt19937_64 rng(std::hash<std::string>{}(t.name()));
   std::size_t accepted = 0, refused = 0;
   const std::size_t n = iterations();
   for (std::size_t i = 0; i < n; ++i) {
@@ -34,13 +34,13 @@ TEST_P(PoolFuzz, DamagedPoolsAreAcceptedOrRefusedNeverCrash) {
     (run_one(t, img.data(), img.size()) ? accepted : refused)++;
   }
   std::printf("%s: %zu damaged images, %zu accepted, %zu refused with dptree::Error\n",
-              t.index.c_str(), n, accepted, refused);
+              t.name().c_str(), n, accepted, refused);
   EXPECT_EQ(accepted + refused, n);
 }
 
 std::vector<std::string> names() {
   std::vector<std::string> out;
-  for (const auto& t : targets()) out.push_back(t.index);
+  for (const auto& t : targets()) out.push_back(t.name());
   return out;
 }
 

@@ -1,0 +1,135 @@
+// The sharded buffer of the concurrent string form (string_buffer.h).
+#include "cdptree/string_buffer.h"
+
+#include <algorithm>
+
+#include "cdptree/phase.h"
+#include "dptree/pm/pool.h"
+
+namespace dptree::cdp {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+
+StringBuffer::StringBuffer(pm::Pool& pool, const RecordCodec& codec, LogPageCache& cache,
+                           u64* table, int ver, std::size_t shards, std::size_t expected,
+                           double bloom_error)
+    : pool_(pool),
+      table_(table),
+      ver_(ver),
+      n_(shards),
+      shards_(std::make_unique<Shard[]>(shards)),
+      bloom_(expected, bloom_error) {
+  for (std::size_t p = 0; p < n_; ++p) shards_[p].log = std::make_unique<PLog>(pool, codec, cache);
+}
+
+void StringBuffer::append(Shard& s, std::size_t p, std::string_view k, u64 v) {
+  PhaseScope ph(CDPTreePhase::log_append);
+  u64 rec[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];
+  encode_string_record(k, v, log_valid_bit(ver_), rec);
+  s.log->append_words(&table_[p], ver_, rec, string_record_words(k.size()));
+}
+
+void StringBuffer::replay(std::size_t p, const char* tree) {
+  Shard& s = shards_[p];
+  std::string k;
+  auto words_of = [&](const u64* w, std::size_t room) {
+    return checked_record_words(pool_, tree, w, room);
+  };
+  std::unique_lock lk(s.mu);
+  s.log->replay_words(&table_[p], ver_, words_of, [&](const u64* w, std::size_t n) {
+    u64 v;
+    decode_string_record(w, n, k, v);
+    bloom_.add_hashed(hash_string(k));
+    s.map.insert_or_assign(k, v);
+  });
+}
+
+// Once `cut`, only keys up to `bound` are kept and every key up to it is in `all`: a shard
+// cut at n entries lowers the bound to its last one, and so does keeping only the n smallest
+// whenever 2n gathered (so later shards copy little more than their keys below the bound).
+bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries& out) const {
+  StringEntries all;
+  bool cut = false;
+  std::string bound;
+  auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+  auto lower = [&](const std::string& k) {
+    if (!cut || k < bound) bound = k;
+    cut = true;
+  };
+  auto keep_smallest = [&] {
+    std::sort(all.begin(), all.end(), by_key);
+    if (cut)
+      all.erase(std::upper_bound(all.begin(), all.end(), bound,
+                                 [](const std::string& b, const auto& e) { return b < e.first; }),
+                all.end());
+    if (all.size() > n) {
+      all.resize(n);
+      lower(all.back().first);
+    }
+  };
+  for (std::size_t p = 0; p < n_ && n > 0; ++p) {
+    const Shard& s = shards_[p];
+    std::shared_lock lk(s.mu);
+    std::size_t got = 0;
+    for (auto it = s.map.lower_bound(start); it != s.map.end(); ++it) {
+      if (cut && bound < it->first) break;
+      if (got == n) {
+        lower(all.back().first);  // this shard has more above its last one here
+        break;
+      }
+      all.emplace_back(it->first, it->second);
+      ++got;
+    }
+    if (all.size() > 2 * n) keep_smallest();
+  }
+  keep_smallest();
+  out.insert(out.end(), std::make_move_iterator(all.begin()), std::make_move_iterator(all.end()));
+  return !cut;
+}
+
+StringEntries StringBuffer::entries() const {
+  StringEntries all;
+  for (std::size_t p = 0; p < n_; ++p) {
+    std::shared_lock lk(shards_[p].mu);
+    all.insert(all.end(), shards_[p].map.begin(), shards_[p].map.end());
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return all;
+}
+
+std::size_t StringBuffer::size() const {
+  std::size_t n = 0;
+  for (std::size_t p = 0; p < n_; ++p) {
+    std::shared_lock lk(shards_[p].mu);
+    n += shards_[p].map.size();
+  }
+  return n;
+}
+
+std::vector<u64> StringBuffer::all_log_pages() const {
+  std::vector<u64> out;
+  for (std::size_t p = 0; p < n_; ++p) {
+    std::shared_lock lk(shards_[p].mu);  // a writer may be linking a page
+    out.insert(out.end(), shards_[p].log->pages().begin(), shards_[p].log->pages().end());
+  }
+  return out;
+}
+
+void StringBuffer::release_logs() {
+  PhaseScope ph(CDPTreePhase::log_release);
+  for (std::size_t p = 0; p < n_; ++p) {
+    if (table_[p]) PLog::release_chain(pool_, &table_[p], ver_);
+    shards_[p].log->hand_over(ver_);
+  }
+}
+
+std::size_t StringBuffer::dram_bytes() const {
+  std::size_t b = bloom_.dram_bytes() + n_ * sizeof(Shard);
+  for (std::size_t p = 0; p < n_; ++p) {
+    std::shared_lock lk(shards_[p].mu);
+    for (const auto& kv : shards_[p].map) b += kv.first.capacity() + 64;  // a map node's overhead
+  }
+  return b;
+}
+
+}  // namespace dptree::cdp

@@ -1,0 +1,109 @@
+// The buffer of the concurrent DPTree's string form (string_cdptree.h): the CPBT of §3.1 over
+// byte-string keys. The OLC B+-tree of the integer form takes 8-byte keys, so this buffer is
+// hash-partitioned instead: N shards, each an ordered map under a reader-writer lock with its
+// own PM log (dptree's PLog over word records, format/string_leaf.h), its head word in the
+// persistent header table of the buffer's version. A key's shard is fixed by its hash, so its
+// log records are in one partition and in order: the writer holds the shard's lock across the
+// log append and the map change (§3.1, "Concurrent Modification"). Writers of different shards
+// run in parallel; readers share a shard's lock; a bloom filter over all keys lets most reads
+// of keys not in the buffer skip the shards.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/string_leaf.h"
+#include "st/bloom.h"
+#include "st/plog.h"
+#include "st/string_base.h"
+
+namespace dptree::cdp {
+
+using detail::StringEntries;
+using detail::StringMap;
+using detail::u64;
+
+class StringBuffer {
+ public:
+  StringBuffer(pm::Pool& pool, const detail::RecordCodec& codec, detail::LogPageCache& cache,
+               u64* table, int ver, std::size_t shards, std::size_t expected, double bloom_error);
+
+  int version() const { return ver_; }
+  std::size_t shards() const { return n_; }
+  std::size_t shard_of(u64 h) const { return static_cast<std::size_t>(h >> 32) % n_; }
+  u64* table() const { return table_; }
+
+  // The value of k here (tombstones included), if any; h = hash_string(k).
+  std::optional<u64> find(std::string_view k, u64 h) const {
+    if (!bloom_.may_contain_hashed(h)) return std::nullopt;
+    const Shard& s = shards_[shard_of(h)];
+    std::shared_lock lk(s.mu);
+    auto it = s.map.find(k);
+    if (it == s.map.end()) return std::nullopt;
+    return it->second;
+  }
+  // Upsert under k's shard lock: decide(cur) returns the value to write (logged, stored, bloom
+  // updated) or nothing; returns what it returned. `entries` gets the shard's entry count,
+  // from which the caller estimates the buffer's size. A log append may throw pool_full:
+  // nothing changed then.
+  template <class F>
+  std::optional<u64> upsert_with(std::string_view k, u64 h, F&& decide, std::size_t& entries) {
+    Shard& s = shards_[shard_of(h)];
+    std::unique_lock lk(s.mu);
+    auto it = s.map.find(k);
+    std::optional<u64> out = decide(it == s.map.end() ? nullptr : &it->second);
+    if (out) {
+      append(s, shard_of(h), k, *out);
+      if (it == s.map.end())
+        s.map.emplace(std::string(k), *out);
+      else
+        it->second = *out;
+      bloom_.add_hashed(h);
+    }
+    entries = s.map.size();
+    return out;
+  }
+
+  // Recovery: shard p's log replayed into its map (records of one key in order). Throws
+  // Error(corrupt) naming `tree` for a record of an impossible length.
+  void replay(std::size_t p, const char* tree);
+  // Up to n entries with key >= start of every shard, in key order, appended to `out`; true
+  // when the buffer has no more (else every entry up to out's last key is there).
+  bool collect(std::string_view start, std::size_t n, StringEntries& out) const;
+  // Every entry in key order (each shard's read under its lock: per key consistent).
+  StringEntries entries() const;
+  std::size_t size() const;
+  // The pages of shard p's log (writers quiesced), and of every shard's.
+  const std::vector<u64>& log_pages(std::size_t p) const { return shards_[p].log->pages(); }
+  std::vector<u64> all_log_pages() const;
+  // After this buffer's merge committed and no thread uses it: every shard's log chain
+  // released (pages flagged, head cleared) and its pages handed to the next flavor's freelist.
+  void release_logs();
+  // check(): each shard's map, and whether every key is in its own shard and the bloom filter.
+  const StringMap& map(std::size_t p) const { return shards_[p].map; }
+  bool bloom_has(u64 h) const { return bloom_.may_contain_hashed(h); }
+  std::size_t dram_bytes() const;
+
+ private:
+  struct alignas(64) Shard {
+    mutable std::shared_mutex mu;
+    StringMap map;
+    std::unique_ptr<detail::PLog> log;
+  };
+  void append(Shard& s, std::size_t p, std::string_view k, u64 v);
+
+  pm::Pool& pool_;
+  u64* table_;
+  int ver_;
+  std::size_t n_;
+  std::unique_ptr<Shard[]> shards_;
+  detail::ConcurrentBloom bloom_;
+};
+
+}  // namespace dptree::cdp

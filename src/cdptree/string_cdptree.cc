@@ -1,0 +1,409 @@
+// The concurrent DPTree over string keys (string_cdptree.h): creation, opening and recovery,
+// reads (Algorithm 6), writes (Algorithm 7), scans, stats. Merge: string_merge.cc; check:
+// string_check.cc (this folder).
+#include "cdptree/string_cdptree.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "cdptree/phase.h"
+#include "cdptree/root_tables.h"
+#include "dptree/error.h"
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/pm/store.h"
+#include "dptree/testing/phases.h"
+#include "format/verify.h"
+#include "st/merge.h"
+#include "st/validate.h"
+
+namespace dptree::cdp {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+
+namespace {
+constexpr const char* kTree = "cdptree (string keys)";
+constexpr const char* kName = "cdptree";
+}  // namespace
+
+StringCDPTree::StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create_new)
+    : t_(pool, "concurrent DPTree (cdptree, string keys)"), opt_(opt) {
+  try {
+    if (create_new)
+      create();
+    else
+      open();
+  } catch (...) {
+    release_dram();  // no destructor runs; no merge was posted (open merges inline)
+    throw;
+  }
+}
+
+StringCDPTree::~StringCDPTree() {
+  wait_idle();
+  release_dram();
+}
+
+void StringCDPTree::release_dram() {
+  workers_.reset();  // joins the merge workers (a merge task may be in its last lines)
+  StringBuffer* m = gp_m_.exchange(nullptr);
+  StringBuffer* f = gp_f_.exchange(nullptr);
+  if (m != f) delete m;
+  delete f;
+  delete gp_b_.exchange(nullptr);
+}
+
+void StringCDPTree::attach() {
+  // Log records are runs of one-word slots (format/string_leaf.h).
+  t_.attach_parts(root_->base, opt_.leaf_capacity, 8, 8, opt_.log_page_size);
+  t_.codec.G.init(1, opt_.log_page_size);
+  small_ = static_cast<std::size_t>(opt_.consolidate_threshold *
+                                    static_cast<double>(opt_.leaf_capacity));
+  // One thread for background merges (the merge itself is one task), and the replay of
+  // recovery on recovery_threads, the caller included.
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned rec = opt_.recovery_threads ? opt_.recovery_threads : hw;
+  workers_ = std::make_unique<MergePool>(std::max(opt_.background_merge ? 1u : 0u, rec - 1));
+}
+
+std::size_t StringCDPTree::threshold(u64 base_count) const {
+  // The buffer's size is estimated from one shard (a shard's entries times the shard count),
+  // so the floor is a few entries per shard.
+  const std::size_t floor_n =
+      opt_.min_merge_records ? opt_.min_merge_records : 16 * opt_.log_partitions;
+  auto r = static_cast<std::size_t>(opt_.merge_ratio * static_cast<double>(base_count));
+  return std::max(floor_n, r);
+}
+
+StringBuffer* StringCDPTree::new_buffer(int ver) const {
+  // The buffer may outgrow the trigger while the previous merge runs: room for twice it.
+  return new StringBuffer(t_.pool, t_.codec, *t_.pages, table(ver), ver, opt_.log_partitions,
+                          2 * thresh_.load() + 1, opt_.bloom_error_rate);
+}
+
+StringBase* StringCDPTree::new_base() const {
+  auto* b = new StringBase;
+  const int v = cv();
+  b->build(t_.pool, root_->base.head[v], v, root_->base.base_count[v]);
+  return b;
+}
+
+void StringCDPTree::create() {
+  opt_.validate();
+  // A string leaf's entries are 24 bytes after a 64-byte header; its key bytes come on top.
+  if (opt_.leaf_capacity == 0)
+    opt_.leaf_capacity = std::clamp<std::size_t>((opt_.leaf_bytes - 64) / 24, 4, 4096);
+  opt_.validate();
+  require_page_for_longest_key(opt_.log_page_size, kTree);
+  t_.require_empty_pool();
+  root_ = create_root(t_, kCStringRootMagic, opt_.leaf_capacity, opt_.log_page_size,
+                      opt_.log_partitions);
+  attach();
+  ensure_log_tables(t_, *root_, opt_.log_partitions);
+  thresh_.store(threshold(0));
+  gp_b_.store(new_base());
+  gp_f_.store(new_buffer(cv()));
+}
+
+void StringCDPTree::open() {
+  auto* rt = static_cast<CRoot*>(open_string_root(t_, kCStringRootMagic, sizeof(CRoot), kCRootMagic,
+                                                  kCDPTreeGvBits, "cdptree"));
+  opt_.validate();  // the caller's options, before the stored ones replace three of them
+  opt_.leaf_capacity = rt->base.leaf_capacity;
+  opt_.log_page_size = rt->base.log_page_size;
+  opt_.log_partitions = rt->partitions;
+  t_.validate_stored([this] {
+    opt_.validate();
+    require_page_for_longest_key(opt_.log_page_size, kTree);
+  });
+  root_ = rt;
+  attach();
+  const TreeShape shape = string_tree_shape(t_.pool, kTree, kCDPTreeGvBits,
+                                            log_table_words(t_, *root_, opt_.log_partitions, kTree),
+                                            opt_.leaf_capacity);
+  validate_on_open(t_, root_->base, shape);
+  recover();
+}
+
+// Algorithm 4 with the shards' logs replayed in parallel (§4.5): an interrupted merge
+// reclaimed or its garbage collection finished; without kTwoLogs a non-empty table of the
+// other version is a release a crash interrupted (finished); the log of version gv replayed,
+// and with kTwoLogs the newer one too, whose buffer becomes the Front while the older one's
+// merge is run again to the end.
+void StringCDPTree::recover() {
+  PhaseScope ph(CDPTreePhase::recovery);
+  const auto t0 = std::chrono::steady_clock::now();
+  Root& R = root_->base;
+  t_.dir->load();
+  ensure_log_tables(t_, *root_, opt_.log_partitions);
+  freed_ += finish_interrupted_merge(t_.pool, &R, *t_.dir, *t_.pending, string_next(t_.pool));
+  const bool two = R.gv & kTwoLogs;
+  if (!two) {
+    u64* other = table(1 - cv());
+    for (std::size_t p = 0; p < opt_.log_partitions; ++p)
+      if (other[p]) PLog::release_chain(t_.pool, &other[p], 1 - cv());
+  }
+  t_.dir->load();
+  gp_b_.store(new_base());
+  thresh_.store(threshold(R.base_count[cv()]));
+  std::unique_ptr<StringBuffer> older(new_buffer(cv()));
+  std::unique_ptr<StringBuffer> newer(two ? new_buffer(1 - cv()) : nullptr);
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  workers_->run(opt_.log_partitions, opt_.recovery_threads ? opt_.recovery_threads : hw,
+                [&](std::size_t p) {
+                  older->replay(p, kTree);
+                  if (newer) newer->replay(p, kTree);
+                });
+  std::vector<u64> in_use = older->all_log_pages();
+  if (newer) {
+    const std::vector<u64> more = newer->all_log_pages();
+    in_use.insert(in_use.end(), more.begin(), more.end());
+  }
+  t_.pages->sweep({in_use.begin(), in_use.end()});
+  if (newer) {
+    gp_m_.store(older.release());
+    gp_f_.store(newer.release());
+    state_.store(kMerging);
+    merge_task(false);
+  } else {
+    gp_f_.store(older.release());
+  }
+  last_recovery_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ------------------------------------------------------------------ reads
+
+std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
+                                              const StringBuffer* writing) const {
+  auto& s = sm_.mine();
+  {
+    Guard<StringBuffer> g(s, kMR, gp_m_);
+    // A writer holding a shard lock of the buffer that has just become the Middle searched it
+    // already and must not wait for its own lock.
+    if (g.get() && g.get() != writing)
+      if (auto r = g.get()->find(k, h)) return r;
+  }
+  Guard<StringBase> g(s, kBR, gp_b_);
+  return g.get()->lookup(t_.pool, k);
+}
+
+std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {
+  {
+    Guard<StringBuffer> g(sm_.mine(), kFR, gp_f_);
+    if (auto r = g.get()->find(k, h)) return r;
+  }
+  return below_front(k, h, nullptr);
+}
+
+bool StringCDPTree::present_below(std::string_view k, u64 h, const StringBuffer* writing) const {
+  auto r = below_front(k, h, writing);
+  return r && !(*r & kTombstone);
+}
+
+template <class F>
+std::optional<u64> StringCDPTree::write(std::string_view k, F&& decide) {
+  const u64 h = hash_string(k);
+  std::optional<u64> out;
+  std::size_t entries = 0, shards = 1;
+  {
+    Guard<StringBuffer> g(sm_.mine(), kFW, gp_f_);
+    StringBuffer* f = g.get();
+    out = f->upsert_with(
+        k, h, [&](const u64* cur) { return decide(f, h, cur); }, entries);
+    shards = f->shards();
+  }
+  if (entries * shards >= thresh_.load(std::memory_order_relaxed)) maybe_start_merge();
+  return out;
+}
+
+std::optional<Value> StringCDPTree::lookup(std::string_view k) const {
+  check_string_key(k, kStringTreeMaxKey, kName);
+  auto r = lookup_raw(k, hash_string(k));
+  if (!r || (*r & kTombstone)) return std::nullopt;
+  return r;
+}
+
+// ------------------------------------------------------------------ writes
+
+void StringCDPTree::upsert(std::string_view k, Value v) {
+  check_string_key(k, kStringTreeMaxKey, kName);
+  check_value(v, "CDPTree");
+  refuse_values();
+  write(k, [&](const StringBuffer*, u64, const u64*) -> std::optional<u64> { return v; });
+}
+
+bool StringCDPTree::insert(std::string_view k, Value v) {
+  check_string_key(k, kStringTreeMaxKey, kName);
+  check_value(v, "CDPTree");
+  refuse_values();
+  bool done = false;
+  write(k, [&](const StringBuffer* f, u64 h, const u64* cur) -> std::optional<u64> {
+    const bool present = cur ? !(*cur & kTombstone) : present_below(k, h, f);
+    if (present) return std::nullopt;
+    done = true;
+    return v;
+  });
+  return done;
+}
+
+bool StringCDPTree::replace(std::string_view k, u64 v) {
+  bool done = false;
+  write(k, [&](const StringBuffer* f, u64 h, const u64* cur) -> std::optional<u64> {
+    const bool present = cur ? !(*cur & kTombstone) : present_below(k, h, f);
+    if (!present) return std::nullopt;
+    done = true;
+    return v;
+  });
+  return done;
+}
+
+bool StringCDPTree::update(std::string_view k, Value v) {
+  check_string_key(k, kStringTreeMaxKey, kName);
+  check_value(v, "CDPTree");
+  refuse_values();
+  return replace(k, v);
+}
+
+bool StringCDPTree::remove(std::string_view k) {
+  check_string_key(k, kStringTreeMaxKey, kName);
+  const bool done = replace(k, kTombstone);
+  if (done) note_remove();
+  return done;
+}
+
+// ------------------------------------------------------------------ scans
+
+namespace {
+// Entries of the three components merged by key, the lowest index winning a tie (the newest:
+// Front, Middle, base); tombstones hide older entries and are left out. Only keys up to
+// `bound` (when `bounded`) are final. Returns false when `count` pairs are out.
+bool merge_components(const StringEntries (&a)[3], bool bounded, const std::string& bound,
+                      std::size_t count, std::size_t& got, std::vector<StringKV>& out) {
+  std::size_t pos[3] = {0, 0, 0};
+  for (;;) {
+    int who = -1;
+    for (int i = 0; i < 3; ++i)
+      if (pos[i] < a[i].size() && (!bounded || a[i][pos[i]].first <= bound) &&
+          (who < 0 || a[i][pos[i]].first < a[who][pos[who]].first))
+        who = i;
+    if (who < 0) return true;
+    const std::string& best = a[who][pos[who]].first;
+    const u64 v = a[who][pos[who]].second;
+    std::string key = best;
+    for (int i = 0; i < 3; ++i)
+      if (pos[i] < a[i].size() && a[i][pos[i]].first == key) ++pos[i];
+    if (v & kTombstone) continue;
+    out.emplace_back(std::move(key), v);
+    if (++got == count) return false;
+  }
+}
+}  // namespace
+
+// Batches from Front, Middle and base, merged by key with that priority. Entries up to the
+// smallest last key of a batch that stopped at its limit are final; the next round starts
+// just above it (the key with a zero byte appended: the next string in this order).
+std::size_t StringCDPTree::scan(std::string_view start, std::size_t count,
+                                std::vector<StringKV>& out) const {
+  check_string_key(start, kStringTreeMaxKey, kName);
+  return scan_raw(std::string(start), count, out);
+}
+
+std::size_t StringCDPTree::scan_raw(std::string cur, std::size_t count,
+                                    std::vector<StringKV>& out) const {
+  std::size_t got = 0;
+  auto& s = sm_.mine();
+  StringEntries a[3];
+  while (got < count) {
+    const std::size_t batch = std::max<std::size_t>(count - got, 16);
+    bool complete[3] = {true, true, true};
+    for (auto& x : a) x.clear();
+    {
+      Guard<StringBuffer> g(s, kFR, gp_f_);
+      complete[0] = g.get()->collect(cur, batch, a[0]);
+    }
+    {
+      Guard<StringBuffer> g(s, kMR, gp_m_);
+      if (g.get()) complete[1] = g.get()->collect(cur, batch, a[1]);
+    }
+    {
+      Guard<StringBase> g(s, kBR, gp_b_);
+      complete[2] = g.get()->collect(t_.pool, cur, batch, a[2]);
+    }
+    bool all = true;
+    std::string bound;
+    for (int i = 0; i < 3; ++i)
+      if (!complete[i] && !a[i].empty() && (all || a[i].back().first < bound)) {
+        all = false;
+        bound = a[i].back().first;
+      }
+    if (!merge_components(a, !all, bound, count, got, out)) return got;
+    // bound < cur only in a damaged base (keys out of order across leaves, which open does not
+    // check key by key): stop rather than go round forever.
+    if (all || bound < cur) break;
+    cur = bound;
+    cur.push_back('\0');
+  }
+  return got;
+}
+
+std::size_t StringCDPTree::count_live() const {
+  std::size_t n = 0;
+  std::string cur;
+  std::vector<StringKV> tmp;
+  for (;;) {
+    tmp.clear();
+    const std::size_t got = scan_raw(cur, 1 << 16, tmp);
+    n += got;
+    if (got < (1u << 16)) return n;
+    cur = tmp.back().first;
+    cur.push_back('\0');
+  }
+}
+
+// ------------------------------------------------------------------ stats
+
+IndexStats StringCDPTree::stats() const {
+  IndexStats s;
+  s.records = count_live();
+  auto& sync = sm_.mine();
+  std::size_t front = 0, middle = 0, leaves = 0, log_pages = 0;
+  {
+    Guard<StringBuffer> g(sync, kFR, gp_f_);
+    front = g.get()->size();
+    log_pages = g.get()->all_log_pages().size();
+    s.dram_bytes += g.get()->dram_bytes();
+  }
+  {
+    Guard<StringBuffer> g(sync, kMR, gp_m_);
+    if (g.get()) {
+      middle = g.get()->size();
+      s.dram_bytes += g.get()->dram_bytes();
+    }
+  }
+  {
+    Guard<StringBase> g(sync, kBR, gp_b_);
+    leaves = g.get()->leaves.size();
+    s.dram_bytes += g.get()->dram_bytes();
+  }
+  s.dram_bytes += sizeof(*this) + t_.dir->dram_bytes() + t_.pages->dram_bytes();
+  s.pm_bytes = t_.alloc.stats().live_bytes;  // the key bytes live in the leaves and log records
+  auto d = [](std::size_t x) { return static_cast<double>(x); };
+  s.extra = {{"front_entries", d(front)},
+             {"middle_entries", d(middle)},
+             {"leaves", d(leaves)},
+             {"leaf_capacity", d(opt_.leaf_capacity)},
+             {"merges", d(merges_.load())},
+             {"failed_merges", d(failed_merges_.load())},
+             {"merge_retries", d(merge_retries_.load())},
+             {"leaves_created", d(created_.load())},
+             {"leaves_freed", d(freed_.load())},
+             {"leaves_rewritten", d(rewritten_.load())},
+             {"log_pages", d(log_pages)},
+             {"free_log_pages", d(t_.pages->size(0) + t_.pages->size(1))},
+             {"recovery_seconds", last_recovery_seconds_}};
+  return s;
+}
+
+}  // namespace dptree::cdp

@@ -1,0 +1,123 @@
+// The concurrent DPTree over byte-string keys (string_index.h; docs/cdptree.md "String keys"):
+// §3's Front / Middle / base with its sync words (sync.h), its two live logs (kTwoLogs), its
+// merge worker pool and parallel recovery, over the string form's persistent pieces shared
+// with the single-threaded StringDPTree (st/string_base.h: leaves rewritten out of place by the
+// merge, the inner index, the log record codec). The buffer is hash-sharded (string_buffer.h).
+//
+// Persistent state: a CRoot (format/cdptree_root.h) with the string magic; log_table[v] owns
+// a table of N head words, one PLog chain per shard, of the buffer of version v.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cdptree/merge_pool.h"
+#include "cdptree/string_buffer.h"
+#include "cdptree/sync.h"
+#include "dptree/cdptree.h"
+#include "dptree/string_index.h"
+#include "format/cdptree_root.h"
+#include "st/family.h"
+#include "st/string_base.h"
+
+namespace dptree::cdp {
+
+class StringCDPTree final : public StringIndex {
+ public:
+  // create: a new tree in an empty pool; otherwise the pool's tree, recovered.
+  StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create);
+  ~StringCDPTree() override;
+
+  std::string name() const override { return "cdptree"; }
+  void upsert(std::string_view k, Value v) override;
+  bool insert(std::string_view k, Value v) override;
+  bool update(std::string_view k, Value v) override;
+  bool remove(std::string_view k) override;
+  std::optional<Value> lookup(std::string_view k) const override;
+  std::size_t scan(std::string_view start, std::size_t count,
+                   std::vector<StringKV>& out) const override;
+  void drain() override { merge(); }
+  std::size_t max_key_bytes() const override { return detail::kStringTreeMaxKey; }
+  Value max_value() const override { return detail::kTombstone - 1; }
+  IndexStats stats() const override;
+  CheckReport check() const override;
+
+  // Merges the Front now and waits for it; a parked merge (pool_full) is retried, and
+  // pool_full thrown if it still does not fit.
+  void merge();
+  void wait_idle() const;
+
+ private:
+  using u64 = detail::u64;
+  enum State : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
+
+  void create();
+  void open();
+  void attach();
+  // Joins the workers and frees the buffers and the inner index (destructor, failed open).
+  void release_dram();
+  void recover();
+  int cv() const { return static_cast<int>(root_->base.gv & 1); }
+  u64* table(int v) const { return t_.pool.at<u64>(root_->log_table[v]); }
+  std::size_t threshold(u64 base_count) const;
+  StringBuffer* new_buffer(int ver) const;
+  detail::StringBase* new_base() const;
+
+  // Reads (Algorithm 6): Front, Middle (unless it is `writing`), base.
+  std::optional<u64> lookup_raw(std::string_view k, u64 h) const;
+  std::optional<u64> below_front(std::string_view k, u64 h, const StringBuffer* writing) const;
+  bool present_below(std::string_view k, u64 h, const StringBuffer* writing) const;
+  // Algorithm 7: decide(front, cur) under k's shard lock, then the merge trigger.
+  template <class F>
+  std::optional<u64> write(std::string_view k, F&& decide);
+  // update / remove: k's value becomes v (kTombstone: removed) only if k is present.
+  bool replace(std::string_view k, u64 v);
+  // scan from any string (the successor of a 1,024-byte key is 1,025 bytes long).
+  std::size_t scan_raw(std::string cur, std::size_t count, std::vector<StringKV>& out) const;
+  std::size_t count_live() const;
+
+  // Merge (string_merge.cc in this folder).
+  void maybe_start_merge();
+  // The Middle merged into the base (retry: with the Front's entries laid over it).
+  void merge_task(bool retry);
+  bool run_merge(bool retry);
+  void finish_merge(int old);
+  void refuse_values();
+  void note_remove();
+  bool retry_merge();
+
+  // check (string_check.cc in this folder).
+  void check_buffer(const StringBuffer& b, const std::unordered_set<u64>& owned,
+                    std::set<u64>& reach, CheckReport& r) const;
+
+  detail::TreeParts t_;
+  CDPTreeOptions opt_;
+  detail::CRoot* root_ = nullptr;
+  std::size_t small_ = 0;  // CT in entries: a rewrite below it is merged with the next leaf
+
+  mutable SyncManager sm_;
+  std::atomic<StringBuffer*> gp_f_{nullptr}, gp_m_{nullptr};
+  std::atomic<detail::StringBase*> gp_b_{nullptr};
+  std::atomic<int> state_{kNoMerge};
+  std::atomic<std::size_t> thresh_{0};
+  // A merge that failed for want of PM is parked (broken_) until removes retry it.
+  std::atomic<bool> broken_{false};
+  std::atomic<std::size_t> removes_since_fail_{0}, retry_after_{0};
+  std::mutex retry_mu_;
+  std::unique_ptr<MergePool> workers_;
+  mutable std::mutex done_mu_;
+  mutable std::condition_variable done_cv_;
+
+  std::atomic<std::size_t> merges_{0}, failed_merges_{0}, merge_retries_{0}, created_{0}, freed_{0},
+      rewritten_{0};
+  double last_recovery_seconds_ = 0;
+};
+
+}  // namespace dptree::cdp

@@ -1,0 +1,93 @@
+// check() of the concurrent string form (string_cdptree.h), with writers quiesced: the leaf
+// list of the current version (st/string_base.h: every key's bytes reached by exactly one
+// entry, none leaked in a leaf, keys increasing) against the published inner index; each
+// shard's log (its records decode, after its end no word of its version, a replay gives the
+// shard's map exactly, every key in its own shard and in the bloom filter); the other log
+// table empty unless a parked merge keeps the Middle; and the allocator's live blocks exactly
+// the blocks the tree reaches (no leaked leaf, page or block).
+#include <set>
+#include <string>
+#include <unordered_set>
+
+#include "cdptree/string_cdptree.h"
+#include "dptree/pm/allocator.h"
+#include "dptree/pm/pool.h"
+#include "format/verify.h"
+
+namespace dptree::cdp {
+
+using namespace detail;  // NOLINT: the layout vocabulary
+
+void StringCDPTree::check_buffer(const StringBuffer& b, const std::unordered_set<u64>& owned,
+                                 std::set<u64>& reach, CheckReport& r) const {
+  std::size_t pages = 0, records = 0;
+  for (std::size_t p = 0; p < b.shards(); ++p) {
+    StringMap replay;
+    std::size_t shard_pages = 0;
+    const std::string at = "log " + std::to_string(b.version()) + " shard " + std::to_string(p);
+    if (!check_string_log_chain(t_, b.table()[p], b.version(), owned, reach, replay, shard_pages,
+                                records, r))
+      return;
+    pages += shard_pages;
+    if (shard_pages != b.log_pages(p).size())
+      r.fail(at + ": page count differs from the volatile state");
+    if (replay != b.map(p)) r.fail(at + ": replaying the log does not give the shard's entries");
+    for (const auto& kv : b.map(p)) {
+      const u64 h = hash_string(kv.first);
+      if (b.shard_of(h) != p) r.fail(at + ": holds a key of another shard");
+      if (!b.bloom_has(h))
+        r.fail(at + ": bloom filter misses a key of " + std::to_string(kv.first.size()) + " bytes");
+    }
+  }
+  r.facts.emplace_back("log_records", static_cast<double>(records));
+  r.facts.emplace_back("log_pages", static_cast<double>(pages));
+}
+
+CheckReport StringCDPTree::check() const {
+  CheckReport r;
+  wait_idle();
+  const Root& R = root_->base;
+  for (const auto& p : verify_format(R, kCStringRootMagic, kCDPTreeGvBits)) r.fail(p);
+  if (!r.ok) return r;
+  const bool parked = broken_.load();
+  if (parked)
+    r.fail("a merge is parked: it did not fit the pool (pool_full); remove keys to retry it");
+  if (R.gv & kInMerge) r.fail("in_merge is set outside a merge");
+  if (R.gv & kInGc) r.fail("the GC bit is set outside a merge");
+  if (R.pending) r.fail("pendingLeaves exists outside a merge");
+  if (!parked && (R.gv & kTwoLogs)) r.fail("two logs are marked live outside a merge");
+  const int v = cv();
+  std::set<u64> reach{*t_.pool.root_word(), root_->log_table[0], root_->log_table[1]};
+  std::unordered_set<u64> owned;
+  for (u64 b = R.dir; b; b = t_.pool.at<DirBlock>(b)->next) {
+    if (!reach.insert(b).second) return r.fail("owner directory has a cycle"), r;
+    for (u64 blk : t_.pool.at<DirBlock>(b)->slot)
+      if (blk) owned.insert(blk);
+  }
+  const StringBase* base = gp_b_.load();
+  if (!check_string_leaves(t_, opt_.leaf_capacity, R.head[v], v, R.base_count[v], *base, owned,
+                           reach, r) ||
+      !r.ok)
+    return r;
+  const StringBuffer* f = gp_f_.load();
+  const StringBuffer* m = gp_m_.load();
+  if (f->version() != (m ? 1 - v : v)) r.fail("the Front's log is not of the expected version");
+  check_buffer(*f, owned, reach, r);
+  if (m) {
+    check_buffer(*m, owned, reach, r);
+  } else {
+    for (std::size_t p = 0; p < opt_.log_partitions; ++p)
+      if (table(1 - v)[p])
+        return r.fail("the log of the previous version was not released (shard " +
+                      std::to_string(p) + ")"),
+               r;
+  }
+  if (!r.ok) return r;
+  const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r);
+  r.facts.emplace_back("leaves", static_cast<double>(base->leaves.size()));
+  r.facts.emplace_back("front_entries", static_cast<double>(f->size()));
+  r.facts.emplace_back("live_blocks", static_cast<double>(live));
+  return r;
+}
+
+}  // namespace dptree::cdp

@@ -1,0 +1,116 @@
+// What the two string forms of DPTree share (the single-threaded StringDPTree, string_tree.h,
+// and the concurrent one, cdptree/string_cdptree.h): the base tree's inner index over the
+// leaves of one version (a DRAM snapshot), searches and scans of string leaves, the merge of
+// sorted buffer entries into a leaf list with touched leaves rewritten out of place, the
+// validation of a log record's length during replay, and check()'s walks of the leaf list and
+// of one log page chain. The leaf and record formats are format/string_leaf.h.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "dptree/index.h"
+#include "format/string_leaf.h"
+#include "st/family.h"
+#include "st/merge.h"
+#include "st/validate.h"
+
+namespace dptree::detail {
+
+using StringEntries = std::vector<std::pair<std::string, u64>>;
+using StringMap = std::map<std::string, u64, std::less<>>;
+
+// The next word of a string leaf of version v (merge.h LeafNext).
+LeafNext string_next(const pm::Pool& pool);
+
+// Position of the first entry of `lf` whose key is not below k (binary search on the
+// prefixes; the key bytes are read only on a tie); `equal` when that entry's key is k.
+std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal);
+
+// The inner index over the leaf list of one version: each leaf and its last key. Immutable
+// once built, so the concurrent form publishes it as its base snapshot.
+struct StringBase {
+  std::vector<u64> leaves;
+  std::vector<std::string> last;
+  std::vector<u64> last_prefix;  // key_prefix of last: most searches compare only these
+  u64 count = 0;                 // keys in the leaves (Root::base_count of the version)
+
+  void build(const pm::Pool& pool, u64 head, int v, u64 keys);
+  bool empty() const { return leaves.empty(); }
+  // The leaf whose key range holds k (the last one for keys above every leaf).
+  std::size_t index_of(std::string_view k) const;
+  std::optional<u64> lookup(const pm::Pool& pool, std::string_view k) const;
+  // Appends up to n entries with key >= start in order; true when the base has no more.
+  bool collect(const pm::Pool& pool, std::string_view start, std::size_t n,
+               StringEntries& out) const;
+  std::size_t dram_bytes() const;
+};
+
+// What a merge of string leaves did (counts for stats).
+struct StringMergeResult {
+  std::vector<u64> out;  // the leaf list of version nv
+  u64 count = 0;         // keys in it
+  std::size_t created = 0, rewritten = 0;
+};
+
+// The merge's leaf phases (string_merge.cc): the sorted entries `es` (tombstones included)
+// meet the leaves of `base`; a leaf whose key range receives none is kept, every other one is
+// rewritten with its new entries into new leaves recorded in pendingLeaves before their
+// activation (one left below `small` entries is rewritten with the next). Needs begin_merge
+// first; throws pool_full (the caller undoes the merge with reclaim_interrupted_merge).
+void merge_string_leaves(TreeParts& t, std::size_t leaf_capacity, std::size_t small,
+                         const StringBase& base, std::span<const std::pair<std::string, u64>> es,
+                         StringMergeResult& r);
+// The list of version nv through each leaf's next word of version nv, written back.
+void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv);
+
+// Replay's length of the record whose first word is `w` with `room` words left on its page
+// (0: a pad word, the rest of the page); Error(corrupt) naming `tree` for a length above the
+// limit or a record running past its page.
+std::size_t checked_record_words(const pm::Pool& pool, const char* tree, const u64* w,
+                                 std::size_t room);
+
+// open(): the root block of a string form (`magic`, at least `bytes` long, starting with a
+// Root), its format words verified against `gv_bits`. A pool of the same tree's integer form
+// (`integer_magic`) is wrong_index naming `tree` and how to open it; other errors as
+// TreeParts::existing_root, a damaged format Error(corrupt).
+void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 integer_magic,
+                       u64 gv_bits, const char* tree);
+
+// open(): what validate_on_open checks of a string form's pool: string leaves (their next
+// words and contents, `capacity` entries at most) and the log page chains starting at `logs`.
+TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
+                            std::vector<u64> logs, std::size_t capacity);
+
+// Error(invalid_argument) naming `tree` when pages of `page_bytes` cannot hold the record of a
+// key of kStringTreeMaxKey bytes.
+void require_page_for_longest_key(std::size_t page_bytes, const char* tree);
+
+// A damaged string leaf's problem (empty: its contents are in bounds): count, key lengths,
+// key bytes inside the leaf's heap, each heap byte reached by exactly one key, prefixes.
+std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, std::size_t capacity);
+
+// check(): the leaf list of version v from `head` (each leaf owned, live, reached once,
+// contents in bounds, keys strictly increasing, no tombstone), its key count against
+// `base_count`, and `base` against it. Returns false when the walk could not go on.
+bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int v, u64 base_count,
+                         const StringBase& base, const std::unordered_set<u64>& owned,
+                         std::set<u64>& reach, CheckReport& r);
+
+// check(): one log page chain of version v from `head`: owned pages of flavor v, records that
+// decode (replayed into `replay`), after its end no word of version v. Adds its pages to
+// `reach` and counts pages and records. Returns false when the walk could not go on.
+bool check_string_log_chain(const TreeParts& t, u64 head, int v,
+                            const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                            StringMap& replay, std::size_t& pages, std::size_t& records,
+                            CheckReport& r);
+
+}  // namespace dptree::detail

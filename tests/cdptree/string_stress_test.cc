@@ -1,0 +1,162 @@
+// The concurrent DPTree over string keys under several threads (oversubscribed on purpose; run
+// under TSan too), with merges in the background all the time: each writer owns the keys of
+// the mixed key space (fixtures/key_kinds.h) whose number is its own modulo the writer count
+// and keeps an exact model of them, so every read of its own keys is checked exactly while the
+// Front turns into the Middle and is merged. Readers look up every key and scan from random
+// keys meanwhile: a value must carry the number of the key's owner (no value of another key),
+// a scan's keys must increase. Another thread forces merges (drain). At the end: check(), the
+// models against lookups and one full scan, and the same after a reopen.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dptree/pm/pool.h"
+#include "fixtures/key_kinds.h"
+#include "fixtures/named_stats.h"
+
+namespace dptree::testing {
+namespace {
+
+IndexOptions busy() {
+  return {{"leaf_capacity", "16"},   {"log_partitions", "4"},     {"log_page_size", "2048"},
+          {"merge_ratio", "0.05"},   {"min_merge_records", "64"}, {"merge_threads", "2"},
+          {"recovery_threads", "2"}, {"background_merge", "1"}};
+}
+
+// A value written by writer w: its number in the top byte below the tombstone bit.
+Value value_of(unsigned w, std::uint64_t seq) {
+  return (Value{w} << 48) | (seq & 0xffffffffffff);
+}
+unsigned owner_of(Value v) {
+  return static_cast<unsigned>(v >> 48);
+}
+
+struct StressRun {
+  StringIndex& idx;
+  const std::vector<std::string>& keys;
+  unsigned writers;
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> failures{0};
+
+  unsigned owner(std::size_t i) const { return static_cast<unsigned>(i % writers); }
+
+  void fail(const std::string& what) {
+    if (failures.fetch_add(1) < 5) ADD_FAILURE() << what;
+  }
+
+  void writer(unsigned w, std::size_t ops, std::map<std::string, Value>& model) {
+    std::mt19937_64 rng(w + 1);
+    for (std::size_t op = 0; op < ops; ++op) {
+      std::size_t i = rng() % keys.size();
+      i -= i % writers;
+      i += w;
+      if (i >= keys.size()) continue;
+      const std::string& k = keys[i];
+      const Value v = value_of(w, op);
+      const auto it = model.find(k);
+      const bool had = it != model.end();
+      switch (rng() % 6) {
+        case 0:
+        case 1:
+          idx.upsert(k, v);
+          model[k] = v;
+          break;
+        case 2:
+          if (idx.insert(k, v) == had) fail("insert of an owned key disagrees with its model");
+          if (!had) model[k] = v;
+          break;
+        case 3:
+          if (idx.update(k, v) != had) fail("update of an owned key disagrees with its model");
+          if (had) model[k] = v;
+          break;
+        case 4:
+          if (idx.remove(k) != had) fail("remove of an owned key disagrees with its model");
+          model.erase(k);
+          break;
+        default: {
+          const auto got = idx.lookup(k);
+          if (got != (had ? std::optional<Value>(it->second) : std::nullopt))
+            fail("lookup of an owned key of " + std::to_string(k.size()) +
+                 " bytes disagrees with its model");
+        }
+      }
+    }
+  }
+
+  void reader(unsigned seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<StringKV> out;
+    while (!stop.load()) {
+      const std::size_t i = rng() % keys.size();
+      if (auto v = idx.lookup(keys[i]); v && owner_of(*v) != owner(i))
+        fail("lookup returned a value of another key");
+      out.clear();
+      idx.scan(keys[i], 20, out);
+      for (std::size_t j = 0; j < out.size(); ++j) {
+        if (j ? !(out[j - 1].first < out[j].first) : out[j].first < keys[i])
+          fail("scan out of order or below its start");
+        if (owner_of(out[j].second) >= writers) fail("scan returned a value no writer wrote");
+      }
+    }
+  }
+};
+
+void expect_contents(const StringIndex& idx, const std::map<std::string, Value>& all) {
+  for (const auto& [k, v] : all) EXPECT_EQ(idx.lookup(k), std::optional<Value>(v));
+  std::vector<StringKV> out;
+  idx.scan(std::string(1, '\0'), all.size() + 10, out);
+  EXPECT_EQ(out.size(), all.size());
+  EXPECT_TRUE(std::equal(
+      out.begin(), out.end(), all.begin(), all.end(),
+      [](const StringKV& a, const auto& b) { return a.first == b.first && a.second == b.second; }));
+}
+
+class CDPTreeStringStress : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(CDPTreeStringStress, OwnedKeysExactOthersNeverForeign) {
+  const unsigned writers = GetParam();
+  const auto keys = mixed_string_keys(1500, writers);
+  auto pool = pm::Pool::create_in_memory(std::size_t{64} << 20);
+  auto idx = make_string_index("cdptree", pool.get(), busy(), writers + 2);
+  StressRun run{*idx, keys, writers};
+  std::vector<std::map<std::string, Value>> models(writers);
+  std::vector<std::thread> ts;
+  for (unsigned w = 0; w < writers; ++w)
+    ts.emplace_back([&, w] { run.writer(w, 40000 / writers, models[w]); });
+  std::thread reader([&] { run.reader(99); });
+  std::thread drainer([&] {
+    while (!run.stop.load()) {
+      idx->drain();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+  });
+  for (auto& t : ts) t.join();
+  run.stop.store(true);
+  reader.join();
+  drainer.join();
+  EXPECT_EQ(run.failures.load(), 0u);
+  std::map<std::string, Value> all;
+  for (const auto& m : models) all.insert(m.begin(), m.end());
+  const CheckReport rep = idx->check();
+  EXPECT_TRUE(rep.ok) << rep.problems.front();
+  EXPECT_GE(NamedStats(idx->stats().extra)["merges"], 3) << "merges must run during the stress";
+  expect_contents(*idx, all);
+  idx.reset();
+  idx = make_string_index("cdptree", pool.get(), busy(), 2);
+  EXPECT_TRUE(idx->check().ok);
+  expect_contents(*idx, all);
+}
+
+INSTANTIATE_TEST_SUITE_P(Writers, CDPTreeStringStress, ::testing::Values(2u, 4u));
+
+}  // namespace
+}  // namespace dptree::testing

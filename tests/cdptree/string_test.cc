@@ -1,0 +1,161 @@
+// The concurrent DPTree over string keys (cdptree's create_string) beyond the generic string
+// fixtures (tests/strings): each form refuses the other's pool naming --key-type, a full pool
+// parks a merge and takes removes until one fits, and damaged leaves and log records are
+// refused on open with Error(corrupt) naming what is wrong.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "dptree/error.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+#include "fixtures/full_pool.h"
+#include "fixtures/key_kinds.h"
+#include "fixtures/named_stats.h"
+#include "format/cdptree_root.h"
+#include "format/layout.h"
+#include "format/string_leaf.h"
+
+namespace dptree::testing {
+namespace {
+
+IndexOptions small() {
+  return {{"leaf_capacity", "8"},
+          {"log_partitions", "2"},
+          {"log_page_size", "2048"},
+          {"min_merge_records", "24"}};
+}
+
+void expect_contents(const StringIndex& idx, const std::map<std::string, Value>& model,
+                     const std::string& where) {
+  std::vector<StringKV> all;
+  idx.scan(std::string(1, '\0'), model.size() + 10, all);
+  ASSERT_EQ(all.size(), model.size()) << where;
+  EXPECT_TRUE(std::equal(
+      all.begin(), all.end(), model.begin(), model.end(),
+      [](const StringKV& a, const auto& b) { return a.first == b.first && a.second == b.second; }))
+      << where;
+}
+
+void expect_same(const StringIndex& idx, const std::map<std::string, Value>& model,
+                 const std::string& where) {
+  expect_contents(idx, model, where);
+  const CheckReport r = idx.check();
+  ASSERT_TRUE(r.ok) << where << ": " << (r.problems.empty() ? "" : r.problems.front());
+}
+
+void expect_wrong_index(const std::function<void()>& open, const std::string& says) {
+  try {
+    open();
+    ADD_FAILURE() << "a pool of the other form opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::wrong_index) << e.what();
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+TEST(CDPTreeStrings, EachFormRefusesTheOthersPool) {
+  auto ints = pm::Pool::create_in_memory(8 << 20);
+  make_index("cdptree", ints.get(), {})->upsert(1, 2);
+  expect_wrong_index([&] { make_string_index("cdptree", ints.get(), {}); }, "--key-type u64");
+  auto strs = pm::Pool::create_in_memory(8 << 20);
+  make_string_index("cdptree", strs.get(), {})->upsert("k", 2);
+  expect_wrong_index([&] { make_index("cdptree", strs.get(), {}); }, "--key-type string");
+  EXPECT_EQ(make_string_index("cdptree", strs.get(), {})->lookup("k"), std::optional<Value>(2));
+  EXPECT_EQ(make_index("cdptree", ints.get(), {})->lookup(1), std::optional<Value>(2));
+}
+
+// A pool too small for the keys: a merge that does not fit is undone and parked, new values
+// are refused with pool_full, every acknowledged key stays, removes are taken and retry the
+// merge; once everything is removed a merge fits and writes go on.
+TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  auto idx = make_string_index("cdptree", pool.get(), small());
+  std::map<std::string, Value> model;
+  ASSERT_TRUE(fill_until_full(*idx, model)) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
+  expect_contents(*idx, model, "full");
+  const std::size_t removed = remove_until_refused(*idx, model);
+  EXPECT_GT(removed, 0u);
+  const NamedStats st(idx->stats().extra);
+  std::printf("failed merges %g, retries %g, removed %zu, left %zu\n", st["failed_merges"],
+              st["merge_retries"], removed, model.size());
+  EXPECT_GT(st["failed_merges"], 0);
+  EXPECT_GT(st["merge_retries"], 0) << "removes retry a parked merge";
+  expect_contents(*idx, model, "after removes");
+  // A parked merge is retried by recovery too; every acknowledged write is still there.
+  idx.reset();
+  idx = make_string_index("cdptree", pool.get(), small());
+  expect_contents(*idx, model, "reopened full");
+  if (!model.empty()) return;
+  idx->drain();
+  expect_same(*idx, model, "emptied");
+  idx->upsert("after", 1);
+  model["after"] = 1;
+  idx->drain();
+  expect_same(*idx, model, "written again");
+  idx.reset();
+  idx = make_string_index("cdptree", pool.get(), small());
+  expect_same(*idx, model, "reopened");
+}
+
+// A pool whose tree has merged leaves of long and short keys and a log record in one shard,
+// closed; `damage` then changes one word and opening must be Error(corrupt) naming `says`.
+void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& damage,
+                         const std::string& says) {
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  {
+    auto idx = make_string_index("cdptree", pool.get(), small());
+    for (int i = 0; i < 60; ++i) idx->upsert(std::string(10 + i % 3, 'a') + std::to_string(i), 1);
+    idx->drain();
+    idx->upsert("log", 2);
+  }
+  damage(*pool, *pool->at<detail::CRoot>(*pool->root_word()));
+  try {
+    make_string_index("cdptree", pool.get(), small());
+    ADD_FAILURE() << "a damaged pool opened: " << says;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::corrupt) << e.what();
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+detail::StringLeaf first_leaf(pm::Pool& p, detail::CRoot& r) {
+  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit])};
+}
+
+TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[1].len = 5000; },
+                      "entry 1 has a key of 5000 bytes");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[2].off += 1; },
+                      "entry 2's key bytes at");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).h().count = 100000; },
+                      "holds 100000 entries");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
+                      "prefix differs");
+}
+
+TEST(CDPTreeStringsDamaged, LogRecordsAndTablesAreCheckedOnOpen) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  // The record of "log": the one shard head of the live table that is not 0.
+  auto record = [](pm::Pool& p, CRoot& r) -> u64* {
+    const u64* t = p.at<u64>(r.log_table[r.base.gv & kVersionBit]);
+    for (std::size_t s = 0; s < r.partitions; ++s)
+      if (t[s]) return p.at<u64>(t[s] + 64);
+    return nullptr;
+  };
+  expect_open_corrupt(
+      [&](pm::Pool& p, CRoot& r) {
+        u64* first = record(p, r);
+        *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid word
+      },
+      "announces a key of 2000 bytes");
+  expect_open_corrupt([](pm::Pool&, CRoot& r) { r.log_table[0] += 64; }, "log header table");
+  expect_open_corrupt([](pm::Pool&, CRoot& r) { r.base.gv |= u64{1} << 20; }, "gv");
+}
+
+}  // namespace
+}  // namespace dptree::testing

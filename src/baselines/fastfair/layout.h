@@ -24,7 +24,11 @@ struct Header {  // one cache line
   std::uint64_t leftmost;  // inner: child for keys below the first entry
   std::uint64_t low_key;   // every key of this node is >= low_key (fixed at creation)
   std::uint32_t level;     // 0 = leaf
-  std::uint32_t pad0;
+  // Volatile in meaning too (never flushed on purpose): the epoch of the open in which a
+  // writer last tidied this node (FastFair::repair). A crash leaves leftovers only in nodes
+  // written before it, and every open has a new epoch, so a node marked with the current one
+  // needs no repair; a mark that never reached PM only makes the next open repair it again.
+  std::uint32_t repaired;
   // Volatile in meaning though it lives in PM (never flushed on purpose): bit 0 the write
   // lock, bits 1..31 the version (odd while entries move left), bits 32..63 the epoch of the
   // open that last locked the node; a word of an older epoch is unlocked and stable.

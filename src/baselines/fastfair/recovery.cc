@@ -46,6 +46,7 @@ void FastFair::validate(std::uint64_t epoch) const {
     const auto* h = hdr(n);
     if (h->level > 64) corrupt(n, "has level " + std::to_string(h->level));
     if ((h->sync >> 32) == epoch) corrupt(n, "holds a lock word of an open still to come");
+    if (h->repaired == epoch) corrupt(n, "is marked tidied by an open still to come");
     if (h->links.creator) node_at(n, h->links.creator, -1, "creator");
     if (h->links.prev) node_at(n, h->links.prev, -1, "prev");
     if (h->sibling) node_at(n, h->sibling, h->level, "sibling");

@@ -15,6 +15,7 @@ std::uint64_t FastFair::new_node(std::uint32_t level, Key low, std::uint64_t cre
   init.links.creator = creator;
   init.level = level;
   init.low_key = low;
+  init.repaired = static_cast<std::uint32_t>(epoch_);  // born tidy
   pm::store(h, init);
   auto* e = ents(blk);
   for (std::size_t i = 0; i < slots_; ++i) pm::store(&e[i], Entry{0, kEnd});
@@ -23,7 +24,7 @@ std::uint64_t FastFair::new_node(std::uint32_t level, Key low, std::uint64_t cre
 
 // FAIR split of a full node x (locked by `held`, unlocked on return), then the parent
 // update, which holds no lock of this level (the B-link sibling covers the gap).
-void FastFair::split(NodeLock& held, std::vector<std::uint64_t>& path) {
+void FastFair::split(NodeLock& held, Path& path) {
   const std::uint64_t x = held.node;
   auto* h = hdr(x);
   auto* e = ents(x);
@@ -58,8 +59,7 @@ void FastFair::split(NodeLock& held, std::vector<std::uint64_t>& path) {
   insert_parent(path, h->level + 1, sep, s);
 }
 
-void FastFair::insert_parent(std::vector<std::uint64_t>& path, std::uint32_t level, Key k,
-                             std::uint64_t child) {
+void FastFair::insert_parent(Path& path, std::uint32_t level, Key k, std::uint64_t child) {
   if (level >= path.size()) {  // the top level split: a new root over it
     std::unique_lock g(grow_mu_);
     const auto top = load8(&root_->tree_root);
@@ -79,7 +79,7 @@ void FastFair::insert_parent(std::vector<std::uint64_t>& path, std::uint32_t lev
   }
   for (;;) {
     NodeLock p(*this, lock_right(path[level], k));
-    repair(p.node);
+    tidy(p.node);
     auto* e = ents(p.node);
     std::size_t n = end_of(p.node), pos = n;
     for (std::size_t i = 0; i < n; ++i)

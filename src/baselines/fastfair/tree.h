@@ -32,6 +32,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
+#include <memory_resource>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -47,6 +50,17 @@ namespace dptree::baselines::fastfair {
 
 class FastFair final : public Index {
  public:
+  // A write's descent path, node offset by level. It lives in a buffer on the writer's stack
+  // (a heap vector per write cost a malloc and a free; a thread-local one is not safe, as the
+  // crash simulator runs other trees' operations inside a write's flush).
+  using Path = std::pmr::vector<std::uint64_t>;
+  struct ScratchPath {
+    std::array<std::byte, 512> buf;
+    std::pmr::monotonic_buffer_resource mem{buf.data(), buf.size()};
+    Path path{&mem};
+    ScratchPath() { path.reserve(32); }  // one carve from buf: deeper than any tree here
+  };
+
   FastFair(pm::Pool& pool, std::size_t node_bytes_opt, bool explicit_size, bool shared);
 
   std::string name() const override { return "fastfair"; }
@@ -58,9 +72,10 @@ class FastFair final : public Index {
 
   bool remove(Key k) override {
     pm::CategoryScope cat(pm::Category::node);
-    std::vector<std::uint64_t> path;
+    ScratchPath scratch;
+    Path& path = scratch.path;
     NodeLock leaf(*this, locked_leaf(k, path));
-    repair(leaf.node);
+    tidy(leaf.node);
     auto* e = ents(leaf.node);
     std::size_t n = end_of(leaf.node);
     for (std::size_t i = 0; i < n; ++i) {
@@ -239,7 +254,7 @@ class FastFair final : public Index {
 
   // Root to the node of `level` that covers k, moving right where a split's parent entry is
   // missing; path[l] = the node passed on level l.
-  std::uint64_t descend(Key k, std::vector<std::uint64_t>* path, std::uint32_t level = 0) const {
+  std::uint64_t descend(Key k, Path* path, std::uint32_t level = 0) const {
     auto n = load8(&root_->tree_root);
     // Levels below `level` keep what the caller holds there: a split that finds the tree grown
     // above it descends again to its parent's level, and the splits below it still use theirs.
@@ -306,9 +321,7 @@ class FastFair final : public Index {
     }
     return n;
   }
-  std::uint64_t locked_leaf(Key k, std::vector<std::uint64_t>& path) const {
-    return lock_right(descend(k, &path), k);
-  }
+  std::uint64_t locked_leaf(Key k, Path& path) const { return lock_right(descend(k, &path), k); }
 
   // Persists the cache line of the previous write when the next write leaves it: FAST's
   // ordering across lines (a line's stores reach PM in program order, lines do not).
@@ -360,6 +373,16 @@ class FastFair final : public Index {
     end_change(node);
   }
 
+  // repair() once per node and open: a node this open already tidied, or created, holds no
+  // crash leftovers (a write completes under its lock), and the scan is a quarter of an
+  // insert's instructions.
+  void tidy(std::uint64_t node) {
+    const auto e = static_cast<std::uint32_t>(epoch_);
+    if (hdr(node)->repaired == e) return;
+    repair(node);
+    pm::store(&hdr(node)->repaired, e);  // in the header line, not written back (above)
+  }
+
   // Tidies what a crash left in this node before writing to it: a FAIR split whose
   // truncation did not land, then a hole or a duplicate from an interrupted shift.
   void repair(std::uint64_t node) {
@@ -394,10 +417,11 @@ class FastFair final : public Index {
                   "fastfair: value " + std::to_string(v) + " is above max_value() " +
                       std::to_string(max_value()) + " (two values mark entries in PM)");
     pm::CategoryScope cat(pm::Category::node);
-    std::vector<std::uint64_t> path;
+    ScratchPath scratch;
+    Path& path = scratch.path;
     for (;;) {
       NodeLock leaf(*this, locked_leaf(k, path));
-      repair(leaf.node);
+      tidy(leaf.node);
       auto* e = ents(leaf.node);
       std::size_t n = end_of(leaf.node), p = n;
       for (std::size_t i = 0; i < n; ++i) {
@@ -424,9 +448,8 @@ class FastFair final : public Index {
   // --- growth (split.cc) -----------------------------------------------------------------
 
   std::uint64_t new_node(std::uint32_t level, Key low, std::uint64_t creator);
-  void split(NodeLock& held, std::vector<std::uint64_t>& path);
-  void insert_parent(std::vector<std::uint64_t>& path, std::uint32_t level, Key k,
-                     std::uint64_t child);
+  void split(NodeLock& held, Path& path);
+  void insert_parent(Path& path, std::uint32_t level, Key k, std::uint64_t child);
 
   // --- open (recovery.cc) and check (check.cc) --------------------------------------------
 

@@ -65,12 +65,7 @@ class BasicOlcBTree {
   // whether k was inserted.
   template <class F>
   bool upsert_with(u64 k, F&& fn) {
-    for (;;) {
-      Leaf* leaf = lock_leaf_for_write(k);
-      if (!leaf) continue;
-      int n = leaf->count.load(std::memory_order_acquire);
-      int pos = leaf->lower(k, n);
-      bool present = pos < n && leaf->keys[pos].load(std::memory_order_acquire) == k;
+    return at_key(k, [&](Leaf* leaf, int n, int pos, bool present) {
       u64 cur = present ? leaf->vals[pos].load(std::memory_order_acquire) : 0;
       std::optional<u64> v;
       try {
@@ -90,7 +85,7 @@ class BasicOlcBTree {
       }
       leaf->unlock();
       return inserted;
-    }
+    });
   }
   // Inserts or overwrites; returns whether k was new.
   bool upsert(u64 k, u64 v) {
@@ -110,16 +105,11 @@ class BasicOlcBTree {
   }
   // Removes k from its leaf (no node merge); returns whether it was present.
   bool erase(u64 k) {
-    for (;;) {
-      Leaf* leaf = lock_leaf_for_write(k);
-      if (!leaf) continue;
-      int n = leaf->count.load(std::memory_order_acquire);
-      int pos = leaf->lower(k, n);
-      bool present = pos < n && leaf->keys[pos].load(std::memory_order_acquire) == k;
+    return at_key(k, [](Leaf* leaf, int n, int pos, bool present) {
       if (present) leaf->erase_at(pos, n);
       leaf->unlock();
       return present;
-    }
+    });
   }
 
   // Calls fn(key, value) in key order for keys >= start until fn returns false. Each leaf is
@@ -208,6 +198,21 @@ class BasicOlcBTree {
   }
 
  private:
+  // Write-locks k's leaf and calls f(leaf, count, k's position, whether k is there); f unlocks.
+  // Forced inline: a call here on every write costs the concurrent DPTree about 1% of an
+  // insert.
+  template <class F>
+  [[gnu::always_inline]] inline auto at_key(u64 k, F&& f) {
+    for (;;) {
+      Leaf* leaf = lock_leaf_for_write(k);
+      if (!leaf) continue;
+      int n = leaf->count.load(std::memory_order_acquire);
+      int pos = leaf->lower(k, n);
+      bool present = pos < n && leaf->keys[pos].load(std::memory_order_acquire) == k;
+      return f(leaf, n, pos, present);
+    }
+  }
+
   struct Node {
     explicit Node(bool l) : leaf(l) {}
     const bool leaf;

@@ -40,7 +40,8 @@ test: check-format test-tsan test-asan
 # the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
 FUZZ_SECONDS := $(or $(SECONDS),60)
 FUZZ_LIMIT := $(if $(RUNS),-runs=$(RUNS),-max_total_time=$(FUZZ_SECONDS))
-FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree wort roart pactree bm_btree tips_btree
+FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree wort roart pactree bm_btree tips_btree \
+                dptree_strings cdptree_strings
 fuzz: setup
 	cmake --preset fuzz >/dev/null
 	cmake --build --preset fuzz -j $(JOBS)

@@ -59,6 +59,7 @@ struct BenchOptions {
   std::string pool;
   std::size_t pool_size = 0;
   bool keep = false;
+  bool prefault = false;
   std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
   std::string json, csv;
   bool recovery = false;
@@ -302,6 +303,7 @@ RunSpec base_spec(const BenchOptions& o) {
   base.fence_delay_ns = o.fence_delay_ns;
   base.pool_size = o.pool_size;
   base.keep_pool = o.keep;
+  base.prefault = o.prefault;
   base.recovery = o.recovery;
   base.options = parse_index_options(o.index_options);
   base.key = key_format(o, base);
@@ -564,6 +566,9 @@ void add_pm_flags(CLI::App& app, BenchOptions* o) {
       ->transform(CLI::AsSizeValue(false))
       ->check(whole_in(pm::kMinPoolSize, pm::kMaxPoolSize));
   app.add_flag("--keep", o->keep, "Keep the pool file(s) after the run");
+  app.add_flag("--prefault", o->prefault,
+               "Map every page of the pool before the preload (and again after a recovery), "
+               "so that no timed operation pays a first-touch page fault");
   app.add_option("--flush-delay-ns", o->flush_delay_ns,
                  "Emulated extra latency per flushed cache line (ns)")
       ->check(whole_in(0, kMaxDelayNs));

@@ -197,6 +197,14 @@ void preload(const LoadedIndex::State& st, Distribution dist, const Report& repo
   }
 }
 
+// --prefault: a kernel or pool that cannot populate is named, not ignored.
+void prefault(pm::Pool& pool) {
+  if (!pool.prefault())
+    throw Error(Errc::invalid_argument,
+                "--prefault: cannot map the pages of pool '" + pool.name() +
+                    "' ahead (needs Linux 5.14 or later): run without --prefault");
+}
+
 }  // namespace
 
 std::unique_ptr<LoadedIndex> load(const RunSpec& spec, const std::vector<RunSpec>& runs,
@@ -217,6 +225,7 @@ std::unique_ptr<LoadedIndex> load(const RunSpec& spec, const std::vector<RunSpec
     st->pool = pm::Pool::create(spec.pool_path, size);  // refuses an existing file
     st->file.path = spec.pool_path;
     st->file.armed = !spec.keep_pool;
+    if (spec.prefault) prefault(*st->pool);  // after the file is armed for removal
   }
   st->cfg = IndexConfig{st->pool.get(), static_cast<std::size_t>(spec.records), spec.threads,
                         spec.options};
@@ -521,6 +530,7 @@ void time_recovery(RunResult& r, LoadedIndex::State& st, Distribution dist) {
   else
     (void)st.index->lookup(KeyGenerator::key_of(0, dist));
   r.recovery_seconds = seconds_since(rt0);
+  if (st.spec.prefault) prefault(*st.pool);  // after the timing: recovery pays its own faults
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ struct RunSpec {
   std::filesystem::path pool_path;  // persistent indexes: must not exist yet
   std::size_t pool_size = 0;        // 0: sized from records and ops
   bool keep_pool = false;
+  bool prefault = false;  // Pool::prefault() before the preload and after a recovery
   bool recovery = false;
   std::map<std::string, std::string> options;  // IndexConfig::options
   KeyFormat key;  // string keys drive the index's string form (IndexInfo::create_string)

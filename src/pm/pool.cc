@@ -300,6 +300,11 @@ void Pool::save_image(const Image& image, const std::filesystem::path& path) {
   ::close(fd);
 }
 
+bool Pool::prefault() {
+  if (cow_ || !base_) return false;
+  return madvise(base_, size_, MADV_POPULATE_WRITE) == 0;
+}
+
 std::vector<std::pair<std::uint64_t, std::uint64_t>> Pool::changed_ranges() const {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
   if (!cow_) return out;

@@ -236,7 +236,7 @@ TEST(Cli, PersistentIndexPoolAndRecovery) {
   if (index.empty()) GTEST_SKIP() << "no persistent index registered yet";
   const std::string pool = temp("pool");
   Result r = run("bench --index " + index + " --workload insert_only --records 500 --ops 500 " +
-                 "--pm-mode dram --recovery --quiet --json - --pool " + pool);
+                 "--pm-mode dram --recovery --prefault --quiet --json - --pool " + pool);
   ASSERT_EQ(r.status, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   EXPECT_TRUE(j[0]["recovery_seconds"].is_number()) << index;

@@ -90,6 +90,12 @@ class Pool {
   // Copy-on-write pools: the byte ranges [begin, end) of 64-byte lines whose mapped content
   // differs from the file (what the stores since open would write); empty for other pools.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> changed_ranges() const;
+  // Maps every page of the pool now, writable, so that no later store or load pays a
+  // first-touch page fault (a few microseconds each, in the tail of whichever operation
+  // first touches the page). A service that sizes its pool up front can pay them all at
+  // start, as code that pre-allocates its memory does. False, with nothing done, for a
+  // copy-on-write pool (populating would copy every page) or a kernel before Linux 5.14.
+  bool prefault();
 
   template <class T>
   T* get(PPtr<T> p) const {

@@ -258,6 +258,7 @@ struct CrashCase {
   pm::Unit unit;
   std::size_t ops;
   std::uint64_t key_space = 300;  // default-size nodes need more keys to split
+  unsigned threads = 0;           // 1: the one-thread configuration, which takes no lock
 };
 
 class PeerCrash : public ::testing::TestWithParam<CrashCase> {};
@@ -272,6 +273,7 @@ TEST_P(PeerCrash, EveryImageRecoversToAcknowledgedState) {
     o.seed = seed;
     o.ops = c.ops;
     o.key_space = c.key_space;
+    o.threads = c.threads;
     o.unit = c.unit;
     o.flush_one_in = 4;
     o.recovery_crash_one_in = 16;
@@ -295,7 +297,8 @@ TEST_P(PeerCrash, EveryImageRecoversToAcknowledgedState) {
 // FAST_FAIR relies on the stores to one cache line reaching PM in program order (x86 TSO
 // plus whole-line write-back); it is tested in line64 units only. FPTree's commits are 8-byte
 // words, so it is tested torn to words too. The last two cases run the default node sizes
-// (FAST_FAIR 512-byte nodes, FPTree 56-entry leaves) over 1000 keys.
+// (FAST_FAIR 512-byte nodes, FPTree 56-entry leaves) over 1000 keys. The one-thread cases run
+// the configuration without locks, whose FAST_FAIR reads skip the sibling on settled nodes.
 INSTANTIATE_TEST_SUITE_P(Peers, PeerCrash,
                          ::testing::Values(CrashCase{kVariants[0], pm::Unit::line64, 1500},
                                            CrashCase{kVariants[1], pm::Unit::line64, 2200},
@@ -303,10 +306,15 @@ INSTANTIATE_TEST_SUITE_P(Peers, PeerCrash,
                                            CrashCase{kVariants[3], pm::Unit::word8, 1500},
                                            CrashCase{kVariants[4], pm::Unit::word8, 1500},
                                            CrashCase{kVariants[2], pm::Unit::line64, 800, 1000},
-                                           CrashCase{kVariants[5], pm::Unit::word8, 1100, 1000}),
+                                           CrashCase{kVariants[5], pm::Unit::word8, 1100, 1000},
+                                           CrashCase{kVariants[0], pm::Unit::line64, 1500, 300, 1},
+                                           CrashCase{kVariants[2], pm::Unit::line64, 800, 1000, 1},
+                                           CrashCase{kVariants[3], pm::Unit::word8, 1500, 300, 1}),
                          [](const auto& param_info) {
-                           return variant_name(param_info.param.v) +
-                                  (param_info.param.unit == pm::Unit::word8 ? "_word8" : "_line64");
+                           const CrashCase& c = param_info.param;
+                           return variant_name(c.v) +
+                                  (c.unit == pm::Unit::word8 ? "_word8" : "_line64") +
+                                  (c.threads == 1 ? "_one_thread" : "");
                          });
 
 // Flushes and fences per insert in dram mode (the counters count what the algorithm asks

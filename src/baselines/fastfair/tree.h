@@ -91,22 +91,30 @@ class FastFair final : public Index {
   std::optional<Value> lookup(Key k) const override {
     auto leaf = descend(k, nullptr);
     for (;;) {
-      leaf = move_right(leaf, k);
+      const bool own = settled(leaf);
+      if (!own) leaf = move_right(leaf, k);
       const std::uint64_t v0 = read_begin(leaf);
       std::optional<Value> found;
+      bool reached = false;  // an entry at or above k: k is this leaf's, if it is settled
       const auto* e = ents(leaf);
       Entry x;
       for (std::size_t i = 0; i < slots_; ++i) {
         const Slot s = read_entry(e[i], x);
         if (s == Slot::end) break;
         if (s == Slot::skip) continue;
-        if (x.key == k) {  // a duplicate holds the same pair: the first will do
-          found = x.val;
+        if (x.key >= k) {  // a duplicate holds the same pair: the first will do
+          if (x.key == k) found = x.val;
+          reached = true;
           break;
         }
-        if (x.key > k) break;
       }
       if (!read_valid(leaf, v0)) continue;  // an entry moved left under us: read again
+      if (own) {  // past the last entry the sibling may hold k: read it if so
+        const std::uint64_t r = reached ? leaf : move_right(leaf, k);
+        if (r == leaf) return found;
+        leaf = r;
+        continue;
+      }
       const auto sib = load8(&hdr(leaf)->sibling);
       if (sib && k >= hdr(sib)->low_key) continue;  // split meanwhile: k may have moved right
       return found;
@@ -238,7 +246,8 @@ class FastFair final : public Index {
     return n;
   }
 
-  std::uint64_t child_for(std::uint64_t n, Key k) const {
+  // The child whose range holds k; *reached: an entry above k was seen.
+  std::uint64_t child_for(std::uint64_t n, Key k, bool* reached = nullptr) const {
     const auto* e = ents(n);
     std::uint64_t c = hdr(n)->leftmost;
     Entry x;
@@ -246,7 +255,10 @@ class FastFair final : public Index {
       const Slot s = read_entry(e[i], x);
       if (s == Slot::end) break;
       if (s == Slot::skip) continue;
-      if (x.key > k) break;
+      if (x.key > k) {
+        if (reached) *reached = true;
+        break;
+      }
       c = x.val;
     }
     return c;
@@ -260,11 +272,34 @@ class FastFair final : public Index {
     // above it descends again to its parent's level, and the splits below it still use theirs.
     if (path) path->resize(std::max<std::size_t>(path->size(), hdr(n)->level + 1), 0);
     for (;;) {
-      n = move_right(n, k);
-      if (path) (*path)[hdr(n)->level] = n;
-      if (hdr(n)->level == level) return n;
-      n = child_for(n, k);
+      if (!settled(n)) n = move_right(n, k);
+      const std::uint32_t lv = hdr(n)->level;
+      if (path) (*path)[lv] = n;
+      if (lv == level) return n;  // a settled node: its caller looks at the sibling if need be
+      bool reached = false;
+      const std::uint64_t c = child_for(n, k, &reached);
+      if (!reached && settled(n)) {  // past the last entry: the sibling may cover k
+        const std::uint64_t r = move_right(n, k);
+        if (r != n) {
+          n = r;
+          continue;
+        }
+      }
+      n = c;
     }
+  }
+
+  // One thread, on a node this open tidied or created: no split is under way and no crash
+  // left entries at or past the sibling's low key, so an entry at or above k shows that k is
+  // below that low key, and the sibling's header (one cache miss per level) is not read. The
+  // original FAST_FAIR also looks at the sibling only past a node's last entry.
+  bool settled(std::uint64_t n) const {
+    return !shared_ && hdr(n)->repaired == static_cast<std::uint32_t>(epoch_);
+  }
+  // Whether n holds a key at or above k.
+  bool reaches(std::uint64_t n, Key k) const {
+    const std::size_t end = end_of(n);
+    return end && ents(n)[end - 1].key >= k;
   }
 
   // --- writers' locks ------------------------------------------------------------------
@@ -321,7 +356,12 @@ class FastFair final : public Index {
     }
     return n;
   }
-  std::uint64_t locked_leaf(Key k, Path& path) const { return lock_right(descend(k, &path), k); }
+  std::uint64_t locked_leaf(Key k, Path& path) const {
+    const std::uint64_t n = descend(k, &path);
+    if (!settled(n) || !reaches(n, k)) return lock_right(n, k);
+    lock(n);  // one thread: no lock is taken
+    return n;
+  }
 
   // Persists the cache line of the previous write when the next write leaves it: FAST's
   // ordering across lines (a line's stores reach PM in program order, lines do not).

@@ -11,6 +11,7 @@
 // A key of up to 8 bytes is its prefix and length alone (no heap bytes, offset 0).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -47,13 +48,29 @@ static_assert(sizeof(StringLeafHeader) == 64 && offsetof(StringLeafHeader, next)
               offsetof(StringLeafHeader, count) == 32);
 static_assert(sizeof(StringEntry) == 24 && offsetof(StringEntry, value) == 16);
 
+static_assert(std::endian::native == std::endian::little, "key_prefix byte-swaps a load");
+
 inline u64 key_prefix(std::string_view k) {
-  unsigned char b[8] = {};
-  std::memcpy(b, k.data(), k.size() < 8 ? k.size() : 8);
   u64 x = 0;
-  for (unsigned char c : b) x = x << 8 | c;
+  if (k.size() >= 8) [[likely]] {
+    std::memcpy(&x, k.data(), 8);
+    return __builtin_bswap64(x);
+  }
+  for (std::size_t i = 0; i < 8; ++i)
+    x = x << 8 | (i < k.size() ? static_cast<unsigned char>(k[i]) : 0u);
   return x;
 }
+
+// The keys' order (memcmp, the shorter first on a tie), deciding most pairs on their prefixes
+// (one integer compare) before it compares bytes.
+struct StringKeyLess {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const {
+    const u64 pa = key_prefix(a), pb = key_prefix(b);
+    if (pa != pb) return pa < pb;
+    return a < b;
+  }
+};
 
 // A view of one string leaf.
 struct StringLeaf {

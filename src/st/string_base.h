@@ -26,7 +26,7 @@
 namespace dptree::detail {
 
 using StringEntries = std::vector<std::pair<std::string, u64>>;
-using StringMap = std::map<std::string, u64, std::less<>>;
+using StringMap = std::map<std::string, u64, StringKeyLess>;
 
 // The next word of a string leaf of version v (merge.h LeafNext).
 LeafNext string_next(const pm::Pool& pool);

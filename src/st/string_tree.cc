@@ -129,9 +129,9 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
     encode_string_record(k, v, log_valid_bit(cv), rec);
     log_->append_words(&root_->log_head[cv], cv, rec, string_record_words(k.size()));
   }
-  auto it = buffer_.find(k);
-  if (it == buffer_.end())
-    buffer_.emplace(std::string(k), v);
+  auto it = buffer_.lower_bound(k);
+  if (it == buffer_.end() || it->first != k)
+    buffer_.emplace_hint(it, std::string(k), v);
   else
     it->second = v;
   bloom_.add_hashed(hash_string(k));

@@ -14,26 +14,47 @@ LeafNext string_next(const pm::Pool& pool) {
   return [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v]; };
 }
 
+namespace {
+// The first of the n entries whose prefix is not below p: a branch-free binary search that
+// prefetches both entries the next step may read, so that two steps' cache misses overlap.
+std::size_t prefix_lower_bound(const StringEntry* e, std::size_t n, u64 p) {
+  if (n == 0) return 0;
+  const StringEntry* b = e;
+  std::size_t len = n;
+  while (len > 1) {
+    const std::size_t half = len / 2, next = (len - half) / 2;
+    __builtin_prefetch(b + next);
+    __builtin_prefetch(b + half + next);
+    b = b[half].prefix < p ? b + half : b;
+    len -= half;
+  }
+  return static_cast<std::size_t>(b - e) + (b->prefix < p);
+}
+}  // namespace
+
 std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal) {
   const u64 p = key_prefix(k);
   const StringEntry* e = lf.entries();
-  std::size_t lo = 0, hi = lf.count();
+  const std::size_t n = lf.count();
+  std::size_t lo = prefix_lower_bound(e, n, p), hi = n;
   equal = false;
   char buf[8];
-  while (lo < hi) {
-    const std::size_t mid = (lo + hi) / 2;
-    bool below;
-    if (e[mid].prefix != p) {
-      below = e[mid].prefix < p;
-    } else {
-      const std::string_view mk = lf.key(mid, buf);
-      if (mk == k) {
-        equal = true;
-        return mid;
-      }
-      below = mk < k;
+  // Keys sharing k's prefix start at lo (most often one, or none): the first one decides
+  // unless k is above it; then the bytes of the others are binary-searched.
+  bool first = true;
+  while (lo < hi && e[lo].prefix == p) {
+    const std::size_t mid = first ? lo : lo + (hi - lo) / 2;
+    first = false;
+    if (e[mid].prefix != p) {  // above p, so above k
+      hi = mid;
+      continue;
     }
-    if (below)
+    const std::string_view mk = lf.key(mid, buf);
+    if (mk == k) {
+      equal = true;
+      return mid;
+    }
+    if (mk < k)
       lo = mid + 1;
     else
       hi = mid;

@@ -2,6 +2,12 @@
 #include "st/string_base.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
@@ -62,6 +68,38 @@ std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal) {
   return lo;
 }
 
+long string_leaf_find(StringLeaf lf, std::string_view k, std::uint16_t fp) {
+  const std::size_t n = lf.count();
+  const auto* fps = reinterpret_cast<const std::byte*>(lf.fps());
+  for (std::size_t b = 0; b < 2 * n; b += 64) __builtin_prefetch(fps + b);
+  const StringEntry* e = lf.entries();
+  const u64 p = key_prefix(k);
+  auto is_k = [&](std::size_t j) {
+    return e[j].prefix == p && e[j].len == k.size() &&
+           (k.size() <= 8 || std::memcmp(lf.p + e[j].off, k.data(), k.size()) == 0);
+  };
+#if defined(__SSE2__)
+  // Eight fingerprints a compare; the last load may read the padding and the entries after
+  // the fingerprints (inside the leaf), masked off.
+  const __m128i want = _mm_set1_epi16(static_cast<short>(fp));
+  for (std::size_t i = 0; i < n; i += 8) {
+    const auto* at = reinterpret_cast<const __m128i*>(fps + 2 * i);
+    auto m = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_loadu_si128(at), want)));
+    m &= 0x5555u;  // one bit per matching fingerprint
+    if (n - i < 8) m &= (1u << (2 * (n - i))) - 1;
+    for (; m; m &= m - 1) {
+      const std::size_t j = i + static_cast<std::size_t>(std::countr_zero(m)) / 2;
+      if (is_k(j)) return static_cast<long>(j);
+    }
+  }
+#else
+  const std::uint16_t* f = lf.fps();
+  for (std::size_t j = 0; j < n; ++j)
+    if (f[j] == fp && is_k(j)) return static_cast<long>(j);
+#endif
+  return -1;
+}
+
 void StringBase::build(const pm::Pool& pool, u64 head, int v, u64 keys) {
   leaves.clear();
   last.clear();
@@ -93,12 +131,11 @@ std::size_t StringBase::index_of(std::string_view k) const {
   return std::min(i, leaves.size() - 1);
 }
 
-std::optional<u64> StringBase::lookup(const pm::Pool& pool, std::string_view k) const {
+std::optional<u64> StringBase::lookup(const pm::Pool& pool, std::string_view k, u64 hash) const {
   if (leaves.empty()) return std::nullopt;
-  StringLeaf lf{pool.at(leaves[index_of(k)])};
-  bool equal;
-  const std::size_t i = string_lower_bound(lf, k, equal);
-  if (!equal) return std::nullopt;
+  const StringLeaf lf{pool.at(leaves[index_of(k)])};
+  const long i = string_leaf_find(lf, k, string_fingerprint(hash));
+  if (i < 0) return std::nullopt;
   return lf.entries()[i].value;
 }
 
@@ -134,6 +171,12 @@ void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 int
     found = t.existing_root(magic, bytes, std::string(tree) + " (string keys)");
   } catch (const Error& e) {
     if (e.code() != Errc::wrong_index) throw;
+    if (root_if_ours(t.pool, string_magic_version(magic, kStringFormat - 1), sizeof(Root)))
+      throw Error(Errc::version_mismatch,
+                  "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
+                      std::to_string(kStringFormat - 1) + " (leaves without fingerprints); this " +
+                      "build reads format " + std::to_string(kStringFormat) +
+                      ": reload the keys into a new pool (scan it with the build that wrote it)");
     if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
       throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +
                                          " of integer keys, not of string keys: open it with "

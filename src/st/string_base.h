@@ -35,6 +35,10 @@ LeafNext string_next(const pm::Pool& pool);
 // prefixes; the key bytes are read only on a tie); `equal` when that entry's key is k.
 std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal);
 
+// The entry of `lf` whose key is k (fp: its string_fingerprint), or -1: the fingerprints are
+// scanned, and only an entry whose fingerprint matches is read.
+long string_leaf_find(StringLeaf lf, std::string_view k, std::uint16_t fp);
+
 // The inner index over the leaf list of one version: each leaf and its last key. Immutable
 // once built, so the concurrent form publishes it as its base snapshot.
 struct StringBase {
@@ -47,7 +51,8 @@ struct StringBase {
   bool empty() const { return leaves.empty(); }
   // The leaf whose key range holds k (the last one for keys above every leaf).
   std::size_t index_of(std::string_view k) const;
-  std::optional<u64> lookup(const pm::Pool& pool, std::string_view k) const;
+  // k's value in the leaves (hash: hash_string(k)).
+  std::optional<u64> lookup(const pm::Pool& pool, std::string_view k, u64 hash) const;
   // Appends up to n entries with key >= start in order; true when the base has no more.
   bool collect(const pm::Pool& pool, std::string_view start, std::size_t n,
                StringEntries& out) const;

@@ -33,13 +33,15 @@ using Span = std::span<const std::pair<std::string, u64>>;
 struct Merged {
   u64 prefix;
   std::uint32_t len;
+  std::uint16_t fp;   // string_fingerprint
   const char* bytes;  // the whole key when len > 8; unused otherwise (the prefix holds it)
   u64 value;
 };
 using MergedEntries = std::vector<Merged>;
 
 Merged merged_of(std::string_view k, u64 v) {
-  return {key_prefix(k), static_cast<std::uint32_t>(k.size()), k.data(), v};
+  return {key_prefix(k), static_cast<std::uint32_t>(k.size()), string_fingerprint(hash_string(k)),
+          k.data(), v};
 }
 std::size_t heap_of(const Merged& m) {
   return m.len > 8 ? m.len : 0;
@@ -77,8 +79,8 @@ void merge_leaf(StringLeaf lf, Span es, MergedEntries& merged) {
       if (!(es[b].second & kTombstone)) merged.push_back(merged_of(es[b].first, es[b].second));
       ++b;
     } else {
-      merged.push_back(
-          {le[i].prefix, le[i].len, reinterpret_cast<const char*>(lf.p + le[i].off), le[i].value});
+      merged.push_back({le[i].prefix, le[i].len, lf.fps()[i],
+                        reinterpret_cast<const char*>(lf.p + le[i].off), le[i].value});
       ++i;
     }
   }
@@ -103,9 +105,11 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
   if (img.size() < bytes) img.resize(bytes);
   StringLeaf lf{img.data()};
   lf.h() = StringLeafHeader{slot, kStringLeafType, {0, 0}, count, heap, {0, 0}};
+  std::memset(img.data() + 64 + 2 * count, 0, StringLeaf::fp_bytes(count) - 2 * count);
   std::size_t at = lf.heap_start();
   for (std::size_t i = 0; i < count; ++i) {
     const Merged& m = es[from + i];
+    lf.fps()[i] = m.fp;
     const bool long_key = m.len > 8;
     lf.entries()[i] =
         StringEntry{m.prefix, m.len, long_key ? static_cast<std::uint32_t>(at) : 0, m.value};

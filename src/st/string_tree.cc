@@ -141,12 +141,13 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
 }
 
 std::optional<u64> StringDPTree::find(std::string_view k) const {
-  if (bloom_.may_contain_hashed(hash_string(k)))
+  const u64 h = hash_string(k);
+  if (bloom_.may_contain_hashed(h))
     if (auto it = buffer_.find(k); it != buffer_.end()) {
       if (it->second & kTombstone) return std::nullopt;
       return it->second;
     }
-  return base_.lookup(t_.pool, k);
+  return base_.lookup(t_.pool, k, h);
 }
 
 std::optional<Value> StringDPTree::lookup(std::string_view k) const {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "btree/btree.h"
 #include "dptree/index.h"
 #include "format/string_leaf.h"
 #include "st/family.h"
@@ -27,6 +28,10 @@ namespace dptree::detail {
 
 using StringEntries = std::vector<std::pair<std::string, u64>>;
 using StringMap = std::map<std::string, u64, StringKeyLess>;
+// The single-threaded form's buffer (§2.1): a DRAM B+-tree whose nodes hold the keys (SSO
+// strings: up to 15 bytes inside the node), so a search reads a few lines per level instead of
+// one scattered node per comparison, and the merge walks it leaf by leaf.
+using StringBufferTree = btree::BPlusTree<std::string, u64, 32, 32, StringKeyLess>;
 
 // The next word of a string leaf of version v (merge.h LeafNext).
 LeafNext string_next(const pm::Pool& pool);

@@ -173,8 +173,11 @@ void StringDPTree::check_log(const std::unordered_set<u64>& owned, std::set<u64>
                               r))
     return;
   if (npages != log_->pages().size()) r.fail("log page count differs from the volatile state");
-  if (replay != buffer_) r.fail("replaying the log does not give the buffer tree");
-  for (const auto& kv : buffer_)
+  for (const auto& p : buffer_.check()) r.fail("buffer tree: " + p);
+  StringMap buffered;
+  for (auto it = buffer_.begin(); it.valid(); ++it) buffered.emplace(it.key(), it.value());
+  if (replay != buffered) r.fail("replaying the log does not give the buffer tree");
+  for (const auto& kv : buffered)
     if (!bloom_.may_contain_hashed(hash_string(kv.first)))
       r.fail("bloom filter misses a buffer key of " + std::to_string(kv.first.size()) + " bytes");
   r.facts.emplace_back("log_records", static_cast<double>(records));

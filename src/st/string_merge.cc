@@ -205,7 +205,9 @@ void StringDPTree::merge() {
       begin_merge(t_.pool, root_, *t_.pending);
     }
     PhaseScope ph(DPTreePhase::upsert_merge);
-    const StringEntries es(buffer_.begin(), buffer_.end());
+    StringEntries es;
+    es.reserve(buffer_.size());
+    for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key(), it.value());
     merge_string_leaves(t_, opt_.leaf_capacity,
                         static_cast<std::size_t>(opt_.consolidate_threshold *
                                                  static_cast<double>(opt_.leaf_capacity)),

@@ -131,9 +131,18 @@ std::size_t StringBase::index_of(std::string_view k) const {
   return std::min(i, leaves.size() - 1);
 }
 
-std::optional<u64> StringBase::lookup(const pm::Pool& pool, std::string_view k, u64 hash) const {
-  if (leaves.empty()) return std::nullopt;
-  const StringLeaf lf{pool.at(leaves[index_of(k)])};
+std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) const {
+  const std::size_t i = index_of(k);
+  if (!leaves.empty()) {
+    const std::byte* p = pool.at(leaves[i]);
+    for (std::size_t b = 0; b < 256; b += 64) __builtin_prefetch(p + b);
+  }
+  return i;
+}
+
+std::optional<u64> StringBase::lookup_in(const pm::Pool& pool, std::size_t leaf, std::string_view k,
+                                         u64 hash) const {
+  const StringLeaf lf{pool.at(leaves[leaf])};
   const long i = string_leaf_find(lf, k, string_fingerprint(hash));
   if (i < 0) return std::nullopt;
   return lf.entries()[i].value;

@@ -57,7 +57,15 @@ struct StringBase {
   // The leaf whose key range holds k (the last one for keys above every leaf).
   std::size_t index_of(std::string_view k) const;
   // k's value in the leaves (hash: hash_string(k)).
-  std::optional<u64> lookup(const pm::Pool& pool, std::string_view k, u64 hash) const;
+  std::optional<u64> lookup(const pm::Pool& pool, std::string_view k, u64 hash) const {
+    return empty() ? std::nullopt : lookup_in(pool, index_of(k), k, hash);
+  }
+  // index_of(k), the first lines of that leaf (header, fingerprints) requested from memory: a
+  // caller with other work before lookup_in (the buffer's search) overlaps their misses.
+  std::size_t prefetch_leaf(const pm::Pool& pool, std::string_view k) const;
+  // k's value in leaf number `leaf` (which must exist).
+  std::optional<u64> lookup_in(const pm::Pool& pool, std::size_t leaf, std::string_view k,
+                               u64 hash) const;
   // Appends up to n entries with key >= start in order; true when the base has no more.
   bool collect(const pm::Pool& pool, std::string_view start, std::size_t n,
                StringEntries& out) const;

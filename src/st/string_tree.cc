@@ -138,12 +138,14 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
 
 std::optional<u64> StringDPTree::find(std::string_view k) const {
   const u64 h = hash_string(k);
+  const std::size_t leaf = base_.prefetch_leaf(t_.pool, k);  // loads while the buffer is probed
   if (bloom_.may_contain_hashed(h))
     if (const u64* v = buffer_.find(std::string(k))) {
       if (*v & kTombstone) return std::nullopt;
       return *v;
     }
-  return base_.lookup(t_.pool, k, h);
+  if (base_.empty()) return std::nullopt;
+  return base_.lookup_in(t_.pool, leaf, k, h);
 }
 
 std::optional<Value> StringDPTree::lookup(std::string_view k) const {

@@ -86,8 +86,10 @@ struct StringLeaf {
   std::size_t count() const { return h().count; }
   static std::size_t fp_bytes(std::size_t count) { return (2 * count + 7) / 8 * 8; }
   std::uint16_t* fps() const { return reinterpret_cast<std::uint16_t*>(p + 64); }
-  StringEntry* entries() const {
-    return reinterpret_cast<StringEntry*>(p + 64 + fp_bytes(count()));
+  StringEntry* entries() const { return entries(count()); }
+  // The entries of a leaf known to hold n (no read of the header).
+  StringEntry* entries(std::size_t n) const {
+    return reinterpret_cast<StringEntry*>(p + 64 + fp_bytes(n));
   }
   static std::size_t bytes(std::size_t count, std::size_t heap) {
     return 64 + fp_bytes(count) + 24 * count + heap;

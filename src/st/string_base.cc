@@ -68,11 +68,10 @@ std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal) {
   return lo;
 }
 
-long string_leaf_find(StringLeaf lf, std::string_view k, std::uint16_t fp) {
-  const std::size_t n = lf.count();
+long string_leaf_find(StringLeaf lf, std::size_t n, std::string_view k, std::uint16_t fp) {
   const auto* fps = reinterpret_cast<const std::byte*>(lf.fps());
   for (std::size_t b = 0; b < 2 * n; b += 64) __builtin_prefetch(fps + b);
-  const StringEntry* e = lf.entries();
+  const StringEntry* e = lf.entries(n);
   const u64 p = key_prefix(k);
   auto is_k = [&](std::size_t j) {
     return e[j].prefix == p && e[j].len == k.size() &&
@@ -104,6 +103,7 @@ void StringBase::build(const pm::Pool& pool, u64 head, int v, u64 keys) {
   leaves.clear();
   last.clear();
   last_prefix.clear();
+  counts.clear();
   count = keys;
   char buf[8];
   for (u64 l = head; l; l = pool.at<StringLeafHeader>(l)->next[v]) {
@@ -111,6 +111,7 @@ void StringBase::build(const pm::Pool& pool, u64 head, int v, u64 keys) {
     StringLeaf lf{pool.at(l)};
     last.emplace_back(lf.key(lf.count() - 1, buf));
     last_prefix.push_back(lf.entries()[lf.count() - 1].prefix);
+    counts.push_back(static_cast<std::uint32_t>(lf.count()));
   }
 }
 
@@ -133,9 +134,10 @@ std::size_t StringBase::index_of(std::string_view k) const {
 
 std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) const {
   const std::size_t i = index_of(k);
-  if (!leaves.empty()) {
-    const std::byte* p = pool.at(leaves[i]);
-    for (std::size_t b = 0; b < 256; b += 64) __builtin_prefetch(p + b);
+  if (!leaves.empty()) {  // the fingerprints' lines (their header line is not needed)
+    const std::byte* p = pool.at(leaves[i]) + 64;
+    const std::size_t bytes = std::min<std::size_t>(2 * counts[i], 1024);
+    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
   }
   return i;
 }
@@ -143,9 +145,9 @@ std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) 
 std::optional<u64> StringBase::lookup_in(const pm::Pool& pool, std::size_t leaf, std::string_view k,
                                          u64 hash) const {
   const StringLeaf lf{pool.at(leaves[leaf])};
-  const long i = string_leaf_find(lf, k, string_fingerprint(hash));
+  const long i = string_leaf_find(lf, counts[leaf], k, string_fingerprint(hash));
   if (i < 0) return std::nullopt;
-  return lf.entries()[i].value;
+  return lf.entries(counts[leaf])[i].value;
 }
 
 bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size_t n,
@@ -168,7 +170,7 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
 }
 
 std::size_t StringBase::dram_bytes() const {
-  std::size_t b = 16 * leaves.capacity();
+  std::size_t b = 16 * leaves.capacity() + 4 * counts.capacity();
   for (const auto& k : last) b += sizeof(std::string) + k.capacity();
   return b;
 }

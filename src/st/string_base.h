@@ -40,17 +40,19 @@ LeafNext string_next(const pm::Pool& pool);
 // prefixes; the key bytes are read only on a tie); `equal` when that entry's key is k.
 std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal);
 
-// The entry of `lf` whose key is k (fp: its string_fingerprint), or -1: the fingerprints are
-// scanned, and only an entry whose fingerprint matches is read.
-long string_leaf_find(StringLeaf lf, std::string_view k, std::uint16_t fp);
+// The entry of `lf`, which holds n entries, whose key is k (fp: its string_fingerprint), or -1:
+// the fingerprints are scanned, and only an entry whose fingerprint matches is read (the
+// header is not: n comes from the inner index).
+long string_leaf_find(StringLeaf lf, std::size_t n, std::string_view k, std::uint16_t fp);
 
 // The inner index over the leaf list of one version: each leaf and its last key. Immutable
 // once built, so the concurrent form publishes it as its base snapshot.
 struct StringBase {
   std::vector<u64> leaves;
   std::vector<std::string> last;
-  std::vector<u64> last_prefix;  // key_prefix of last: most searches compare only these
-  u64 count = 0;                 // keys in the leaves (Root::base_count of the version)
+  std::vector<u64> last_prefix;       // key_prefix of last: most searches compare only these
+  std::vector<std::uint32_t> counts;  // entries of each leaf: where its entries start
+  u64 count = 0;                      // keys in the leaves (Root::base_count of the version)
 
   void build(const pm::Pool& pool, u64 head, int v, u64 keys);
   bool empty() const { return leaves.empty(); }

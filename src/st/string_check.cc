@@ -99,8 +99,8 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int
   for (std::size_t i = 0; i < chain.size() && i < base.last.size(); ++i) {
     StringLeaf lf{t.pool.at(chain[i])};
     if (base.last[i] != lf.key(lf.count() - 1, buf) ||
-        base.last_prefix[i] != lf.entries()[lf.count() - 1].prefix)
-      r.fail("inner index last key differs");
+        base.last_prefix[i] != lf.entries()[lf.count() - 1].prefix || base.counts[i] != lf.count())
+      r.fail("inner index last key or entry count differs");
   }
   r.facts.emplace_back("base_records", static_cast<double>(total));
   return true;

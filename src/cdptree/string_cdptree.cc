@@ -186,7 +186,7 @@ std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
       if (auto r = g.get()->find(k, h)) return r;
   }
   Guard<StringBase> g(s, kBR, gp_b_);
-  return g.get()->lookup(t_.pool, k);
+  return g.get()->lookup(t_.pool, k, h);
 }
 
 std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {

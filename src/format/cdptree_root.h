@@ -13,7 +13,7 @@ namespace dptree::detail {
 inline constexpr u64 kCRootMagic = 0x4344505472655231ull;  // "CDPTreR1"
 // The string form (cdptree/string_cdptree.h): the same root; its log tables hold one head word
 // per shard of a chain of word records, its leaves are string leaves (string_leaf.h).
-inline constexpr u64 kCStringRootMagic = 0x4344505374725231ull;  // "CDPStrR1"
+inline constexpr u64 kCStringRootMagic = 0x4344505374725232ull;  // "CDPStrR2"
 
 struct CRoot {
   Root base;         // base.magic = kCRootMagic; base.log_head unused

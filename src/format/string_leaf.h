@@ -5,12 +5,15 @@
 // A string leaf is one allocator block that is written once, by the merge that creates it,
 // and never changed afterwards but for its next word of the version being built:
 //   header line: owner slot, type, next[2], count, heap bytes, 2 zero words
+//   count 2-byte fingerprints, one per entry in entry order (string_fingerprint of the key's
+//     hash), zero padded to a multiple of 8 bytes: a lookup scans them, not the entries
 //   count entries of 24 bytes, in key order: the key's first 8 bytes big-endian (zero padded),
 //     its length and the offset (from the leaf) of its bytes, and the value
 //   the key heap: the bytes of every key longer than 8, one after the other in entry order
 // A key of up to 8 bytes is its prefix and length alone (no heap bytes, offset 0).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -21,8 +24,13 @@
 
 namespace dptree::detail {
 
-inline constexpr u64 kStringRootMagic = 0x4450545374725231ull;  // "DPTStrR1"
-inline constexpr u64 kStringLeafType = 0x445054534c656631ull;   // "DPTSLef1"
+inline constexpr u64 kStringRootMagic = 0x4450545374725232ull;  // "DPTStrR2"
+inline constexpr u64 kStringLeafType = 0x445054534c656632ull;   // "DPTSLef2"
+// The string forms' first format (leaves without fingerprints): its pools are refused on open.
+inline constexpr std::size_t kStringFormat = 2;
+inline constexpr u64 string_magic_version(u64 magic, std::size_t version) {
+  return (magic & 0x00ffffffffffffffull) | u64{'0' + version} << 56;
+}
 // The longest key the string form takes (the record's length field holds up to 2^16 - 1).
 inline constexpr std::size_t kStringTreeMaxKey = 1024;
 // The key bytes one leaf holds at most (besides the one key that always fits).
@@ -47,22 +55,46 @@ static_assert(sizeof(StringLeafHeader) == 64 && offsetof(StringLeafHeader, next)
               offsetof(StringLeafHeader, count) == 32);
 static_assert(sizeof(StringEntry) == 24 && offsetof(StringEntry, value) == 16);
 
+static_assert(std::endian::native == std::endian::little, "key_prefix byte-swaps a load");
+
 inline u64 key_prefix(std::string_view k) {
-  unsigned char b[8] = {};
-  std::memcpy(b, k.data(), k.size() < 8 ? k.size() : 8);
   u64 x = 0;
-  for (unsigned char c : b) x = x << 8 | c;
+  if (k.size() >= 8) [[likely]] {
+    std::memcpy(&x, k.data(), 8);
+    return __builtin_bswap64(x);
+  }
+  for (std::size_t i = 0; i < 8; ++i)
+    x = x << 8 | (i < k.size() ? static_cast<unsigned char>(k[i]) : 0u);
   return x;
 }
+
+// The keys' order (memcmp, the shorter first on a tie), deciding most pairs on their prefixes
+// (one integer compare) before it compares bytes.
+struct StringKeyLess {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const {
+    const u64 pa = key_prefix(a), pb = key_prefix(b);
+    if (pa != pb) return pa < pb;
+    return a < b;
+  }
+};
 
 // A view of one string leaf.
 struct StringLeaf {
   std::byte* p;
   StringLeafHeader& h() const { return *reinterpret_cast<StringLeafHeader*>(p); }
-  StringEntry* entries() const { return reinterpret_cast<StringEntry*>(p + 64); }
   std::size_t count() const { return h().count; }
-  static std::size_t bytes(std::size_t count, std::size_t heap) { return 64 + 24 * count + heap; }
-  std::size_t heap_start() const { return 64 + 24 * count(); }
+  static std::size_t fp_bytes(std::size_t count) { return (2 * count + 7) / 8 * 8; }
+  std::uint16_t* fps() const { return reinterpret_cast<std::uint16_t*>(p + 64); }
+  StringEntry* entries() const { return entries(count()); }
+  // The entries of a leaf known to hold n (no read of the header).
+  StringEntry* entries(std::size_t n) const {
+    return reinterpret_cast<StringEntry*>(p + 64 + fp_bytes(n));
+  }
+  static std::size_t bytes(std::size_t count, std::size_t heap) {
+    return 64 + fp_bytes(count) + 24 * count + heap;
+  }
+  std::size_t heap_start() const { return bytes(count(), 0); }
   // The key of entry i; its bytes live in the leaf (heap) or, up to 8, in a scratch `buf`.
   std::string_view key(std::size_t i, char (&buf)[8]) const {
     const StringEntry& e = entries()[i];
@@ -77,6 +109,10 @@ inline u64 hash_string(std::string_view k) {
   u64 h = 0xcbf29ce484222325ull;
   for (char c : k) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
   return hash_key(h);
+}
+// A leaf entry's fingerprint: 16 bits of its key's hash_string.
+inline std::uint16_t string_fingerprint(u64 hash) {
+  return static_cast<std::uint16_t>(hash);
 }
 
 // Log records of the string form: one record is consecutive one-word slots of a log page

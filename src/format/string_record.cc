@@ -7,33 +7,28 @@
 namespace dptree::detail {
 
 namespace {
-// Bits [63 j, 63 j + 63) of the little-endian byte string b (zero beyond its end).
-u64 bits63(const unsigned char* b, std::size_t n, std::size_t j) {
-  u64 x = 0;
-  const std::size_t first = 63 * j;
-  for (std::size_t i = 0; i < 9; ++i) {  // the 9 bytes that hold those 63 bits
-    const std::size_t byte = first / 8 + i;
-    if (byte >= n) break;
-    const u64 c = b[byte];
-    const std::size_t at = 8 * byte;  // bit position of this byte's bit 0
-    if (at >= first)
-      x |= at - first < 64 ? c << (at - first) : 0;
-    else
-      x |= c >> (first - at);
-  }
+// Bits [63 j, 63 j + 63) of the little-endian byte string b, which is readable and zero for
+// 16 bytes past the record's end: the 8 bytes that hold their start, and the next one.
+u64 bits63(const unsigned char* b, std::size_t j) {
+  const std::size_t first = 63 * j, shift = first % 8;
+  u64 lo;
+  std::memcpy(&lo, b + first / 8, 8);
+  u64 x = lo >> shift;
+  if (shift) x |= u64{b[first / 8 + 8]} << (64 - shift);
   return x & ~(u64{1} << 63);
 }
 }  // namespace
 
 void encode_string_record(std::string_view k, u64 v, u64 vbit, u64* out) {
   const std::size_t n = 10 + k.size();
-  unsigned char b[10 + kStringTreeMaxKey];
+  unsigned char b[10 + kStringTreeMaxKey + 16];
   b[0] = static_cast<unsigned char>(k.size());
   b[1] = static_cast<unsigned char>(k.size() >> 8);
   for (int i = 0; i < 8; ++i) b[2 + i] = static_cast<unsigned char>(v >> (8 * i));
   std::memcpy(b + 10, k.data(), k.size());
+  std::memset(b + n, 0, 16);
   const std::size_t words = string_record_words(k.size());
-  for (std::size_t j = 0; j < words; ++j) out[j] = bits63(b, n, j) << 1 | vbit;
+  for (std::size_t j = 0; j < words; ++j) out[j] = bits63(b, j) << 1 | vbit;
 }
 
 void decode_string_record(const u64* in, std::size_t words, std::string& k, u64& v) {

@@ -2,6 +2,12 @@
 #include "st/string_base.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
@@ -14,26 +20,47 @@ LeafNext string_next(const pm::Pool& pool) {
   return [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v]; };
 }
 
+namespace {
+// The first of the n entries whose prefix is not below p: a branch-free binary search that
+// prefetches both entries the next step may read, so that two steps' cache misses overlap.
+std::size_t prefix_lower_bound(const StringEntry* e, std::size_t n, u64 p) {
+  if (n == 0) return 0;
+  const StringEntry* b = e;
+  std::size_t len = n;
+  while (len > 1) {
+    const std::size_t half = len / 2, next = (len - half) / 2;
+    __builtin_prefetch(b + next);
+    __builtin_prefetch(b + half + next);
+    b = b[half].prefix < p ? b + half : b;
+    len -= half;
+  }
+  return static_cast<std::size_t>(b - e) + (b->prefix < p);
+}
+}  // namespace
+
 std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal) {
   const u64 p = key_prefix(k);
   const StringEntry* e = lf.entries();
-  std::size_t lo = 0, hi = lf.count();
+  const std::size_t n = lf.count();
+  std::size_t lo = prefix_lower_bound(e, n, p), hi = n;
   equal = false;
   char buf[8];
-  while (lo < hi) {
-    const std::size_t mid = (lo + hi) / 2;
-    bool below;
-    if (e[mid].prefix != p) {
-      below = e[mid].prefix < p;
-    } else {
-      const std::string_view mk = lf.key(mid, buf);
-      if (mk == k) {
-        equal = true;
-        return mid;
-      }
-      below = mk < k;
+  // Keys sharing k's prefix start at lo (most often one, or none): the first one decides
+  // unless k is above it; then the bytes of the others are binary-searched.
+  bool first = true;
+  while (lo < hi && e[lo].prefix == p) {
+    const std::size_t mid = first ? lo : lo + (hi - lo) / 2;
+    first = false;
+    if (e[mid].prefix != p) {  // above p, so above k
+      hi = mid;
+      continue;
     }
-    if (below)
+    const std::string_view mk = lf.key(mid, buf);
+    if (mk == k) {
+      equal = true;
+      return mid;
+    }
+    if (mk < k)
       lo = mid + 1;
     else
       hi = mid;
@@ -41,10 +68,42 @@ std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal) {
   return lo;
 }
 
+long string_leaf_find(StringLeaf lf, std::size_t n, std::string_view k, std::uint16_t fp) {
+  const auto* fps = reinterpret_cast<const std::byte*>(lf.fps());
+  for (std::size_t b = 0; b < 2 * n; b += 64) __builtin_prefetch(fps + b);
+  const StringEntry* e = lf.entries(n);
+  const u64 p = key_prefix(k);
+  auto is_k = [&](std::size_t j) {
+    return e[j].prefix == p && e[j].len == k.size() &&
+           (k.size() <= 8 || std::memcmp(lf.p + e[j].off, k.data(), k.size()) == 0);
+  };
+#if defined(__SSE2__)
+  // Eight fingerprints a compare; the last load may read the padding and the entries after
+  // the fingerprints (inside the leaf), masked off.
+  const __m128i want = _mm_set1_epi16(static_cast<short>(fp));
+  for (std::size_t i = 0; i < n; i += 8) {
+    const auto* at = reinterpret_cast<const __m128i*>(fps + 2 * i);
+    auto m = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_loadu_si128(at), want)));
+    m &= 0x5555u;  // one bit per matching fingerprint
+    if (n - i < 8) m &= (1u << (2 * (n - i))) - 1;
+    for (; m; m &= m - 1) {
+      const std::size_t j = i + static_cast<std::size_t>(std::countr_zero(m)) / 2;
+      if (is_k(j)) return static_cast<long>(j);
+    }
+  }
+#else
+  const std::uint16_t* f = lf.fps();
+  for (std::size_t j = 0; j < n; ++j)
+    if (f[j] == fp && is_k(j)) return static_cast<long>(j);
+#endif
+  return -1;
+}
+
 void StringBase::build(const pm::Pool& pool, u64 head, int v, u64 keys) {
   leaves.clear();
   last.clear();
   last_prefix.clear();
+  counts.clear();
   count = keys;
   char buf[8];
   for (u64 l = head; l; l = pool.at<StringLeafHeader>(l)->next[v]) {
@@ -52,6 +111,7 @@ void StringBase::build(const pm::Pool& pool, u64 head, int v, u64 keys) {
     StringLeaf lf{pool.at(l)};
     last.emplace_back(lf.key(lf.count() - 1, buf));
     last_prefix.push_back(lf.entries()[lf.count() - 1].prefix);
+    counts.push_back(static_cast<std::uint32_t>(lf.count()));
   }
 }
 
@@ -72,13 +132,22 @@ std::size_t StringBase::index_of(std::string_view k) const {
   return std::min(i, leaves.size() - 1);
 }
 
-std::optional<u64> StringBase::lookup(const pm::Pool& pool, std::string_view k) const {
-  if (leaves.empty()) return std::nullopt;
-  StringLeaf lf{pool.at(leaves[index_of(k)])};
-  bool equal;
-  const std::size_t i = string_lower_bound(lf, k, equal);
-  if (!equal) return std::nullopt;
-  return lf.entries()[i].value;
+std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) const {
+  const std::size_t i = index_of(k);
+  if (!leaves.empty()) {  // the fingerprints' lines (their header line is not needed)
+    const std::byte* p = pool.at(leaves[i]) + 64;
+    const std::size_t bytes = std::min<std::size_t>(2 * counts[i], 1024);
+    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+  }
+  return i;
+}
+
+std::optional<u64> StringBase::lookup_in(const pm::Pool& pool, std::size_t leaf, std::string_view k,
+                                         u64 hash) const {
+  const StringLeaf lf{pool.at(leaves[leaf])};
+  const long i = string_leaf_find(lf, counts[leaf], k, string_fingerprint(hash));
+  if (i < 0) return std::nullopt;
+  return lf.entries(counts[leaf])[i].value;
 }
 
 bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size_t n,
@@ -101,7 +170,7 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
 }
 
 std::size_t StringBase::dram_bytes() const {
-  std::size_t b = 16 * leaves.capacity();
+  std::size_t b = 16 * leaves.capacity() + 4 * counts.capacity();
   for (const auto& k : last) b += sizeof(std::string) + k.capacity();
   return b;
 }
@@ -113,6 +182,12 @@ void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 int
     found = t.existing_root(magic, bytes, std::string(tree) + " (string keys)");
   } catch (const Error& e) {
     if (e.code() != Errc::wrong_index) throw;
+    if (root_if_ours(t.pool, string_magic_version(magic, kStringFormat - 1), sizeof(Root)))
+      throw Error(Errc::version_mismatch,
+                  "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
+                      std::to_string(kStringFormat - 1) + " (leaves without fingerprints); this " +
+                      "build reads format " + std::to_string(kStringFormat) +
+                      ": reload the keys into a new pool (scan it with the build that wrote it)");
     if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
       throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +
                                          " of integer keys, not of string keys: open it with "

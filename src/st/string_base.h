@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "btree/btree.h"
 #include "dptree/index.h"
 #include "format/string_leaf.h"
 #include "st/family.h"
@@ -26,7 +27,11 @@
 namespace dptree::detail {
 
 using StringEntries = std::vector<std::pair<std::string, u64>>;
-using StringMap = std::map<std::string, u64, std::less<>>;
+using StringMap = std::map<std::string, u64, StringKeyLess>;
+// The single-threaded form's buffer (§2.1): a DRAM B+-tree whose nodes hold the keys (SSO
+// strings: up to 15 bytes inside the node), so a search reads a few lines per level instead of
+// one scattered node per comparison, and the merge walks it leaf by leaf.
+using StringBufferTree = btree::BPlusTree<std::string, u64, 32, 32, StringKeyLess>;
 
 // The next word of a string leaf of version v (merge.h LeafNext).
 LeafNext string_next(const pm::Pool& pool);
@@ -35,19 +40,34 @@ LeafNext string_next(const pm::Pool& pool);
 // prefixes; the key bytes are read only on a tie); `equal` when that entry's key is k.
 std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal);
 
+// The entry of `lf`, which holds n entries, whose key is k (fp: its string_fingerprint), or -1:
+// the fingerprints are scanned, and only an entry whose fingerprint matches is read (the
+// header is not: n comes from the inner index).
+long string_leaf_find(StringLeaf lf, std::size_t n, std::string_view k, std::uint16_t fp);
+
 // The inner index over the leaf list of one version: each leaf and its last key. Immutable
 // once built, so the concurrent form publishes it as its base snapshot.
 struct StringBase {
   std::vector<u64> leaves;
   std::vector<std::string> last;
-  std::vector<u64> last_prefix;  // key_prefix of last: most searches compare only these
-  u64 count = 0;                 // keys in the leaves (Root::base_count of the version)
+  std::vector<u64> last_prefix;       // key_prefix of last: most searches compare only these
+  std::vector<std::uint32_t> counts;  // entries of each leaf: where its entries start
+  u64 count = 0;                      // keys in the leaves (Root::base_count of the version)
 
   void build(const pm::Pool& pool, u64 head, int v, u64 keys);
   bool empty() const { return leaves.empty(); }
   // The leaf whose key range holds k (the last one for keys above every leaf).
   std::size_t index_of(std::string_view k) const;
-  std::optional<u64> lookup(const pm::Pool& pool, std::string_view k) const;
+  // k's value in the leaves (hash: hash_string(k)).
+  std::optional<u64> lookup(const pm::Pool& pool, std::string_view k, u64 hash) const {
+    return empty() ? std::nullopt : lookup_in(pool, index_of(k), k, hash);
+  }
+  // index_of(k), the first lines of that leaf (header, fingerprints) requested from memory: a
+  // caller with other work before lookup_in (the buffer's search) overlaps their misses.
+  std::size_t prefetch_leaf(const pm::Pool& pool, std::string_view k) const;
+  // k's value in leaf number `leaf` (which must exist).
+  std::optional<u64> lookup_in(const pm::Pool& pool, std::size_t leaf, std::string_view k,
+                               u64 hash) const;
   // Appends up to n entries with key >= start in order; true when the base has no more.
   bool collect(const pm::Pool& pool, std::string_view start, std::size_t n,
                StringEntries& out) const;

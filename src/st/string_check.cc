@@ -26,7 +26,10 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacit
   if (heap > block || StringLeaf::bytes(count, heap) > block)
     return "holds " + std::to_string(count) + " entries and " + std::to_string(heap) +
            " key bytes, more than its block of " + std::to_string(block) + " bytes";
+  for (std::size_t b = 2 * count; b < StringLeaf::fp_bytes(count); ++b)
+    if (lf.p[64 + b] != std::byte{0}) return "has fingerprint padding that is not zero";
   std::size_t at = lf.heap_start();  // where the next key's bytes must start
+  char buf[8];
   for (std::size_t i = 0; i < count; ++i) {
     const StringEntry& e = lf.entries()[i];
     const std::string at_i = "entry " + std::to_string(i);
@@ -38,6 +41,8 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacit
         return at_i + ": a key of up to 8 bytes with heap offset " + std::to_string(e.off);
       if (e.len < 8 && (e.prefix << (8 * e.len)) != 0)
         return at_i + ": prefix bytes beyond the key's length";
+      if (lf.fps()[i] != string_fingerprint(hash_string(lf.key(i, buf))))
+        return at_i + "'s fingerprint differs from its key's";
       continue;
     }
     // Each key's bytes follow the previous one's: every heap byte is one key's.
@@ -48,6 +53,8 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacit
     if (at > lf.heap_start() + heap) return at_i + "'s key bytes run past the key heap";
     const std::string_view k(reinterpret_cast<const char*>(lf.p + e.off), e.len);
     if (key_prefix(k) != e.prefix) return at_i + "'s prefix differs from its key";
+    if (lf.fps()[i] != string_fingerprint(hash_string(k)))
+      return at_i + "'s fingerprint differs from its key's";
   }
   if (at != lf.heap_start() + heap)
     return std::to_string(lf.heap_start() + heap - at) + " key heap bytes no entry reaches";
@@ -92,8 +99,8 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int
   for (std::size_t i = 0; i < chain.size() && i < base.last.size(); ++i) {
     StringLeaf lf{t.pool.at(chain[i])};
     if (base.last[i] != lf.key(lf.count() - 1, buf) ||
-        base.last_prefix[i] != lf.entries()[lf.count() - 1].prefix)
-      r.fail("inner index last key differs");
+        base.last_prefix[i] != lf.entries()[lf.count() - 1].prefix || base.counts[i] != lf.count())
+      r.fail("inner index last key or entry count differs");
   }
   r.facts.emplace_back("base_records", static_cast<double>(total));
   return true;
@@ -166,8 +173,11 @@ void StringDPTree::check_log(const std::unordered_set<u64>& owned, std::set<u64>
                               r))
     return;
   if (npages != log_->pages().size()) r.fail("log page count differs from the volatile state");
-  if (replay != buffer_) r.fail("replaying the log does not give the buffer tree");
-  for (const auto& kv : buffer_)
+  for (const auto& p : buffer_.check()) r.fail("buffer tree: " + p);
+  StringMap buffered;
+  for (auto it = buffer_.begin(); it.valid(); ++it) buffered.emplace(it.key(), it.value());
+  if (replay != buffered) r.fail("replaying the log does not give the buffer tree");
+  for (const auto& kv : buffered)
     if (!bloom_.may_contain_hashed(hash_string(kv.first)))
       r.fail("bloom filter misses a buffer key of " + std::to_string(kv.first.size()) + " bytes");
   r.facts.emplace_back("log_records", static_cast<double>(records));

@@ -26,33 +26,61 @@
 namespace dptree::detail {
 
 namespace {
-std::size_t heap_of(std::string_view k) {
-  return k.size() > 8 ? k.size() : 0;
-}
-
 using Span = std::span<const std::pair<std::string, u64>>;
+
+// An entry of a leaf being written: its key's bytes stay where they are (the buffer's entry or
+// the old leaf, both alive until the merge's garbage collection), only pointed to.
+struct Merged {
+  u64 prefix;
+  std::uint32_t len;
+  std::uint16_t fp;   // string_fingerprint
+  const char* bytes;  // the whole key when len > 8; unused otherwise (the prefix holds it)
+  u64 value;
+};
+using MergedEntries = std::vector<Merged>;
+
+Merged merged_of(std::string_view k, u64 v) {
+  return {key_prefix(k), static_cast<std::uint32_t>(k.size()), string_fingerprint(hash_string(k)),
+          k.data(), v};
+}
+std::size_t heap_of(const Merged& m) {
+  return m.len > 8 ? m.len : 0;
+}
 
 // The first entry of `es` above k.
 std::size_t above(Span es, std::string_view k) {
-  return static_cast<std::size_t>(
-      std::upper_bound(es.begin(), es.end(), k,
-                       [](std::string_view a, const auto& b) { return a < b.first; }) -
-      es.begin());
+  return static_cast<std::size_t>(std::upper_bound(es.begin(), es.end(), k,
+                                                   [](std::string_view a, const auto& b) {
+                                                     return StringKeyLess{}(a, b.first);
+                                                   }) -
+                                  es.begin());
 }
 
 // Leaf lf's entries with the sorted entries `es` of its key range applied, appended to `merged`.
-void merge_leaf(StringLeaf lf, Span es, StringEntries& merged) {
+void merge_leaf(StringLeaf lf, Span es, MergedEntries& merged) {
   char buf[8];
   std::size_t i = 0, b = 0;
   const std::size_t n = lf.count();
+  const StringEntry* le = lf.entries();
   while (i < n || b < es.size()) {
-    std::string_view lk = i < n ? lf.key(i, buf) : std::string_view();
-    if (b < es.size() && (i >= n || std::string_view(es[b].first) <= lk)) {
-      if (i < n && es[b].first == lk) ++i;  // replaced or deleted
-      if (!(es[b].second & kTombstone)) merged.emplace_back(es[b].first, es[b].second);
+    bool take_buffer = i >= n, same = false;
+    if (!take_buffer && b < es.size()) {
+      const u64 bp = key_prefix(es[b].first);
+      if (bp != le[i].prefix) {
+        take_buffer = bp < le[i].prefix;
+      } else {  // a tie on the prefixes: compare the keys
+        const std::string_view lk = lf.key(i, buf), bk = es[b].first;
+        same = bk == lk;
+        take_buffer = bk <= lk;
+      }
+    }
+    if (take_buffer) {
+      if (same) ++i;  // replaced or deleted
+      if (!(es[b].second & kTombstone)) merged.push_back(merged_of(es[b].first, es[b].second));
       ++b;
     } else {
-      merged.emplace_back(std::string(lk), lf.entries()[i].value);
+      merged.push_back({le[i].prefix, le[i].len, lf.fps()[i],
+                        reinterpret_cast<const char*>(lf.p + le[i].off), le[i].value});
       ++i;
     }
   }
@@ -60,7 +88,7 @@ void merge_leaf(StringLeaf lf, Span es, StringEntries& merged) {
 
 // Entries es[from, to) in a new leaf whose key heap holds `heap` bytes: written whole, then
 // recorded in pendingLeaves, then activated (its first fence writes it back).
-u64 create_leaf(TreeParts& t, const StringEntries& es, std::size_t from, std::size_t to,
+u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::size_t to,
                 std::size_t heap) {
   const std::size_t count = to - from, bytes = StringLeaf::bytes(count, heap);
   u64 slot = t.dir->take_slot();
@@ -72,23 +100,22 @@ u64 create_leaf(TreeParts& t, const StringEntries& es, std::size_t from, std::si
     t.dir->return_slot(slot);
     throw;
   }
-  std::vector<std::byte> img(bytes, std::byte{0});
+  // The image is built in DRAM, every byte of it written (no clearing first), and stored at once.
+  thread_local std::vector<std::byte> img;
+  if (img.size() < bytes) img.resize(bytes);
   StringLeaf lf{img.data()};
-  lf.h().owner_slot = slot;
-  lf.h().type = kStringLeafType;
-  lf.h().count = count;
-  lf.h().heap_bytes = heap;
+  lf.h() = StringLeafHeader{slot, kStringLeafType, {0, 0}, count, heap, {0, 0}};
+  std::memset(img.data() + 64 + 2 * count, 0, StringLeaf::fp_bytes(count) - 2 * count);
   std::size_t at = lf.heap_start();
   for (std::size_t i = 0; i < count; ++i) {
-    const std::string& k = es[from + i].first;
-    StringEntry& e = lf.entries()[i];
-    e.prefix = key_prefix(k);
-    e.len = static_cast<std::uint32_t>(k.size());
-    e.value = es[from + i].second;
-    if (k.size() > 8) {
-      e.off = static_cast<std::uint32_t>(at);
-      std::memcpy(img.data() + at, k.data(), k.size());
-      at += k.size();
+    const Merged& m = es[from + i];
+    lf.fps()[i] = m.fp;
+    const bool long_key = m.len > 8;
+    lf.entries()[i] =
+        StringEntry{m.prefix, m.len, long_key ? static_cast<std::uint32_t>(at) : 0, m.value};
+    if (long_key) {
+      std::memcpy(img.data() + at, m.bytes, m.len);
+      at += m.len;
     }
   }
   pm::store_bytes(t.pool.at(off), img.data(), bytes);
@@ -109,14 +136,14 @@ u64 create_leaf(TreeParts& t, const StringEntries& es, std::size_t from, std::si
 
 // es in new leaves, appended to r.out: as few as the leaf capacity allows, of about equal
 // counts, each cut early where its keys would exceed kStringLeafHeap bytes.
-void write_leaves(TreeParts& t, std::size_t cap, const StringEntries& es, StringMergeResult& r) {
+void write_leaves(TreeParts& t, std::size_t cap, const MergedEntries& es, StringMergeResult& r) {
   const std::size_t nleaves = (es.size() + cap - 1) / cap;
   const std::size_t per = nleaves ? (es.size() + nleaves - 1) / nleaves : 0;
   std::size_t from = 0;
   while (from < es.size()) {
     std::size_t to = from, heap = 0;
     while (to < es.size() && to - from < per) {
-      const std::size_t h = heap_of(es[to].first);
+      const std::size_t h = heap_of(es[to]);
       if (to > from && heap + h > kStringLeafHeap) break;
       heap += h;
       ++to;
@@ -131,10 +158,10 @@ void write_leaves(TreeParts& t, std::size_t cap, const StringEntries& es, String
 
 void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const StringBase& base,
                          Span es, StringMergeResult& r) {
-  StringEntries merged;
+  MergedEntries merged;
   if (base.empty()) {
     for (const auto& [k, v] : es)
-      if (!(v & kTombstone)) merged.emplace_back(k, v);
+      if (!(v & kTombstone)) merged.push_back(merged_of(k, v));
     write_leaves(t, cap, merged, r);
     return;
   }
@@ -178,7 +205,9 @@ void StringDPTree::merge() {
       begin_merge(t_.pool, root_, *t_.pending);
     }
     PhaseScope ph(DPTreePhase::upsert_merge);
-    const StringEntries es(buffer_.begin(), buffer_.end());
+    StringEntries es;
+    es.reserve(buffer_.size());
+    for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key(), it.value());
     merge_string_leaves(t_, opt_.leaf_capacity,
                         static_cast<std::size_t>(opt_.consolidate_threshold *
                                                  static_cast<double>(opt_.leaf_capacity)),

@@ -129,11 +129,7 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
     encode_string_record(k, v, log_valid_bit(cv), rec);
     log_->append_words(&root_->log_head[cv], cv, rec, string_record_words(k.size()));
   }
-  auto it = buffer_.find(k);
-  if (it == buffer_.end())
-    buffer_.emplace(std::string(k), v);
-  else
-    it->second = v;
+  buffer_.insert_or_assign(std::string(k), v);
   bloom_.add_hashed(hash_string(k));
   merge_block_.after_write((v & kTombstone) != 0,
                            [this] { return buffer_.size() >= merge_threshold(); },
@@ -141,12 +137,15 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
 }
 
 std::optional<u64> StringDPTree::find(std::string_view k) const {
-  if (bloom_.may_contain_hashed(hash_string(k)))
-    if (auto it = buffer_.find(k); it != buffer_.end()) {
-      if (it->second & kTombstone) return std::nullopt;
-      return it->second;
+  const u64 h = hash_string(k);
+  const std::size_t leaf = base_.prefetch_leaf(t_.pool, k);  // loads while the buffer is probed
+  if (bloom_.may_contain_hashed(h))
+    if (const u64* v = buffer_.find(std::string(k))) {
+      if (*v & kTombstone) return std::nullopt;
+      return *v;
     }
-  return base_.lookup(t_.pool, k);
+  if (base_.empty()) return std::nullopt;
+  return base_.lookup_in(t_.pool, leaf, k, h);
 }
 
 std::optional<Value> StringDPTree::lookup(std::string_view k) const {
@@ -190,7 +189,7 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
                                std::vector<StringKV>& out) const {
   check_string_key(start, kStringTreeMaxKey, "dptree");
   std::size_t got = 0;
-  auto bi = buffer_.lower_bound(start);
+  auto bi = buffer_.lower_bound(std::string(start));
   const std::vector<u64>& leaves = base_.leaves;
   std::size_t li = base_.index_of(start), pos = 0;
   if (!leaves.empty()) {
@@ -205,16 +204,16 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
     }
   };
   settle();
-  while (got < count && (bi != buffer_.end() || li < leaves.size())) {
+  while (got < count && (bi.valid() || li < leaves.size())) {
     std::string_view bk;
     if (li < leaves.size()) bk = leaf(leaves[li]).key(pos, buf);
-    if (bi != buffer_.end() && (li >= leaves.size() || std::string_view(bi->first) <= bk)) {
-      if (li < leaves.size() && bi->first == bk) {  // the buffer's entry is newer
+    if (bi.valid() && (li >= leaves.size() || std::string_view(bi.key()) <= bk)) {
+      if (li < leaves.size() && bi.key() == bk) {  // the buffer's entry is newer
         ++pos;
         settle();
       }
-      if (!(bi->second & kTombstone)) {
-        out.emplace_back(bi->first, bi->second);
+      if (!(bi.value() & kTombstone)) {
+        out.emplace_back(bi.key(), bi.value());
         ++got;
       }
       ++bi;
@@ -231,7 +230,9 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
 std::size_t StringDPTree::size() const {
   const int cv = static_cast<int>(root_->gv & kVersionBit);
   auto n = static_cast<long long>(root_->base_count[cv]);
-  for (const auto& [k, v] : buffer_) {
+  for (auto it = buffer_.begin(); it.valid(); ++it) {
+    const std::string& k = it.key();
+    const u64 v = it.value();
     bool in_base = false;
     if (!base_.empty()) string_lower_bound(leaf(base_.leaves[base_.index_of(k)]), k, in_base);
     if (v & kTombstone)
@@ -248,9 +249,10 @@ IndexStats StringDPTree::stats() const {
   std::size_t pm = t_.alloc.block_size(*t_.pool.root_word());
   for (u64 b : t_.dir->blocks()) pm += t_.alloc.block_size(b);
   t_.dir->for_each_owned([&](u64, u64 blk) { pm += t_.alloc.block_size(blk); });
-  s.pm_bytes = pm;  // the key bytes live in the leaves
-  std::size_t keys = 0;
-  for (const auto& kv : buffer_) keys += kv.first.capacity() + 64;  // a map node's overhead
+  s.pm_bytes = pm;                            // the key bytes live in the leaves
+  std::size_t keys = buffer_.memory_bytes();  // the nodes, and the bytes of keys beyond SSO
+  for (auto it = buffer_.begin(); it.valid(); ++it)
+    if (it.key().size() > 15) keys += it.key().capacity() + 1;
   const std::size_t inner = base_.dram_bytes();
   s.dram_bytes = sizeof(*this) + keys + bloom_.dram_bytes() + inner + t_.dir->dram_bytes() +
                  t_.pages->dram_bytes();

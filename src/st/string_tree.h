@@ -66,7 +66,7 @@ class StringDPTree final : public StringIndex {
   DPTreeOptions opt_;
   Root* root_ = nullptr;
   std::unique_ptr<PLog> log_;
-  StringMap buffer_;
+  StringBufferTree buffer_;
   Bloom bloom_;
   StringBase base_;  // the inner index (DRAM) over the leaves of the current version
   std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;

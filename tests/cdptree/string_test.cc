@@ -136,6 +136,8 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
                       "holds 100000 entries");
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
                       "prefix differs");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).fps()[2] ^= 0x100; },
+                      "entry 2's fingerprint differs");
 }
 
 TEST(CDPTreeStringsDamaged, LogRecordsAndTablesAreCheckedOnOpen) {

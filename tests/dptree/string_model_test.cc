@@ -233,11 +233,30 @@ TEST(DPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
                       "key heap bytes no entry reaches");
   expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
                       "prefix differs");
+  // A wrong fingerprint would hide its key from lookups: refused before any lookup.
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).fps()[3] ^= 1; },
+                      "entry 3's fingerprint differs");
   expect_open_corrupt(
       [&](pm::Pool& p, Root& r) {
         first_leaf(p, r).h().next[r.gv & kVersionBit] = *p.root_word();  // not a leaf
       },
       "which is not a leaf the directory owns");
+}
+
+TEST(DPTreeStringsDamaged, PoolOfTheFirstFormatIsRefusedNamingItsVersion) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  make_string_index("dptree", pool.get(), small_string_options())->upsert("k", 1);
+  pool->at<Root>(*pool->root_word())->magic = string_magic_version(kStringRootMagic, 1);
+  try {
+    make_string_index("dptree", pool.get(), small_string_options());
+    ADD_FAILURE() << "a pool of the first string format opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
+    EXPECT_NE(std::string(e.what()).find("format 1 (leaves without fingerprints)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(DPTreeStringsDamaged, LogRecordLengthIsCheckedOnOpen) {

@@ -164,7 +164,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
   std::set<u64> reach{*pool.root_word()};
   for (int x = 0; x < 2; ++x) {
     if (!root->log_table[x]) return fail("a log header table is missing");
-    reach.insert(root->log_table[x]);
+    reach.insert(root->log_table[x].off);
   }
   for (std::size_t p = 0; p < opt.log_partitions; ++p)
     if (table(nv)[p]) {

@@ -7,11 +7,18 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dptree/pm/pptr.h"
 #include "dptree/pm/store.h"
 
 namespace dptree::detail {
 
 using u64 = std::uint64_t;
+using pm::PPtr;
+
+// The header line of a log page (format/log_page.h), which the typed words linking log pages
+// point to.
+struct LogPageHeader;
+using LogPagePtr = PPtr<LogPageHeader>;
 
 inline constexpr u64 kRootMagic = 0x4450547265655231ull;  // "DPTreeR1"
 inline constexpr u64 kLeafType = 0x4450544c65616631ull;   // "DPTLeaf1"
@@ -33,13 +40,13 @@ inline constexpr u64 kCDPTreeGvBits = kDPTreeGvBits | kTwoLogs;       // the con
 
 struct Root {
   u64 magic;
-  u64 gv;             // GvBit: the global version, in_merge, two logs (cdptree), GC unfinished
-  u64 restart_count;  // §2.2 partial persistence
-  u64 head[2];        // first leaf of each version (the next pointer of the head sentinel)
-  u64 base_count[2];  // live keys of the base tree of each version (merge trigger, stats)
-  u64 log_head[2];    // PLog: first page of the log of each version (§2.1)
-  u64 pending;        // owner word of the first pendingLeaves block (§2.4)
-  u64 dir;            // owner word of the first owner-directory block
+  u64 gv;                  // GvBit: the global version, in_merge, two logs (cdptree), GC unfinished
+  u64 restart_count;       // §2.2 partial persistence
+  u64 head[2];             // first leaf of each version (the head sentinel's next pointer)
+  u64 base_count[2];       // live keys of the base tree of each version (merge trigger, stats)
+  LogPagePtr log_head[2];  // PLog: first page of the log of each version (§2.1)
+  u64 pending;             // owner word of the first pendingLeaves block (§2.4)
+  u64 dir;                 // owner word of the first owner-directory block
   u64 leaf_capacity, key_bytes, value_bytes, log_page_size;  // format, checked on open
 };
 // The persistent layout: a change here changes the pool format.

@@ -93,13 +93,15 @@ bool DPTreeCore::Impl::check_log(int v, const std::unordered_set<u64>& owned, st
   npages = records = 0;
   std::map<u64, u64> replay;
   bool ended = false;
-  for (u64 pg = root->log_head[v]; pg; pg = pool.at<LogPageHeader>(pg)->next) {
+  const LogPageHeader* h = nullptr;
+  for (LogPagePtr link = root->log_head[v]; link; link = h->next) {
     if (++npages > owned.size() + 1) {
       r.fail("log page list has a cycle");
       return false;
     }
+    if (!(h = checked_page(pool, link, codec.G, r))) return false;
+    const u64 pg = link.off;
     reach.insert(pg);
-    const auto* h = pool.at<LogPageHeader>(pg);
     if (!owned.contains(pg)) r.fail("log page not owned by the directory");
     if (h->type != kPageType) r.fail("log page has a wrong type word");
     if (h->flavor != static_cast<u64>(v)) r.fail("log page of the wrong flavor in the log");

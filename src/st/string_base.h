@@ -108,7 +108,7 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int
 // check(): one log page chain of version v from `head`: owned pages of flavor v, records that
 // decode (replayed into `replay`), after its end no word of version v. Adds its pages to
 // `reach` and counts pages and records. Returns false when the walk could not go on.
-bool check_string_log_chain(const TreeParts& t, u64 head, int v,
+bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringMap& replay, std::size_t& pages, std::size_t& records,
                             CheckReport& r);

@@ -244,7 +244,7 @@ TEST(DPTreeStringsDamaged, LogRecordLengthIsCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
   expect_open_corrupt(
       [](pm::Pool& p, Root& r) {
-        u64* first = p.at<u64>(r.log_head[r.gv & kVersionBit] + 64);
+        u64* first = p.at<u64>(r.log_head[r.gv & kVersionBit].off + 64);
         *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid word
       },
       "announces a key of 2000 bytes");

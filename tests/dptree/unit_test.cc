@@ -237,10 +237,10 @@ TEST(DPTreeCheck, FindsCorruptionAndLeaks) {
   // A block nobody reaches.
   std::uint64_t stray = pool->allocator().reserve(64);
   auto* rt = pool->root<Root>();
-  pool->allocator().activate(&rt->log_head[1 - (rt->gv & 1)], stray);
+  pool->allocator().activate(rt->log_head[1 - (rt->gv & 1)], stray);
   EXPECT_TRUE(has("previous version")) << "a log head of the other version";
   EXPECT_TRUE(has("leaked PM block"));
-  pool->allocator().free(&rt->log_head[1 - (rt->gv & 1)]);
+  pool->allocator().free(rt->log_head[1 - (rt->gv & 1)]);
   EXPECT_TRUE(t->check().ok);
   // A leaf whose max key is below its keys.
   LeafLayout L;

@@ -65,7 +65,7 @@ bool CDPTree::Impl::check_leaves(int v, LeafWalk& walk, LeafCount& total, CheckR
   // An entry deleted in place (§3.4) holds kTombstone until the next merge drops it: counted
   // in base_count, and marked in the snapshot.
   const cdp::BaseSnapshot* snap = gp_b.load();
-  for (u64 l = R.head[v]; l; l = leaf(l).next(v)) {
+  for (u64 l = R.head[v].off; l; l = leaf(l).next(v).off) {
     if (!walk.enter(l)) return false;
     LeafCount c = check_leaf(leaf(l), v, walk, *snap, r);
     total.keys += c.keys;

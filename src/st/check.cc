@@ -69,7 +69,7 @@ std::size_t DPTreeCore::Impl::check_leaf(Leaf lf, int v, const LeafWalk& walk,
 bool DPTreeCore::Impl::check_leaves(int v, LeafWalk& walk, std::size_t& total,
                                     CheckReport& r) const {
   total = 0;
-  for (u64 l = root->head[v]; l; l = leaf(l).next(v)) {
+  for (u64 l = root->head[v].off; l; l = leaf(l).next(v).off) {
     if (!walk.enter(l)) return false;
     total += check_leaf(leaf(l), v, walk, r);
     walk.leave();

@@ -115,7 +115,7 @@ void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> 
 // Phase 4 on a range merged by merge_range (after the caller relinked the tails).
 void flush_range(const MergeContext& cx, RangeMerge& r);
 // Phase 4's last words and phase 6: head[nv], base_count[nv], fence, gv = nv | kInGc persisted.
-void commit_merge(Root* root, int nv, u64 head, u64 count);
+void commit_merge(Root* root, int nv, LeafPtr head, u64 count);
 // The next word of a leaf in version v: the leaf formats differ (layout.h, string_leaf.h),
 // the garbage collection over their lists does not. Every leaf's first word is its owner slot.
 using LeafNext = std::function<u64(u64 leaf, int v)>;

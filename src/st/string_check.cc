@@ -54,14 +54,15 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacit
   return {};
 }
 
-bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int v, u64 base_count,
-                         const StringBase& base, const std::unordered_set<u64>& owned,
-                         std::set<u64>& reach, CheckReport& r) {
+bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head, int v,
+                         u64 base_count, const StringBase& base,
+                         const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                         CheckReport& r) {
   std::size_t total = 0;
   std::vector<u64> chain;
   std::string prev;
   char buf[8];
-  for (u64 l = head; l; l = t.pool.at<StringLeafHeader>(l)->next[v]) {
+  for (u64 l = head.off; l; l = t.pool.at<StringLeafHeader>(l)->next[v].off) {
     const std::string at =
         "leaf " + std::to_string(chain.size()) + " (offset " + std::to_string(l) + ")";
     if (chain.size() > owned.size()) return r.fail("leaf list has a cycle"), false;

@@ -160,8 +160,8 @@ void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const
 void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv) {
   pm::CategoryScope cat(pm::Category::node);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    u64& next = pool.at<StringLeafHeader>(out[i])->next[nv];
-    const u64 want = i + 1 < out.size() ? out[i + 1] : 0;
+    LeafPtr& next = pool.at<StringLeafHeader>(out[i])->next[nv];
+    const LeafPtr want(i + 1 < out.size() ? out[i + 1] : 0);
     if (next == want) continue;
     pm::store(&next, want);
     pm::flush(&next, 8);
@@ -196,7 +196,7 @@ void StringDPTree::merge() {
   }
   {
     PhaseScope ph(DPTreePhase::version_flip);
-    commit_merge(root_, nv, m.out.empty() ? 0 : m.out.front(), m.count);
+    commit_merge(root_, nv, LeafPtr(m.out.empty() ? 0 : m.out.front()), m.count);
   }
   rebuild_inner();
   ++merges_;

@@ -123,7 +123,7 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& d
 }
 
 detail::StringLeaf first_leaf(pm::Pool& p, detail::CRoot& r) {
-  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit])};
+  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit].off)};
 }
 
 TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {

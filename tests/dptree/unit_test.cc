@@ -245,7 +245,7 @@ TEST(DPTreeCheck, FindsCorruptionAndLeaks) {
   // A leaf whose max key is below its keys.
   LeafLayout L;
   L.init(8, 8, 8);
-  Leaf first{pool->at(rt->head[rt->gv & 1]), &L};
+  Leaf first{pool->at(rt->head[rt->gv & 1].off), &L};
   std::uint64_t saved = first.max_key(static_cast<int>(rt->gv & 1));
   first.max_key(static_cast<int>(rt->gv & 1)) = 0;
   EXPECT_TRUE(has("outside its range"));

@@ -67,7 +67,7 @@ struct FirstLeaf {
   explicit FirstLeaf(pm::Pool& p)
       : root(dptree_root(p)), cv(static_cast<int>(root.gv & 1)), leaf{nullptr, &L} {
     L.init(8, 8, 8);
-    leaf.p = p.at(root.head[cv]);
+    leaf.p = p.at(root.head[cv].off);
   }
 };
 
@@ -83,7 +83,7 @@ TEST(DamagedPool, LeafNextOutsideThePool) {
   for (const char* index : {"dptree", "cdptree"}) {
     auto p = seed_pool(index);
     FirstLeaf f(*p);
-    f.leaf.next(f.cv) = p->size() + 4096;
+    f.leaf.next(f.cv) = detail::LeafPtr(p->size() + 4096);
     expect_refused(*p, index,
                    {"leaf list of version", std::to_string(p->offset_of(&f.leaf.next(f.cv))),
                     "not a leaf the directory owns"});
@@ -93,17 +93,17 @@ TEST(DamagedPool, LeafNextOutsideThePool) {
 TEST(DamagedPool, LeafListCycle) {
   auto p = seed_pool("dptree");
   FirstLeaf f(*p);
-  ASSERT_NE(f.leaf.next(f.cv), 0u) << "the seed needs two leaves";
-  detail::Leaf second{p->at(f.leaf.next(f.cv)), &f.L};
+  ASSERT_TRUE(f.leaf.next(f.cv)) << "the seed needs two leaves";
+  detail::Leaf second{p->at(f.leaf.next(f.cv).off), &f.L};
   second.next(f.cv) = f.root.head[f.cv];
-  expect_refused(*p, "dptree", {"has a cycle", std::to_string(f.root.head[f.cv])});
+  expect_refused(*p, "dptree", {"has a cycle", std::to_string(f.root.head[f.cv].off)});
 }
 
 TEST(DamagedPool, LogChainIntoALeaf) {
   auto p = seed_pool("dptree");
   Root& r = dptree_root(*p);
   int cv = static_cast<int>(r.gv & 1);
-  r.log_head[cv] = detail::LogPagePtr(r.head[cv]);
+  r.log_head[cv] = detail::LogPagePtr(r.head[cv].off);
   expect_refused(*p, "dptree", {"log: the word", "not a log page the directory owns"});
 }
 

@@ -272,9 +272,9 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
     for (auto& r : ranges) {
       if (!r.head) continue;
       if (prev)
-        pm::store(&cx.leaf(prev->tail).next(nv), detail::LeafPtr(r.head));
+        pm::store(&cx.leaf(prev->tail).next(nv), r.head);
       else
-        head = detail::LeafPtr(r.head);
+        head = r.head;
       prev = &r;
     }
     if (prev) pm::store(&cx.leaf(prev->tail).next(nv), detail::LeafPtr::null());

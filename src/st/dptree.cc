@@ -246,7 +246,7 @@ void DPTreeCore::Impl::merge() {
     undone_leaves += r.counters.created;
     merge_block.fail(e);
   }
-  commit_merge(root, nv, LeafPtr(r.head), r.count);
+  commit_merge(root, nv, r.head, r.count);
   base->rebuild_inner();  // phase 5 (after the flip: nothing reads the tree in between)
   ++merges;
   counters += r.counters;

@@ -20,12 +20,9 @@ Leaf MergeContext::leaf(u64 off) const {
 
 namespace {
 
-// Links `to` as the successor of `prev` inside the range (as the range's head for prev = 0).
-void set_link(const MergeContext& cx, RangeMerge& r, u64 prev, u64 to) {
-  if (prev)
-    pm::store(&cx.leaf(prev).next(cx.nv), LeafPtr(to));
-  else
-    r.head = to;
+// The word linking the successor of `prev` inside the range (the range's head for prev = 0).
+LeafPtr* link_of(const MergeContext& cx, RangeMerge& r, u64 prev) {
+  return prev ? &cx.leaf(prev).next(cx.nv) : &r.head;
 }
 
 // A new zeroed leaf, owned by a directory slot recorded in pendingLeaves before the leaf is
@@ -157,7 +154,7 @@ bool split_keep_last(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   auto& d = r.dirty[cur];
   leaf_upsert(lf, nv, std::span(rest, es.end()), d.slots);
   leaf_clear_unreached_deleted(lf, nv);  // in the bitmap line written back anyway
-  set_link(cx, r, prev, nl.front());
+  pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
   pm::store(&cx.leaf(nl.back()).next(nv),
             LeafPtr(cur));  // cur's next and max key (version nv) stay
   ++r.counters.splits;
@@ -199,7 +196,7 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
     return cur;
   }
   auto nl = build_leaves(cx, r, all, lf.max_key(cvv), cx.fill_rate);
-  set_link(cx, r, prev, nl.front());
+  pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
   pm::store(&cx.leaf(nl.back()).next(nv), lf.next(cvv));
   ++r.counters.splits;
   return nl.back();
@@ -211,7 +208,7 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
 void consolidate(const MergeContext& cx, RangeMerge& r) {
   const int nv = cx.nv;
   auto ct = static_cast<std::size_t>(cx.consolidate_threshold * static_cast<double>(cx.L.cap));
-  u64 prev = 0, cur = r.head;
+  u64 prev = 0, cur = r.head.off;
   while (cur && cur != r.end) {
     Leaf lf = cx.leaf(cur);
     u64 nxt = lf.next(nv).off;
@@ -224,7 +221,7 @@ void consolidate(const MergeContext& cx, RangeMerge& r) {
     if (nxt == r.end) {
       if (c == 0 && r.last_range && (prev || r.first_range)) {
         // An empty last leaf: drop it, its predecessor takes the key range.
-        set_link(cx, r, prev, nxt);
+        pm::store(link_of(cx, r, prev), LeafPtr(nxt));
         if (prev) pm::store(&cx.leaf(prev).max_key(nv), lf.max_key(nv));
         ++r.counters.consolidations;
       }
@@ -242,14 +239,14 @@ void consolidate(const MergeContext& cx, RangeMerge& r) {
         std::sort(written.begin(), written.end());
         flush_leaf_slots(nl, written);
       }
-      set_link(cx, r, prev, nxt);
+      pm::store(link_of(cx, r, prev), LeafPtr(nxt));
       ++r.counters.consolidations;
       cur = nxt;
       continue;
     }
     leaf_entries(nl, nv, es);
     auto two = build_leaves(cx, r, es, nl.max_key(nv), cx.fill_rate, 2);
-    set_link(cx, r, prev, two[0]);
+    pm::store(link_of(cx, r, prev), LeafPtr(two[0]));
     pm::store(&cx.leaf(two[1]).next(nv), nl.next(nv));
     ++r.counters.consolidations;
     prev = two[1];
@@ -262,7 +259,7 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
   {
     PhaseScope ph(DPTreePhase::upsert_merge);
     pm::CategoryScope cat(pm::Category::node);
-    r.head = r.first_cv;
+    r.head = LeafPtr(r.first_cv);
     u64 prev = 0, cur = r.first_cv;
     std::size_t it = 0;
     std::vector<KVPair> sel;
@@ -286,7 +283,7 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
     }
     if (!sel.empty()) {
       auto nl = build_leaves(cx, r, sel, ~u64{0}, cx.fill_rate);
-      set_link(cx, r, prev, nl.front());
+      pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
       pm::store(&cx.leaf(nl.back()).next(nv), LeafPtr(r.end));
     }
   }
@@ -295,7 +292,7 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
     pm::CategoryScope cat(pm::Category::node);
     std::size_t it = 0;
     std::vector<u64> ks;
-    for (u64 cur = r.head; cur != r.end && it < es.size(); cur = cx.leaf(cur).next(nv).off) {
+    for (u64 cur = r.head.off; cur != r.end && it < es.size(); cur = cx.leaf(cur).next(nv).off) {
       Leaf lf = cx.leaf(cur);
       ks.clear();
       u64 mk = lf.max_key(nv);
@@ -331,10 +328,10 @@ void merge_range_out_of_place(const MergeContext& cx, RangeMerge& r, std::span<c
     throw std::logic_error("merge_range: an entry beyond the range's last max key");
   all.reserve(old.size() + es.size());
   merge_sorted(old, es, all);
-  r.head = 0;
+  r.head = LeafPtr::null();
   if (all.empty() && r.first_range && r.last_range) return;  // the tree became empty
   auto nl = build_leaves(cx, r, all, mk, 1.0);
-  r.head = nl.front();
+  r.head = LeafPtr(nl.front());
   pm::store(&cx.leaf(nl.back()).next(cx.nv), LeafPtr(r.end));
   r.counters.splits += r.nleaves;
 }
@@ -358,7 +355,7 @@ void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> 
     merge_range_in_place(cx, r, es);
   r.tail = 0;
   r.count = 0;
-  for (u64 l = r.head; l && l != r.end; l = cx.leaf(l).next(cx.nv).off) {
+  for (u64 l = r.head.off; l && l != r.end; l = cx.leaf(l).next(cx.nv).off) {
     r.tail = l;
     r.count += cx.leaf(l).count(cx.nv);
   }
@@ -369,7 +366,7 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
   PhaseScope ph(DPTreePhase::flush);
   pm::CategoryScope cat(pm::Category::node);
   const int nv = cx.nv;
-  for (u64 l = r.head; l; l = cx.leaf(l).next(nv).off) {
+  for (u64 l = r.head.off; l; l = cx.leaf(l).next(nv).off) {
     Leaf lf = cx.leaf(l);
     auto& d = r.dirty[l];
     if (d.whole) {

@@ -96,10 +96,11 @@ struct RangeMerge {
   u64 first_cv = 0;
   std::size_t nleaves = 0;
   bool first_range = true, last_range = true;
-  // Output of merge_range: the version nv chain head..tail of the range (head = 0: the range
+  // Output of merge_range: the version nv chain head..tail of the range (head null: the range
   // is empty, only possible when it is the whole tree). tail's next (version nv) is `end`,
   // the cv successor of the range: the caller relinks it to the next range's head.
-  u64 head = 0, tail = 0, end = 0;
+  LeafPtr head;  // the word a caller links the range by
+  u64 tail = 0, end = 0;
   u64 count = 0;  // live entries in the chain
   std::unordered_map<u64, LeafDirty> dirty;
   MergeCounters counters;

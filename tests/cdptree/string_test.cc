@@ -123,7 +123,7 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& d
 }
 
 detail::StringLeaf first_leaf(pm::Pool& p, detail::CRoot& r) {
-  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit])};
+  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit].off)};
 }
 
 TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
@@ -144,7 +144,7 @@ TEST(CDPTreeStringsDamaged, LogRecordsAndTablesAreCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
   // The record of "log": the one shard head of the live table that is not 0.
   auto record = [](pm::Pool& p, CRoot& r) -> u64* {
-    const u64* t = p.at<u64>(r.log_table[r.base.gv & kVersionBit]);
+    const u64* t = p.at<u64>(r.log_table[r.base.gv & kVersionBit].off);
     for (std::size_t s = 0; s < r.partitions; ++s)
       if (t[s]) return p.at<u64>(t[s] + 64);
     return nullptr;
@@ -155,7 +155,7 @@ TEST(CDPTreeStringsDamaged, LogRecordsAndTablesAreCheckedOnOpen) {
         *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid word
       },
       "announces a key of 2000 bytes");
-  expect_open_corrupt([](pm::Pool&, CRoot& r) { r.log_table[0] += 64; }, "log header table");
+  expect_open_corrupt([](pm::Pool&, CRoot& r) { r.log_table[0].off += 64; }, "log header table");
   expect_open_corrupt([](pm::Pool&, CRoot& r) { r.base.gv |= u64{1} << 20; }, "gv");
 }
 

@@ -221,7 +221,7 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::Root&)>& da
 TEST(DPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
   auto first_leaf = [](pm::Pool& p, Root& r) {
-    return StringLeaf{p.at(r.head[r.gv & kVersionBit])};
+    return StringLeaf{p.at(r.head[r.gv & kVersionBit].off)};
   };
   expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[1].len = 5000; },
                       "entry 1 has a key of 5000 bytes");
@@ -238,7 +238,7 @@ TEST(DPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
                       "entry 3's fingerprint differs");
   expect_open_corrupt(
       [&](pm::Pool& p, Root& r) {
-        first_leaf(p, r).h().next[r.gv & kVersionBit] = *p.root_word();  // not a leaf
+        first_leaf(p, r).h().next[r.gv & kVersionBit] = LeafPtr(*p.root_word());  // not a leaf
       },
       "which is not a leaf the directory owns");
 }
@@ -263,7 +263,7 @@ TEST(DPTreeStringsDamaged, LogRecordLengthIsCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
   expect_open_corrupt(
       [](pm::Pool& p, Root& r) {
-        u64* first = p.at<u64>(r.log_head[r.gv & kVersionBit] + 64);
+        u64* first = p.at<u64>(r.log_head[r.gv & kVersionBit].off + 64);
         *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid word
       },
       "announces a key of 2000 bytes");

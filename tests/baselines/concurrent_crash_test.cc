@@ -5,6 +5,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -171,20 +172,28 @@ void register_forgetful() {
   (void)once;
 }
 
-// Runs `run` and expects failures naming a lost acknowledged write.
-void expect_lost_write_named(const std::function<void()>& run) {
+// The messages of the failures `run` reports on any thread (intercepted: they do not fail
+// the calling test).
+std::vector<std::string> failures_of(const std::function<void()>& run) {
   ::testing::TestPartResultArray failures;
   {
     ::testing::ScopedFakeTestPartResultReporter reporter(
         ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
     run();
   }
-  ASSERT_GT(failures.size(), 0) << "the fixture missed writes that were never made durable";
-  bool named = false;
+  std::vector<std::string> messages;
   for (int i = 0; i < failures.size(); ++i)
-    named |= std::string(failures.GetTestPartResult(i).message()).find("acknowledged") !=
-             std::string::npos;
-  EXPECT_TRUE(named) << failures.GetTestPartResult(0).message();
+    messages.emplace_back(failures.GetTestPartResult(i).message());
+  return messages;
+}
+
+// Runs `run` and expects failures naming a lost acknowledged write.
+void expect_lost_write_named(const std::function<void()>& run) {
+  const auto failures = failures_of(run);
+  ASSERT_FALSE(failures.empty()) << "the fixture missed writes that were never made durable";
+  EXPECT_TRUE(std::any_of(failures.begin(), failures.end(), [](const std::string& m) {
+    return m.find("acknowledged") != m.npos;
+  })) << failures.front();
 }
 
 TEST(ConcurrentCrash, RoartRowexWriters) {
@@ -246,15 +255,9 @@ void register_throwing_recovery() {
 
 // Failures `run` reports on any thread; each must name the failed recovery.
 void expect_recovery_failures_named(const std::function<void()>& run) {
-  ::testing::TestPartResultArray failures;
-  {
-    ::testing::ScopedFakeTestPartResultReporter reporter(
-        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
-    run();
-  }
-  ASSERT_GT(failures.size(), 0) << "a recovery that throws was not reported";
-  for (int i = 0; i < failures.size(); ++i) {
-    const std::string m = failures.GetTestPartResult(i).message();
+  const auto failures = failures_of(run);
+  ASSERT_FALSE(failures.empty()) << "a recovery that throws was not reported";
+  for (const std::string& m : failures) {
     EXPECT_NE(m.find("recovery of throwing-fptree"), std::string::npos) << m;
     EXPECT_NE(m.find("threw: recovery refused on purpose"), std::string::npos) << m;
   }

@@ -29,24 +29,6 @@ IndexOptions small() {
           {"min_merge_records", "24"}};
 }
 
-void expect_contents(const StringIndex& idx, const std::map<std::string, Value>& model,
-                     const std::string& where) {
-  std::vector<StringKV> all;
-  idx.scan(std::string(1, '\0'), model.size() + 10, all);
-  ASSERT_EQ(all.size(), model.size()) << where;
-  EXPECT_TRUE(std::equal(
-      all.begin(), all.end(), model.begin(), model.end(),
-      [](const StringKV& a, const auto& b) { return a.first == b.first && a.second == b.second; }))
-      << where;
-}
-
-void expect_same(const StringIndex& idx, const std::map<std::string, Value>& model,
-                 const std::string& where) {
-  expect_contents(idx, model, where);
-  const CheckReport r = idx.check();
-  ASSERT_TRUE(r.ok) << where << ": " << (r.problems.empty() ? "" : r.problems.front());
-}
-
 void expect_wrong_index(const std::function<void()>& open, const std::string& says) {
   try {
     open();
@@ -76,7 +58,7 @@ TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
   auto idx = make_string_index("cdptree", pool.get(), small());
   std::map<std::string, Value> model;
   ASSERT_TRUE(fill_until_full(*idx, model)) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
-  expect_contents(*idx, model, "full");
+  expect_same_contents(*idx, model, "full");
   const std::size_t removed = remove_until_refused(*idx, model);
   EXPECT_GT(removed, 0u);
   const NamedStats st(idx->stats().extra);
@@ -84,18 +66,13 @@ TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
               st["merge_retries"], removed, model.size());
   EXPECT_GT(st["failed_merges"], 0);
   EXPECT_GT(st["merge_retries"], 0) << "removes retry a parked merge";
-  expect_contents(*idx, model, "after removes");
+  expect_same_contents(*idx, model, "after removes");
   // A parked merge is retried by recovery too; every acknowledged write is still there.
   idx.reset();
   idx = make_string_index("cdptree", pool.get(), small());
-  expect_contents(*idx, model, "reopened full");
+  expect_same_contents(*idx, model, "reopened full");
   if (!model.empty()) return;
-  idx->drain();
-  expect_same(*idx, model, "emptied");
-  idx->upsert("after", 1);
-  model["after"] = 1;
-  idx->drain();
-  expect_same(*idx, model, "written again");
+  expect_writes_once_emptied(*idx, model);
   idx.reset();
   idx = make_string_index("cdptree", pool.get(), small());
   expect_same(*idx, model, "reopened");

@@ -22,21 +22,6 @@
 namespace dptree::testing {
 namespace {
 
-void expect_same(const StringIndex& idx, const std::map<std::string, Value>& model,
-                 const std::string& where) {
-  std::vector<StringKV> all;
-  idx.scan(std::string(1, '\0'), model.size() + 10, all);
-  ASSERT_EQ(all.size(), model.size()) << where;
-  auto it = model.begin();
-  for (const auto& [k, v] : all) {
-    ASSERT_EQ(k, it->first) << where;
-    ASSERT_EQ(v, it->second) << where;
-    ++it;
-  }
-  const CheckReport r = idx.check();
-  ASSERT_TRUE(r.ok) << where << ": " << (r.problems.empty() ? "" : r.problems.front());
-}
-
 TEST(DPTreeStrings, ModelWithReopens) {
   const auto keys = mixed_string_keys(900, 3);
   auto pool = pm::Pool::create_in_memory(32 << 20);
@@ -185,15 +170,10 @@ TEST(DPTreeStrings, FullPoolRefusesAndStaysConsistent) {
   expect_same(*idx, model, "full");
   EXPECT_GT(remove_until_refused(*idx, model), 0u);
   expect_same(*idx, model, "after removes");
-  // A merge needs room for the leaves it rewrites before it frees the old ones; one that only
-  // removes creates none, so once every key is removed it fits, and writes go on.
+  // A merge needs room for the leaves it rewrites before it frees the old ones: once every
+  // key is removed it fits, and writes go on.
   if (!model.empty()) return;
-  idx->drain();
-  expect_same(*idx, model, "emptied");
-  idx->upsert("after", 1);
-  model["after"] = 1;
-  idx->drain();
-  expect_same(*idx, model, "written again");
+  expect_writes_once_emptied(*idx, model);
 }
 
 // A pool whose string tree has merged leaves of long and short keys and a log of records,

@@ -622,7 +622,7 @@ def body_yardstick(d, cfg):
             "single-threaded) at 1 thread in the same script. Load: the 1-minute load average "
             "before/after the process that made the row.\n\n")
     rows, met, missed = [], 0, 0
-    pmem = [r for r in runs if r.get("pm_mode", "pmem") == "pmem"]
+    pmem = [r for r in runs if r.get("pm_mode", "pmem") == "pmem" and not r.get("prefault")]
     for t in (1, 2):
         for i in YARDSTICK:
             ins = one(pmem, index=i, threads=t, workload="insert_only")
@@ -645,8 +645,34 @@ def body_yardstick(d, cfg):
     text += table(["index", "threads", "insert Mops/s", "insert ratio", "lookup Mops/s",
                    "lookup ratio", "target (insert / lookup)", "insert p99.9",
                    "flushes/insert", "PM B/record", "load"], rows) + "\n"
+    text += yardstick_prefault(runs, pmem, absl)
     text += yardstick_dram(runs, d.get("persist_costs"))
     return text, f"targets met: {met} of {met + missed}"
+
+
+def yardstick_prefault(runs, plain, absl):
+    """The persistent indexes on pools mapped ahead (--prefault), beside their rows above:
+    what first-touch page faults cost. Ratios to the same absl-btree runs (its heap is not
+    prefaulted)."""
+    rows = []
+    for r in runs:
+        if not r.get("prefault") or r["workload"] != "insert_only":
+            continue
+        i, t = r["index"], r["threads"]
+        rd = one(runs, index=i, threads=t, workload="read_only", prefault=True) or {}
+        before = one(plain, index=i, threads=t, workload="insert_only") or {}
+        lat = r.get("latency_ns", {})
+        rows.append([NAMES.get(i, i), t, rx(ratio(r["throughput_mops"], absl["insert_only"])),
+                     rx(ratio(rd.get("throughput_mops"), absl["read_only"])),
+                     fmt_ns(lat.get("p999")),
+                     fmt_ns(before.get("latency_ns", {}).get("p999")), load_note(r)])
+    if not rows:
+        return ""
+    return ("The persistent indexes again, each pool's pages mapped before its preload "
+            "(`--prefault`, docs/bench.md), so that no timed operation pays a first-touch "
+            "page fault:\n\n" +
+            table(["index", "threads", "insert ratio", "lookup ratio", "insert p99.9",
+                   "insert p99.9 above", "load"], rows) + "\n")
 
 
 def yardstick_dram(runs, costs):

@@ -17,6 +17,7 @@
 #include "bench/reference_indexes.h"
 #include "bench/report.h"
 #include "bench/runner.h"
+#include "bench_options.h"
 #include "checks.h"
 #include "commands.h"
 #include "dptree/error.h"
@@ -27,49 +28,6 @@ namespace dptree::cli {
 namespace {
 
 using bench::RunSpec;
-
-// The ranges of the numeric flags: beyond them a run could not finish or fit anywhere.
-constexpr std::uint64_t kMaxRecords = std::uint64_t{1} << 40;
-constexpr std::uint64_t kMaxOps = std::uint64_t{1} << 48;
-constexpr double kMaxSeconds = 7 * 24 * 3600.0;
-constexpr std::uint64_t kMaxDelayNs = 1'000'000;  // 1 ms per line or fence
-constexpr std::uint32_t kMaxScan = 1u << 24;      // records per scan
-
-const char* const kDefaultWorkloads = "insert_only,read_only,read_update,scan_insert,mixed";
-
-struct BenchOptions {
-  std::string indexes;  // empty: every registered index
-  bool list = false;
-  std::string help_options;  // an index whose options to describe
-  std::string workloads = kDefaultWorkloads;
-  std::uint64_t records = 500'000;  // with the defaults, every index x 5 mixes in ~1 minute
-  std::uint64_t ops = 0;
-  double seconds = 1.0;
-  std::string threads = "1";
-  bool pin = false;
-  std::string distribution;  // empty: each workload's own
-  double theta = 0.99;
-  std::uint32_t scan_length = 100;
-  double scan_selectivity = 0;  // percent of the records; 0: use scan_length
-  std::optional<double> read, insert, update, remove, scan;
-  std::optional<double> absent_reads;  // overrides each workload's share of missing lookups
-  std::uint64_t seed = 1729;
-  double sample_rate = 0.1;
-  std::string pm_mode = "pmem";
-  std::string pool;
-  std::size_t pool_size = 0;
-  bool keep = false;
-  bool prefault = false;
-  std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
-  std::string json, csv;
-  bool recovery = false;
-  bool load_once = false;
-  std::vector<std::string> index_options;
-  bool quiet = false;
-  std::string key_type = "u64";
-  std::string key_set;     // empty: random
-  std::string key_length;  // empty: 8
-};
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -457,149 +415,9 @@ void run_bench(const BenchOptions& o) {
   }
 }
 
-// --index, --workload and how long each run lasts.
-void add_run_flags(CLI::App& app, BenchOptions* o) {
-  std::string workload_names;
-  for (const auto& w : bench::named_workloads())
-    workload_names += fmt::format("\n  {:<12} {}", w.name, w.description);
-
-  app.add_option("--index", o->indexes,
-                 "Indexes to compare, comma-separated; the table shows each one's throughput "
-                 "relative to the first (default: every registered index; see --list)");
-  app.add_flag("--list", o->list, "List the registered indexes and exit");
-  app.add_option("--help-options", o->help_options,
-                 "Describe the options (--option) INDEX takes, with defaults and ranges, and exit");
-  app.add_option("--workload", o->workloads,
-                 "Workloads, comma-separated (default: the DPTree paper's five):" + workload_names)
-      ->capture_default_str();
-  app.add_option("--records", o->records,
-                 "Records preloaded before each run (0: an empty index, for insert-only runs)")
-      ->capture_default_str()
-      ->check(whole_in(0, kMaxRecords));
-  auto* ops = app.add_option("--ops", o->ops, "Operations per run (all threads together)")
-                  ->check(whole_in(1, kMaxOps));
-  auto* secs =
-      app.add_option("--seconds", o->seconds, "Duration of each run, when --ops is not given")
-          ->capture_default_str()
-          ->check(number_in(0.001, kMaxSeconds));
-  ops->excludes(secs);
-  app.add_option("--threads", o->threads,
-                 "Thread counts, comma-separated (e.g. 1,2): one run per count")
-      ->capture_default_str();
-  app.add_flag("--pin", o->pin, "Pin worker thread i to the i-th CPU this process may use");
-}
-
-// Which keys the operations take and how they are distributed.
-void add_key_flags(CLI::App& app, BenchOptions* o) {
-  app.add_option("--distribution", o->distribution,
-                 "Key distribution (default: the workload's own; uniform for the paper's mixes)")
-      ->check(CLI::IsMember({"uniform", "zipfian", "sequential", "latest"}));
-  app.add_option("--theta", o->theta, "Zipfian/latest skew, 0 <= theta < 1")
-      ->capture_default_str()
-      ->check(number_in(0.0, 0.999999));
-  app.add_option("--key-type", o->key_type,
-                 "Keys: u64 (8-byte integers) or string (byte strings, run on the string form "
-                 "of each index; --list shows which take them)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"u64", "string"}));
-  app.add_option("--key-set", o->key_set,
-                 "String keys: random (bytes, --key-length long), u64be (the integer keys as "
-                 "8-byte big-endian strings) or words (the wamerican word list, numbered "
-                 "variants beyond it) (default: random)")
-      ->check(CLI::IsMember({"random", "u64be", "words"}));
-  app.add_option("--key-length", o->key_length,
-                 "Random string keys: N bytes, or MIN-MAX for lengths uniform in that range, "
-                 "8 to 1024 (default: 8)");
-}
-
-// The operation mix and the scans.
-void add_mix_flags(CLI::App& app, BenchOptions* o) {
-  auto* len = app.add_option("--scan-length", o->scan_length, "Records per scan (fixed)")
-                  ->capture_default_str()
-                  ->check(whole_in(1, kMaxScan));
-  auto* sel = app.add_option("--scan-selectivity", o->scan_selectivity,
-                             "Scan length as a percentage of --records (mean; uniform in "
-                             "[1, 2x-1]; the paper uses 0.001)")
-                  ->check(number_in(1e-9, 100.0));
-  len->excludes(sel);
-  const char* pct =
-      "Custom mix: percentage of {} (the five shares must sum to 100; "
-      "replaces --workload)";
-  app.add_option("--read", o->read, fmt::format(fmt::runtime(pct), "lookups"))
-      ->check(number_in(0.0, 100.0));
-  app.add_option("--insert", o->insert, fmt::format(fmt::runtime(pct), "inserts of new keys"))
-      ->check(number_in(0.0, 100.0));
-  app.add_option("--update", o->update, fmt::format(fmt::runtime(pct), "updates of existing keys"))
-      ->check(number_in(0.0, 100.0));
-  app.add_option("--remove", o->remove, fmt::format(fmt::runtime(pct), "removes"))
-      ->check(number_in(0.0, 100.0));
-  app.add_option("--scan", o->scan, fmt::format(fmt::runtime(pct), "scans"))
-      ->check(number_in(0.0, 100.0));
-  app.add_option("--absent-reads", o->absent_reads,
-                 "Percentage of lookups aimed at keys never inserted (unsuccessful lookups, "
-                 "DPTree Fig. 10); applies to every workload (default: each workload's own, 0 "
-                 "except read_absent)")
-      ->check(number_in(0.0, 100.0));
-}
-
-// Seed, sampling, persistence and the pool.
-void add_pm_flags(CLI::App& app, BenchOptions* o) {
-  app.add_option("--seed", o->seed, "Seed of every random choice")
-      ->capture_default_str()
-      ->check(whole_in(0, UINT64_MAX));
-  app.add_option("--sample-rate", o->sample_rate,
-                 "Share of operations whose latency is measured (0 to 1)")
-      ->capture_default_str()
-      ->check(number_in(0.0, 1.0));
-  app.add_option("--pm-mode", o->pm_mode,
-                 "Persistence: pmem (clwb/clflushopt/clflush + sfence), eadr (fence only), "
-                 "dram (neither); flushes are counted in every mode")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"pmem", "eadr", "dram"}));
-  app.add_option("--pool", o->pool,
-                 "Pool file for persistent indexes; must not exist (default: a fresh file "
-                 "under " +
-                     pm::default_pool_dir().string() + ", removed at exit unless --keep)");
-  app.add_option("--pool-size", o->pool_size,
-                 "Pool size, e.g. 4GiB (default: sized from --records and the inserts to come)")
-      ->check(unsigned_text())
-      ->transform(CLI::AsSizeValue(false))
-      ->check(whole_in(pm::kMinPoolSize, pm::kMaxPoolSize));
-  app.add_flag("--keep", o->keep, "Keep the pool file(s) after the run");
-  app.add_flag("--prefault", o->prefault,
-               "Map every page of the pool before the preload (and again after a recovery), "
-               "so that no timed operation pays a first-touch page fault");
-  app.add_option("--flush-delay-ns", o->flush_delay_ns,
-                 "Emulated extra latency per flushed cache line (ns)")
-      ->check(whole_in(0, kMaxDelayNs));
-  app.add_option("--fence-delay-ns", o->fence_delay_ns, "Emulated extra latency per fence (ns)")
-      ->check(whole_in(0, kMaxDelayNs));
-}
-
-// Outputs and the options of runs and indexes.
-void add_output_flags(CLI::App& app, BenchOptions* o) {
-  app.add_option("--json", o->json, "Write the results as JSON to FILE ('-': stdout)");
-  app.add_option("--csv", o->csv, "Write the results as CSV to FILE ('-': stdout)");
-  app.add_flag("--recovery", o->recovery,
-               "Persistent indexes: after the run close the pool, reopen it and time the "
-               "recovery until the first lookup completes");
-  app.add_flag("--load-once", o->load_once,
-               "Preload each index once per thread count and run the workloads on it one after "
-               "another, in the order given (each run starts from what the earlier ones left; "
-               "inserts are always new keys). Saves the preload of every run but the first: use "
-               "it for large --records");
-  app.add_option("--option", o->index_options,
-                 "Index option KEY=VALUE passed to every index (repeatable)");
-  app.add_flag("--quiet", o->quiet, "No progress or status output on stderr (errors only)");
-}
-
 void setup(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
-  add_run_flags(app, o.get());
-  add_key_flags(app, o.get());
-  add_mix_flags(app, o.get());
-  add_pm_flags(app, o.get());
-  add_output_flags(app, o.get());
+  add_bench_flags(app, o.get());
   app.callback([o] { run_bench(*o); });
 }
 

@@ -1,12 +1,20 @@
 // `dptree microbench`: the PM-layer microbenchmark: ns per persist of 1, 4 and 16 cache lines
-// in each mode, and allocator operations per second.
+// in each mode, allocator operations per second and the crash simulator's capture cost, as a
+// table or (--json) for scripts.
 #include <fmt/core.h>
 
 #include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "checks.h"
 #include "commands.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -56,8 +64,9 @@ double alloc_ops_per_sec(Pool& pool, std::size_t size, int iters) {
 }
 
 // Crash-simulator cost: capture a 1 MiB pool with a few dirty lines, then open the image as a
-// pool (allocator recovery included), as a crash test does for every image.
-void sim_capture_cost() {
+// pool (allocator recovery included), as a crash test does for every image. Returns the
+// microseconds of one capture and of one open.
+std::pair<double, double> sim_capture_cost() {
   set_mode(Mode::sim);
   auto pool = Pool::create_in_memory(1 << 20);
   auto* p = pool->at<std::uint64_t>(pool->allocator().reserve(4096));
@@ -76,38 +85,76 @@ void sim_capture_cost() {
     fence();
   }
   set_mode(Mode::dram);
-  fmt::print(
-      "crash simulator, 1 MiB pool: capture {:.1f} us, open image (with recovery) {:.1f} us\n",
-      capture_us / iters, open_us / iters);
+  return {capture_us / iters, open_us / iters};
 }
 
-void microbench() {
-  const auto path = default_pool_dir() / fmt::format("dptree-pm-microbench-{}.pool", getpid());
+// One mode's figures: ns per persist and allocator operations per second.
+struct ModeCosts {
+  Mode mode;
+  double one_line, four_lines, four_ordered, sixteen_lines, alloc_64, alloc_4k;
+};
+
+ModeCosts measure(Mode m, const std::filesystem::path& path) {
+  set_mode(m);
+  std::filesystem::remove(path);
+  ModeCosts c{m, 0, 0, 0, 0, 0, 0};
+  {
+    auto pool = Pool::create(path, 64 << 20);
+    const int iters = m == Mode::sim ? 20000 : 200000;
+    c.one_line = ns_per_persist(*pool, 1, iters);
+    c.four_lines = ns_per_persist(*pool, 4, iters);
+    c.four_ordered = ns_per_persist(*pool, 4, iters, true);
+    c.sixteen_lines = ns_per_persist(*pool, 16, iters / 4);
+    c.alloc_64 = alloc_ops_per_sec(*pool, 64, iters / 4);
+    c.alloc_4k = alloc_ops_per_sec(*pool, 4096, iters / 4);
+  }
+  std::filesystem::remove(path);
+  return c;
+}
+
+void print_text(const std::vector<ModeCosts>& modes, std::pair<double, double> sim) {
   fmt::print("PM layer microbenchmark (pool file under {}, flush instruction: {})\n",
              default_pool_dir().string(), to_string(flush_instruction()));
   fmt::print("{:<6} {:>14} {:>14} {:>14} {:>14} {:>16} {:>16}\n", "mode", "persist 1 line",
              "4 lines", "4 ordered", "16 lines", "alloc ops/s 64B", "alloc ops/s 4KiB");
-  for (Mode m : {Mode::pmem, Mode::eadr, Mode::dram, Mode::sim}) {
-    set_mode(m);
-    std::filesystem::remove(path);
-    {
-      auto pool = Pool::create(path, 64 << 20);
-      const int iters = m == Mode::sim ? 20000 : 200000;
-      double l1 = ns_per_persist(*pool, 1, iters);
-      double l4 = ns_per_persist(*pool, 4, iters);
-      double o4 = ns_per_persist(*pool, 4, iters, true);
-      double l16 = ns_per_persist(*pool, 16, iters / 4);
-      double a64 = alloc_ops_per_sec(*pool, 64, iters / 4);
-      double a4k = alloc_ops_per_sec(*pool, 4096, iters / 4);
-      fmt::print("{:<6} {:>11.1f} ns {:>11.1f} ns {:>11.1f} ns {:>11.1f} ns {:>16.0f} {:>16.0f}\n",
-                 to_string(m), l1, l4, o4, l16, a64, a4k);
-    }
-    std::filesystem::remove(path);
-  }
+  for (const ModeCosts& c : modes)
+    fmt::print("{:<6} {:>11.1f} ns {:>11.1f} ns {:>11.1f} ns {:>11.1f} ns {:>16.0f} {:>16.0f}\n",
+               to_string(c.mode), c.one_line, c.four_lines, c.four_ordered, c.sixteen_lines,
+               c.alloc_64, c.alloc_4k);
   fmt::print(
       "(per persist: memset of the lines + flush + fence; 4 ordered: each line written, flushed "
       "and fenced before the next; alloc: reserve+activate / free)\n");
-  sim_capture_cost();
+  fmt::print(
+      "crash simulator, 1 MiB pool: capture {:.1f} us, open image (with recovery) {:.1f} us\n",
+      sim.first, sim.second);
+}
+
+// The same figures for scripts (docs/bench.md).
+std::string to_json(const std::vector<ModeCosts>& modes, std::pair<double, double> sim) {
+  nlohmann::ordered_json j;
+  j["pool_dir"] = default_pool_dir().string();
+  j["flush_instruction"] = std::string(to_string(flush_instruction()));
+  nlohmann::ordered_json& by_mode = j["modes"] = nlohmann::ordered_json::object();
+  for (const ModeCosts& c : modes)
+    by_mode[std::string(to_string(c.mode))] = {
+        {"persist_ns",
+         {{"one_line", c.one_line},
+          {"four_lines", c.four_lines},
+          {"four_ordered", c.four_ordered},
+          {"sixteen_lines", c.sixteen_lines}}},
+        {"alloc_ops_per_second", {{"64", c.alloc_64}, {"4096", c.alloc_4k}}}};
+  j["sim"] = {{"capture_us", sim.first}, {"open_image_us", sim.second}};
+  return j.dump(2) + "\n";
+}
+
+void microbench(const std::string& json) {
+  dptree::cli::check_output_path(json, "--json");
+  const auto path = default_pool_dir() / fmt::format("dptree-pm-microbench-{}.pool", getpid());
+  std::vector<ModeCosts> modes;
+  for (Mode m : {Mode::pmem, Mode::eadr, Mode::dram, Mode::sim}) modes.push_back(measure(m, path));
+  const auto sim = sim_capture_cost();
+  if (json != "-") print_text(modes, sim);
+  if (!json.empty()) dptree::cli::write_whole_file(json, to_json(modes, sim), "JSON");
 }
 
 const dptree::cli::Registrar kRegistrar{
@@ -115,6 +162,11 @@ const dptree::cli::Registrar kRegistrar{
      "PM-layer microbenchmark: ns per persist of 1, 4 and 16 cache lines in each PM mode (and of "
      "4 lines persisted one after another), "
      "allocator operations per second, crash-simulator capture cost",
-     [](CLI::App& app) { app.callback(microbench); }}};
+     [](CLI::App& app) {
+       auto json = std::make_shared<std::string>();
+       app.add_option("--json", *json,
+                      "Also write the figures as JSON to FILE ('-': stdout, without the table)");
+       app.callback([json] { microbench(*json); });
+     }}};
 
 }  // namespace

@@ -2,9 +2,15 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <tuple>
+#include <type_traits>
+#include <variant>
 
 namespace dptree::bench {
 namespace {
@@ -33,42 +39,126 @@ double cpu_ns_per_op(const RunResult& r) {
   return r.ops ? r.cpu_seconds * 1e9 / static_cast<double>(r.ops) : 0;
 }
 
-// One row of values in csv_columns() order.
-std::vector<std::string> csv_row(const RunResult& r) {
-  auto num = [](double v) { return fmt::format("{:.6g}", v); };
-  return {r.index,
-          r.workload,
-          std::to_string(r.threads),
-          std::to_string(r.records),
-          std::to_string(r.ops),
-          num(r.seconds),
-          num(r.throughput_mops),
-          std::to_string(r.latency_ns.p50),
-          std::to_string(r.latency_ns.p90),
-          std::to_string(r.latency_ns.p99),
-          std::to_string(r.latency_ns.p999),
-          std::to_string(r.latency_ns.p9999),
-          std::to_string(r.latency_ns.max),
-          num(r.flushes_per_op),
-          num(r.fences_per_op),
-          num(r.pm_bytes_written_per_op),
-          std::to_string(r.dram_bytes),
-          std::to_string(r.pm_bytes),
-          r.recovery_seconds ? num(*r.recovery_seconds) : "",
-          r.pm_mode,
-          std::string(to_string(r.distribution)),
-          num(r.theta),
-          std::to_string(r.seed),
-          num(r.preload_seconds),
-          num(r.dram_bytes_per_record),
-          num(r.pm_bytes_per_record),
-          std::to_string(r.final_records),
-          std::to_string(r.latency_ns.samples),
-          std::string(to_string(r.key_type)),
-          r.key_type == KeyType::string ? std::string(to_string(r.key_set)) : "",
-          std::to_string(r.key_min_bytes),
-          std::to_string(r.key_max_bytes),
-          num(cpu_ns_per_op(r))};
+// A run field's value: null (absent: JSON null, an empty CSV cell), text, a count, a figure or
+// a JSON object (JSON only).
+using Value =
+    std::variant<std::monostate, std::string, std::uint64_t, bool, double, nlohmann::ordered_json>;
+
+// One field of a run's JSON object, in the object's order: `key` inside the object `group`
+// ("": at the top), and the CSV column `csv_rank` (-1: JSON only) named `column`.
+struct Field {
+  const char* group;
+  const char* key;
+  int csv_rank;
+  const char* column;
+  Value (*get)(const RunResult&);
+};
+
+Value opt(const std::optional<double>& x) {
+  return x ? Value(*x) : Value();
+}
+template <class Pairs>
+nlohmann::ordered_json object_of(const Pairs& pairs, nlohmann::ordered_json none) {
+  for (const auto& [name, v] : pairs) none[name] = v;
+  return none;
+}
+nlohmann::ordered_json ops_by_kind(const RunResult& r) {
+  nlohmann::ordered_json kinds;
+  for (std::size_t k = 0; k < kOpKinds; ++k)
+    kinds[std::string(to_string(static_cast<OpKind>(k)))] = r.ops_by_kind[k];
+  return kinds;
+}
+
+// Every field of a run: the JSON object's, and in csv_rank order the CSV columns.
+// clang-format off
+const Field kFields[] = {
+    {"", "index", 0, "index", [](const RunResult& r) { return Value(r.index); }},
+    {"", "workload", 1, "workload", [](const RunResult& r) { return Value(r.workload); }},
+    {"", "threads", 2, "threads", [](const RunResult& r) { return Value(std::uint64_t{r.threads}); }},
+    {"", "records", 3, "records", [](const RunResult& r) { return Value(r.records); }},
+    {"", "ops", 4, "ops", [](const RunResult& r) { return Value(r.ops); }},
+    {"", "seconds", 5, "seconds", [](const RunResult& r) { return Value(r.seconds); }},
+    {"", "throughput_mops", 6, "throughput_mops", [](const RunResult& r) { return Value(r.throughput_mops); }},
+    {"", "cpu_seconds", -1, "", [](const RunResult& r) { return Value(r.cpu_seconds); }},
+    {"", "cpu_ns_per_op", 32, "cpu_ns_per_op", [](const RunResult& r) { return Value(cpu_ns_per_op(r)); }},
+    {"latency_ns", "p50", 7, "latency_p50_ns", [](const RunResult& r) { return Value(r.latency_ns.p50); }},
+    {"latency_ns", "p90", 8, "latency_p90_ns", [](const RunResult& r) { return Value(r.latency_ns.p90); }},
+    {"latency_ns", "p99", 9, "latency_p99_ns", [](const RunResult& r) { return Value(r.latency_ns.p99); }},
+    {"latency_ns", "p999", 10, "latency_p999_ns", [](const RunResult& r) { return Value(r.latency_ns.p999); }},
+    {"latency_ns", "p9999", 11, "latency_p9999_ns", [](const RunResult& r) { return Value(r.latency_ns.p9999); }},
+    {"latency_ns", "max", 12, "latency_max_ns", [](const RunResult& r) { return Value(r.latency_ns.max); }},
+    {"", "flushes_per_op", 13, "flushes_per_op", [](const RunResult& r) { return Value(r.flushes_per_op); }},
+    {"", "fences_per_op", 14, "fences_per_op", [](const RunResult& r) { return Value(r.fences_per_op); }},
+    {"", "pm_bytes_written_per_op", 15, "pm_bytes_written_per_op", [](const RunResult& r) { return Value(r.pm_bytes_written_per_op); }},
+    {"", "dram_bytes", 16, "dram_bytes", [](const RunResult& r) { return Value(std::uint64_t{r.dram_bytes}); }},
+    {"", "pm_bytes", 17, "pm_bytes", [](const RunResult& r) { return Value(std::uint64_t{r.pm_bytes}); }},
+    {"", "recovery_seconds", 18, "recovery_seconds", [](const RunResult& r) { return opt(r.recovery_seconds); }},
+    {"", "pool_open_seconds", -1, "", [](const RunResult& r) { return opt(r.pool_open_seconds); }},
+    {"", "pm_mode", 19, "pm_mode", [](const RunResult& r) { return Value(r.pm_mode); }},
+    {"", "key_type", 28, "key_type", [](const RunResult& r) { return Value(std::string(to_string(r.key_type))); }},
+    {"", "key_set", 29, "key_set", [](const RunResult& r) {
+       return r.key_type == KeyType::string ? Value(std::string(to_string(r.key_set))) : Value(); }},
+    {"key_bytes", "min", 30, "key_min_bytes", [](const RunResult& r) { return Value(std::uint64_t{r.key_min_bytes}); }},
+    {"key_bytes", "max", 31, "key_max_bytes", [](const RunResult& r) { return Value(std::uint64_t{r.key_max_bytes}); }},
+    // What is needed to reproduce and interpret a run beyond its figures.
+    {"", "persistent", -1, "", [](const RunResult& r) { return Value(r.persistent); }},
+    {"", "mix", -1, "", [](const RunResult& r) { return Value(mix_string(r.mix)); }},
+    {"", "distribution", 20, "distribution", [](const RunResult& r) { return Value(std::string(to_string(r.distribution))); }},
+    {"", "theta", 21, "theta", [](const RunResult& r) { return Value(r.theta); }},
+    {"", "seed", 22, "seed", [](const RunResult& r) { return Value(r.seed); }},
+    {"", "pinned", -1, "", [](const RunResult& r) { return Value(r.pinned); }},
+    {"", "preload_seconds", 23, "preload_seconds", [](const RunResult& r) { return Value(r.preload_seconds); }},
+    {"", "drain_seconds", -1, "", [](const RunResult& r) { return Value(r.drain_seconds); }},
+    {"", "shared_load", -1, "", [](const RunResult& r) { return Value(r.shared_load); }},
+    {"", "prefault", -1, "", [](const RunResult& r) { return Value(r.prefault); }},
+    {"", "final_records", 26, "final_records", [](const RunResult& r) { return Value(r.final_records); }},
+    {"", "dram_bytes_per_record", 24, "dram_bytes_per_record", [](const RunResult& r) { return Value(r.dram_bytes_per_record); }},
+    {"", "pm_bytes_per_record", 25, "pm_bytes_per_record", [](const RunResult& r) { return Value(r.pm_bytes_per_record); }},
+    {"", "latency_samples", 27, "latency_samples", [](const RunResult& r) { return Value(r.latency_ns.samples); }},
+    {"", "ops_by_kind", -1, "", [](const RunResult& r) { return Value(ops_by_kind(r)); }},
+    {"", "reads_found", -1, "", [](const RunResult& r) { return Value(r.reads_found); }},
+    {"", "flushes_per_op_by_category", -1, "", [](const RunResult& r) {
+       return Value(object_of(r.flushes_per_op_by_category, nullptr)); }},
+    {"", "flush_delay_ns", -1, "", [](const RunResult& r) { return Value(std::uint64_t{r.flush_delay_ns}); }},
+    {"", "fence_delay_ns", -1, "", [](const RunResult& r) { return Value(std::uint64_t{r.fence_delay_ns}); }},
+    {"", "index_stats", -1, "", [](const RunResult& r) {
+       return Value(object_of(r.index_stats, nlohmann::ordered_json::object())); }},
+};
+// clang-format on
+
+// The fields with a CSV column, in column order.
+const std::vector<const Field*>& csv_fields() {
+  static const std::vector<const Field*> fields = [] {
+    std::vector<const Field*> f;
+    for (const Field& x : kFields)
+      if (x.csv_rank >= 0) f.push_back(&x);
+    std::sort(f.begin(), f.end(), [](auto* a, auto* b) { return a->csv_rank < b->csv_rank; });
+    return f;
+  }();
+  return fields;
+}
+
+std::string csv_cell(const Value& v) {
+  struct {
+    std::string operator()(std::monostate) const { return ""; }
+    std::string operator()(const std::string& s) const { return s; }
+    std::string operator()(std::uint64_t x) const { return std::to_string(x); }
+    std::string operator()(bool b) const { return b ? "1" : "0"; }
+    std::string operator()(double x) const { return fmt::format("{:.6g}", x); }
+    std::string operator()(const nlohmann::ordered_json& j) const { return j.dump(); }
+  } cell;
+  return std::visit(cell, v);
+}
+
+nlohmann::ordered_json json_value(const Value& v) {
+  return std::visit(
+      [](const auto& x) -> nlohmann::ordered_json {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>)
+          return nullptr;
+        else
+          return x;
+      },
+      v);
 }
 
 std::string csv_escape(const std::string& s) {
@@ -92,39 +182,11 @@ std::string format_ns(double ns) {
 }
 
 const std::vector<std::string>& csv_columns() {
-  static const std::vector<std::string> c = {"index",
-                                             "workload",
-                                             "threads",
-                                             "records",
-                                             "ops",
-                                             "seconds",
-                                             "throughput_mops",
-                                             "latency_p50_ns",
-                                             "latency_p90_ns",
-                                             "latency_p99_ns",
-                                             "latency_p999_ns",
-                                             "latency_p9999_ns",
-                                             "latency_max_ns",
-                                             "flushes_per_op",
-                                             "fences_per_op",
-                                             "pm_bytes_written_per_op",
-                                             "dram_bytes",
-                                             "pm_bytes",
-                                             "recovery_seconds",
-                                             "pm_mode",
-                                             "distribution",
-                                             "theta",
-                                             "seed",
-                                             "preload_seconds",
-                                             "dram_bytes_per_record",
-                                             "pm_bytes_per_record",
-                                             "final_records",
-                                             "latency_samples",
-                                             "key_type",
-                                             "key_set",
-                                             "key_min_bytes",
-                                             "key_max_bytes",
-                                             "cpu_ns_per_op"};
+  static const std::vector<std::string> c = [] {
+    std::vector<std::string> names;
+    for (const Field* f : csv_fields()) names.emplace_back(f->column);
+    return names;
+  }();
   return c;
 }
 
@@ -155,71 +217,14 @@ std::string format_table(const std::vector<RunResult>& rs) {
   return out;
 }
 
-namespace {
-
-// What is needed to reproduce and interpret a run beyond its figures.
-void describe_run(const RunResult& r, nlohmann::ordered_json& j) {
-  j["persistent"] = r.persistent;
-  j["mix"] = mix_string(r.mix);
-  j["distribution"] = std::string(to_string(r.distribution));
-  j["theta"] = r.theta;
-  j["seed"] = r.seed;
-  j["pinned"] = r.pinned;
-  j["preload_seconds"] = r.preload_seconds;
-  j["drain_seconds"] = r.drain_seconds;
-  j["shared_load"] = r.shared_load;
-  j["final_records"] = r.final_records;
-  j["dram_bytes_per_record"] = r.dram_bytes_per_record;
-  j["pm_bytes_per_record"] = r.pm_bytes_per_record;
-  j["latency_samples"] = r.latency_ns.samples;
-  nlohmann::ordered_json kinds;
-  for (std::size_t k = 0; k < kOpKinds; ++k)
-    kinds[std::string(to_string(static_cast<OpKind>(k)))] = r.ops_by_kind[k];
-  j["ops_by_kind"] = kinds;
-  j["reads_found"] = r.reads_found;
-  nlohmann::ordered_json cat;
-  for (const auto& [name, v] : r.flushes_per_op_by_category) cat[name] = v;
-  j["flushes_per_op_by_category"] = cat;
-  j["flush_delay_ns"] = r.flush_delay_ns;
-  j["fence_delay_ns"] = r.fence_delay_ns;
-  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
-  for (const auto& [name, v] : r.index_stats) extra[name] = v;
-  j["index_stats"] = extra;
-}
-
-}  // namespace
-
 std::string to_json(const std::vector<RunResult>& rs) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (const auto& r : rs) {
     nlohmann::ordered_json j;
-    j["index"] = r.index;
-    j["workload"] = r.workload;
-    j["threads"] = r.threads;
-    j["records"] = r.records;
-    j["ops"] = r.ops;
-    j["seconds"] = r.seconds;
-    j["throughput_mops"] = r.throughput_mops;
-    j["cpu_seconds"] = r.cpu_seconds;
-    j["cpu_ns_per_op"] = cpu_ns_per_op(r);
-    j["latency_ns"] = {{"p50", r.latency_ns.p50},     {"p90", r.latency_ns.p90},
-                       {"p99", r.latency_ns.p99},     {"p999", r.latency_ns.p999},
-                       {"p9999", r.latency_ns.p9999}, {"max", r.latency_ns.max}};
-    j["flushes_per_op"] = r.flushes_per_op;
-    j["fences_per_op"] = r.fences_per_op;
-    j["pm_bytes_written_per_op"] = r.pm_bytes_written_per_op;
-    j["dram_bytes"] = r.dram_bytes;
-    j["pm_bytes"] = r.pm_bytes;
-    j["recovery_seconds"] =
-        r.recovery_seconds ? nlohmann::ordered_json(*r.recovery_seconds) : nullptr;
-    j["pool_open_seconds"] =
-        r.pool_open_seconds ? nlohmann::ordered_json(*r.pool_open_seconds) : nullptr;
-    j["pm_mode"] = r.pm_mode;
-    j["key_type"] = std::string(to_string(r.key_type));
-    j["key_set"] =
-        r.key_type == KeyType::string ? nlohmann::ordered_json(to_string(r.key_set)) : nullptr;
-    j["key_bytes"] = {{"min", r.key_min_bytes}, {"max", r.key_max_bytes}};
-    describe_run(r, j);
+    for (const Field& f : kFields) {
+      nlohmann::ordered_json& at = *f.group ? j[f.group][f.key] : j[f.key];
+      at = json_value(f.get(r));
+    }
     all.push_back(std::move(j));
   }
   return all.dump(2) + "\n";
@@ -234,9 +239,9 @@ std::string to_csv(const std::vector<RunResult>& rs) {
   out += "\n";
   for (const auto& r : rs) {
     std::string line;
-    for (const auto& v : csv_row(r)) {
+    for (const Field* f : csv_fields()) {
       if (!line.empty()) line.push_back(',');
-      line.append(csv_escape(v));
+      line.append(csv_escape(csv_cell(f->get(r))));
     }
     out += line + "\n";
   }

@@ -285,6 +285,7 @@ RunResult describe(const RunSpec& spec, const LoadedIndex::State& st, Distributi
   r.seed = spec.seed;
   r.records = spec.records + st.inserted;
   r.shared_load = st.runs > 0;
+  r.prefault = st.spec.prefault && st.pool;
   r.preload_seconds = st.runs == 0 ? st.preload_seconds : 0;
   r.pm_mode = std::string(pm::to_string(spec.pm_mode));
   r.key_type = spec.key.type;

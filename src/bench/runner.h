@@ -62,6 +62,7 @@ struct RunResult {
   bool pinned = false;
   std::uint64_t seed = 0;
   std::uint64_t records = 0;        // preloaded (+ inserted by earlier runs on a shared load)
+  bool prefault = false;            // the pool's pages were mapped ahead (RunSpec::prefault)
   bool shared_load = false;         // ran on an index an earlier run preloaded (--load-once)
   std::uint64_t final_records = 0;  // the index's count after the run
   std::uint64_t ops = 0;

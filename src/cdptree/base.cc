@@ -31,11 +31,11 @@ Leaf BaseCtx::leaf(u64 off) const {
   return Leaf{pool.at(off), &L};
 }
 
-BaseSnapshot* make_snapshot(const BaseCtx& cx, u64 head, int v, u64 count) {
+BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 count) {
   auto* s = new BaseSnapshot;
   s->v = v;
   s->count = count;
-  for (u64 l = head; l; l = cx.leaf(l).next(v)) {
+  for (u64 l = head.off; l; l = cx.leaf(l).next(v).off) {
     s->max.push_back(cx.leaf(l).max_key(v));
     s->leaf.push_back(l);
   }

@@ -65,7 +65,7 @@ struct BaseCtx {
 };
 
 // The leaf chain of version v from `head`, holding `count` keys, as a snapshot.
-BaseSnapshot* make_snapshot(const BaseCtx& cx, u64 head, int v, u64 count);
+BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 count);
 // §3.4: whether leaf `i` of the snapshot may hold a tombstone written in place.
 inline bool may_hold_tombstone(const BaseSnapshot& s, std::size_t i) {
   return s.any_leaf_tombstoned || s.tombstoned[i].load(std::memory_order_relaxed);

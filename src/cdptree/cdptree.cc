@@ -150,7 +150,7 @@ void CDPTree::Impl::create() {
   attach();
   ensure_tables();
   merge_thresh.store(threshold(0));
-  gp_b.store(cdp::make_snapshot(base_ctx(), 0, cv(), 0));
+  gp_b.store(cdp::make_snapshot(base_ctx(), detail::LeafPtr::null(), cv(), 0));
   gp_f.store(new_cpbt(cv()));
 }
 

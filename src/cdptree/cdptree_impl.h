@@ -81,7 +81,7 @@ struct CDPTree::Impl : detail::TreeParts {
   double last_recovery_seconds = 0;
 
   int cv() const { return static_cast<int>(root->base.gv & 1); }
-  u64* table(int v) const { return pool.at<u64>(root->log_table[v]); }
+  detail::LogPagePtr* table(int v) const { return pool.get(root->log_table[v]); }
   cdp::BaseCtx base_ctx() const {
     return cdp::BaseCtx{pool, L, root->base.restart_count, const_cast<Impl*>(this)->lazy_rebuilds,
                         restarted.load()};

@@ -65,7 +65,7 @@ bool CDPTree::Impl::check_leaves(int v, LeafWalk& walk, LeafCount& total, CheckR
   // An entry deleted in place (§3.4) holds kTombstone until the next merge drops it: counted
   // in base_count, and marked in the snapshot.
   const cdp::BaseSnapshot* snap = gp_b.load();
-  for (u64 l = R.head[v]; l; l = leaf(l).next(v)) {
+  for (u64 l = R.head[v].off; l; l = leaf(l).next(v).off) {
     if (!walk.enter(l)) return false;
     LeafCount c = check_leaf(leaf(l), v, walk, *snap, r);
     total.keys += c.keys;
@@ -164,7 +164,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
   std::set<u64> reach{*pool.root_word()};
   for (int x = 0; x < 2; ++x) {
     if (!root->log_table[x]) return fail("a log header table is missing");
-    reach.insert(root->log_table[x]);
+    reach.insert(root->log_table[x].off);
   }
   for (std::size_t p = 0; p < opt.log_partitions; ++p)
     if (table(nv)[p]) {

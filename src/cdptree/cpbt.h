@@ -21,7 +21,8 @@ namespace dptree::cdp {
 using detail::ConcurrentBloom;
 
 struct Cpbt {
-  Cpbt(const LogShared& sh, u64* table, int ver, std::size_t expected, double bloom_error)
+  Cpbt(const LogShared& sh, detail::LogPagePtr* table, int ver, std::size_t expected,
+       double bloom_error)
       : log(sh, table, ver), bloom(expected, bloom_error) {}
 
   // The value of k here (tombstones included), if any.

@@ -267,7 +267,7 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
       merge_range(cx, ranges[i], input[i]);
     });
     // Line 8: reconnect consecutive partitions through the next pointers of version nv.
-    u64 head = 0;
+    detail::LeafPtr head;
     RangeMerge* prev = nullptr;
     for (auto& r : ranges) {
       if (!r.head) continue;
@@ -277,7 +277,7 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
         head = r.head;
       prev = &r;
     }
-    if (prev) pm::store(&cx.leaf(prev->tail).next(nv), 0);
+    if (prev) pm::store(&cx.leaf(prev->tail).next(nv), detail::LeafPtr::null());
     // Lines 9-12: flush in parallel. Each worker fences its own flushes: a fence orders only
     // the flushes of the thread that issues it, and the flip (on this thread) must not reach
     // PM before any of them.

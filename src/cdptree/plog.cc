@@ -14,7 +14,7 @@ namespace dptree::cdp {
 
 using detail::hash_key;
 
-PartitionedLog::PartitionedLog(const LogShared& sh, u64* table, int ver)
+PartitionedLog::PartitionedLog(const LogShared& sh, detail::LogPagePtr* table, int ver)
     : sh_(sh), table_(table), ver_(ver), parts_(new Part[sh.partitions]) {}
 
 std::size_t PartitionedLog::partition_of(u64 k) const {
@@ -53,13 +53,13 @@ void PartitionedLog::new_page(std::size_t p, Page* seen) {
   Part& P = parts_[p];
   std::lock_guard g(P.mu);                                     // line 8
   if (P.tail.load(std::memory_order_relaxed) != seen) return;  // another writer did it
-  u64 pg = sh_.cache.take(ver_);                               // line 9: reserve (cached)
-  auto* h = sh_.pool.at<detail::LogPageHeader>(pg);
-  pm::store(&h->next, seen ? seen->off : 0);  // line 10: prev
-  pm::persist(&h->next, 8);
+  detail::LogPagePtr pg = sh_.cache.take(ver_);                // line 9: reserve (cached)
+  auto* h = sh_.pool.get(pg);
+  pm::store(&h->next, seen ? detail::LogPagePtr(seen->off) : detail::LogPagePtr::null());  // prev
+  pm::persist(&h->next, 8);   // line 10
   pm::store(&table_[p], pg);  // line 11: activate as the partition's tail
   pm::persist(&table_[p], 8);
-  P.pages.push_back(std::make_unique<Page>(pg, true));
+  P.pages.push_back(std::make_unique<Page>(pg.off, true));
   P.tail.store(P.pages.back().get(), std::memory_order_release);
   size_.fetch_add(sh_.codec.G.per_page, std::memory_order_relaxed);  // line 13
 }
@@ -76,9 +76,9 @@ void PartitionedLog::adopt(std::size_t p, u64 page, bool clean) {
 std::vector<u64> PartitionedLog::read_chain(std::size_t p) const {
   std::vector<u64> chain;
   const std::size_t limit = sh_.pool.size() / sh_.page_bytes + 1;
-  for (u64 pg = table_[p]; pg && chain.size() <= limit;
-       pg = sh_.pool.at<detail::LogPageHeader>(pg)->next)
-    chain.push_back(pg);
+  for (detail::LogPagePtr pg = table_[p]; pg && chain.size() <= limit;
+       pg = sh_.pool.resolve(pg, "a log partition's page link")->next)
+    chain.push_back(pg.off);
   std::reverse(chain.begin(), chain.end());
   return chain;
 }
@@ -127,7 +127,7 @@ void PartitionedLog::release() {
   }
   pm::fence();
   for (std::size_t p = 0; p < sh_.partitions; ++p) {
-    pm::store(&table_[p], 0);
+    pm::store(&table_[p], detail::LogPagePtr::null());
     pm::flush(&table_[p], 8);
   }
   pm::fence();
@@ -140,15 +140,15 @@ void PartitionedLog::release() {
   size_.store(0, std::memory_order_relaxed);
 }
 
-void PartitionedLog::release_table(pm::Pool& pool, u64* table, std::size_t partitions, int ver,
-                                   std::size_t max_pages) {
+void PartitionedLog::release_table(pm::Pool& pool, detail::LogPagePtr* table,
+                                   std::size_t partitions, int ver, std::size_t max_pages) {
   PhaseScope ph(CDPTreePhase::log_release);
   pm::CategoryScope cat(pm::Category::log);
   for (std::size_t p = 0; p < partitions; ++p) {
     std::size_t n = 0;
-    for (u64 pg = table[p]; pg && n <= max_pages;
-         pg = pool.at<detail::LogPageHeader>(pg)->next, ++n) {
-      auto* h = pool.at<detail::LogPageHeader>(pg);
+    detail::LogPageHeader* h = nullptr;
+    for (detail::LogPagePtr pg = table[p]; pg && n <= max_pages; pg = h->next, ++n) {
+      h = pool.resolve(pg, "a released log partition's page link");
       if (h->flavor == static_cast<u64>(ver)) {
         pm::store(&h->flavor, detail::kDiscardFlavor);
         pm::flush(&h->flavor, 8);
@@ -158,7 +158,7 @@ void PartitionedLog::release_table(pm::Pool& pool, u64* table, std::size_t parti
   pm::fence();
   for (std::size_t p = 0; p < partitions; ++p) {
     if (!table[p]) continue;
-    pm::store(&table[p], 0);
+    pm::store(&table[p], detail::LogPagePtr::null());
     pm::flush(&table[p], 8);
   }
   pm::fence();

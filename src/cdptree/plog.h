@@ -45,7 +45,7 @@ struct LogShared {
 class PartitionedLog {
  public:
   // `table` is the persistent array of `partitions` tail words of the log of version `ver`.
-  PartitionedLog(const LogShared& sh, u64* table, int ver);
+  PartitionedLog(const LogShared& sh, detail::LogPagePtr* table, int ver);
   PartitionedLog(const PartitionedLog&) = delete;
   PartitionedLog& operator=(const PartitionedLog&) = delete;
 
@@ -82,8 +82,8 @@ class PartitionedLog {
   void release();
   // Recovery's re-run of an interrupted release of the table of version ver: pages not
   // flagged yet are discarded. Idempotent.
-  static void release_table(pm::Pool& pool, u64* table, std::size_t partitions, int ver,
-                            std::size_t max_pages);
+  static void release_table(pm::Pool& pool, detail::LogPagePtr* table, std::size_t partitions,
+                            int ver, std::size_t max_pages);
   // Every page, in partition and chain order (check, sweep, stats).
   std::vector<u64> pages() const;
   // What check() verifies of each page of the log, in partition and chain order.
@@ -116,7 +116,7 @@ class PartitionedLog {
   void adopt(std::size_t p, u64 page, bool clean);
 
   const LogShared& sh_;
-  u64* table_;
+  detail::LogPagePtr* table_;
   int ver_;
   std::unique_ptr<Part[]> parts_;
   std::atomic<std::size_t> size_{0};

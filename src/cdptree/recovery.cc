@@ -24,9 +24,9 @@ void CDPTree::Impl::recover() {
   const std::size_t max_pages = pool.size() / opt.log_page_size + 1;
   if (!two) {
     // The other version's log was being released when the crash came: finish it.
-    u64* t = table(1 - cv());
+    detail::LogPagePtr* t = table(1 - cv());
     bool any = false;
-    for (std::size_t p = 0; p < opt.log_partitions; ++p) any |= t[p] != 0;
+    for (std::size_t p = 0; p < opt.log_partitions; ++p) any |= static_cast<bool>(t[p]);
     if (any) cdp::PartitionedLog::release_table(pool, t, opt.log_partitions, 1 - cv(), max_pages);
   }
   dir->load();

@@ -36,7 +36,7 @@ void ensure_log_tables(detail::TreeParts& t, CRoot& root, std::size_t partitions
     u64 tb = t.alloc.reserve(8 * partitions);
     pm::fill_bytes(t.pool.at(tb), 0, 8 * partitions);
     pm::flush(t.pool.at(tb), 8 * partitions);
-    t.alloc.activate(&root.log_table[v], tb);
+    t.alloc.activate(root.log_table[v], tb);
   }
 }
 
@@ -45,9 +45,10 @@ std::vector<u64> log_table_words(const detail::TreeParts& t, const CRoot& root,
   std::vector<u64> words;
   for (int v = 0; v < 2; ++v) {
     if (!root.log_table[v]) continue;
-    detail::require_owned_block(t.pool, root.log_table[v], t.pool.offset_of(&root.log_table[v]),
-                                8 * partitions, std::string(tree) + " log header table");
-    for (std::size_t p = 0; p < partitions; ++p) words.push_back(root.log_table[v] + 8 * p);
+    const u64 tb = root.log_table[v].off;
+    detail::require_owned_block(t.pool, tb, t.pool.offset_of(&root.log_table[v]), 8 * partitions,
+                                std::string(tree) + " log header table");
+    for (std::size_t p = 0; p < partitions; ++p) words.push_back(tb + 8 * p);
   }
   return words;
 }

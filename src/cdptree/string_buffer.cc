@@ -11,8 +11,8 @@ namespace dptree::cdp {
 using namespace detail;  // NOLINT: the layout vocabulary
 
 StringBuffer::StringBuffer(pm::Pool& pool, const RecordCodec& codec, LogPageCache& cache,
-                           u64* table, int ver, std::size_t shards, std::size_t expected,
-                           double bloom_error)
+                           detail::LogPagePtr* table, int ver, std::size_t shards,
+                           std::size_t expected, double bloom_error)
     : pool_(pool),
       table_(table),
       ver_(ver),

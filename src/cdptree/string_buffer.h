@@ -32,12 +32,13 @@ using detail::u64;
 class StringBuffer {
  public:
   StringBuffer(pm::Pool& pool, const detail::RecordCodec& codec, detail::LogPageCache& cache,
-               u64* table, int ver, std::size_t shards, std::size_t expected, double bloom_error);
+               detail::LogPagePtr* table, int ver, std::size_t shards, std::size_t expected,
+               double bloom_error);
 
   int version() const { return ver_; }
   std::size_t shards() const { return n_; }
   std::size_t shard_of(u64 h) const { return static_cast<std::size_t>(h >> 32) % n_; }
-  u64* table() const { return table_; }
+  detail::LogPagePtr* table() const { return table_; }
 
   // The value of k here (tombstones included), if any; h = hash_string(k).
   std::optional<u64> find(std::string_view k, u64 h) const {
@@ -102,7 +103,7 @@ class StringBuffer {
   void append(Shard& s, std::size_t p, std::string_view k, u64 v);
 
   pm::Pool& pool_;
-  u64* table_;
+  detail::LogPagePtr* table_;
   int ver_;
   std::size_t n_;
   std::unique_ptr<Shard[]> shards_;

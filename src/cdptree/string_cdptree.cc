@@ -140,7 +140,7 @@ void StringCDPTree::recover() {
   freed_ += finish_interrupted_merge(t_.pool, &R, *t_.dir, *t_.pending, string_next(t_.pool));
   const bool two = R.gv & kTwoLogs;
   if (!two) {
-    u64* other = table(1 - cv());
+    detail::LogPagePtr* other = table(1 - cv());
     for (std::size_t p = 0; p < opt_.log_partitions; ++p)
       if (other[p]) PLog::release_chain(t_.pool, &other[p], 1 - cv());
   }

@@ -65,7 +65,7 @@ class StringCDPTree final : public StringIndex {
   void release_dram();
   void recover();
   int cv() const { return static_cast<int>(root_->base.gv & 1); }
-  u64* table(int v) const { return t_.pool.at<u64>(root_->log_table[v]); }
+  detail::LogPagePtr* table(int v) const { return t_.pool.get(root_->log_table[v]); }
   std::size_t threshold(u64 base_count) const;
   StringBuffer* new_buffer(int ver) const;
   detail::StringBase* new_base() const;

@@ -60,7 +60,7 @@ CheckReport StringCDPTree::check() const {
   if (R.pending) r.fail("pendingLeaves exists outside a merge");
   if (!parked && (R.gv & kTwoLogs)) r.fail("two logs are marked live outside a merge");
   const int v = cv();
-  std::set<u64> reach{*t_.pool.root_word(), root_->log_table[0], root_->log_table[1]};
+  std::set<u64> reach{*t_.pool.root_word(), root_->log_table[0].off, root_->log_table[1].off};
   std::unordered_set<u64> owned;
   for (u64 b = R.dir; b; b = t_.pool.at<DirBlock>(b)->next) {
     if (!reach.insert(b).second) return r.fail("owner directory has a cycle"), r;

@@ -118,7 +118,7 @@ bool StringCDPTree::run_merge(bool retry) {
   }
   {
     PhaseScope ph(CDPTreePhase::version_flip);
-    commit_merge(&root_->base, nv, res.out.empty() ? 0 : res.out.front(),
+    commit_merge(&root_->base, nv, detail::LeafPtr(res.out.empty() ? 0 : res.out.front()),
                  res.count);  // clears kTwoLogs
   }
   created_ += res.created;

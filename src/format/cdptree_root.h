@@ -16,8 +16,10 @@ inline constexpr u64 kCRootMagic = 0x4344505472655231ull;  // "CDPTreR1"
 inline constexpr u64 kCStringRootMagic = 0x4344505374725232ull;  // "CDPStrR2"
 
 struct CRoot {
-  Root base;         // base.magic = kCRootMagic; base.log_head unused
-  u64 log_table[2];  // owner words of the header table of each log version
+  Root base;  // base.magic = kCRootMagic; base.log_head unused
+  // Owner words of the header table of each log version: one page word per partition (the
+  // tail of its chain) or, in the string form, per shard (the head of its PLog).
+  PPtr<LogPagePtr> log_table[2];
   u64 partitions;
 };
 // The persistent layout: a change here changes the pool format.

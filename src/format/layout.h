@@ -7,11 +7,26 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dptree/pm/pptr.h"
 #include "dptree/pm/store.h"
 
 namespace dptree::detail {
 
 using u64 = std::uint64_t;
+using pm::PPtr;
+
+// The first words of every leaf's header line (the rest of its layout is LeafLayout's or, in
+// the string form, StringLeafHeader's), and the header of a log page (format/log_page.h): what
+// the typed words linking leaves and log pages point to.
+struct LeafHeader {
+  u64 owner_slot;  // the owner-directory slot that owns the leaf
+  u64 type;        // kLeafType or kStringLeafType
+};
+struct LogPageHeader;
+using LeafPtr = PPtr<LeafHeader>;
+using LogPagePtr = PPtr<LogPageHeader>;
+// The persistent layout: a change here changes the pool format.
+static_assert(sizeof(LeafHeader) == 16 && offsetof(LeafHeader, type) == 8);
 
 inline constexpr u64 kRootMagic = 0x4450547265655231ull;  // "DPTreeR1"
 inline constexpr u64 kLeafType = 0x4450544c65616631ull;   // "DPTLeaf1"
@@ -33,13 +48,13 @@ inline constexpr u64 kCDPTreeGvBits = kDPTreeGvBits | kTwoLogs;       // the con
 
 struct Root {
   u64 magic;
-  u64 gv;             // GvBit: the global version, in_merge, two logs (cdptree), GC unfinished
-  u64 restart_count;  // §2.2 partial persistence
-  u64 head[2];        // first leaf of each version (the next pointer of the head sentinel)
-  u64 base_count[2];  // live keys of the base tree of each version (merge trigger, stats)
-  u64 log_head[2];    // PLog: first page of the log of each version (§2.1)
-  u64 pending;        // owner word of the first pendingLeaves block (§2.4)
-  u64 dir;            // owner word of the first owner-directory block
+  u64 gv;                  // GvBit: the global version, in_merge, two logs (cdptree), GC unfinished
+  u64 restart_count;       // §2.2 partial persistence
+  LeafPtr head[2];         // first leaf of each version (the head sentinel's next pointer)
+  u64 base_count[2];       // live keys of the base tree of each version (merge trigger, stats)
+  LogPagePtr log_head[2];  // PLog: first page of the log of each version (§2.1)
+  u64 pending;             // owner word of the first pendingLeaves block (§2.4)
+  u64 dir;                 // owner word of the first owner-directory block
   u64 leaf_capacity, key_bytes, value_bytes, log_page_size;  // format, checked on open
 };
 // The persistent layout: a change here changes the pool format.
@@ -116,7 +131,9 @@ struct Leaf {
   u64& type() const { return word(8); }
   std::byte* meta(int v) const { return p + L->meta_p[v]; }
   u64* bitmap(int v) const { return &word(L->meta_p[v]); }
-  u64& next(int v) const { return word(L->meta_p[v] + 8 * L->bm_words); }
+  LeafPtr& next(int v) const {
+    return *reinterpret_cast<LeafPtr*>(p + L->meta_p[v] + 8 * L->bm_words);
+  }
   u64& max_key(int v) const { return word(L->meta_p[v] + 8 * L->bm_words + 8); }
   u64& rc(int v) const { return word(L->meta_p[v] + 8 * L->bm_words + 16); }
   u64& count(int v) const { return word(L->meta_v[v]); }

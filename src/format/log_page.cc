@@ -1,7 +1,20 @@
 // The log record codec (format/log_page.h).
 #include "format/log_page.h"
 
+#include <string>
+
+#include "dptree/index.h"
+#include "dptree/pm/pool.h"
+
 namespace dptree::detail {
+
+const LogPageHeader* checked_page(const pm::Pool& pool, LogPagePtr link, const LogGeometry& G,
+                                  CheckReport& r) {
+  if (pool.holds(link) && pool.size() - link.off >= G.page_span()) return pool.get(link);
+  r.fail("a log page link holds " + std::to_string(link.off) +
+         ", which is misaligned or leaves no whole page inside the pool");
+  return nullptr;
+}
 
 void RecordCodec::encode(u64 k, u64 v, u64 vbit, u64* out) const {
   // The entry's bits (key field, then value field, padding zero) cut into 63-bit payloads,

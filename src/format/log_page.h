@@ -10,6 +10,13 @@
 
 #include "format/layout.h"
 
+namespace dptree {
+struct CheckReport;
+namespace pm {
+class Pool;
+}
+}  // namespace dptree
+
 namespace dptree::detail {
 
 inline constexpr u64 kPageType = 0x4450545061676531ull;  // "DPTPage1"
@@ -17,11 +24,11 @@ inline constexpr u64 kDiscardFlavor = 2;                 // a log page to give b
 
 // The first line of every log page.
 struct LogPageHeader {
-  u64 owner_slot;  // the owner-directory slot that owns the page (format/layout.h)
-  u64 type;        // kPageType
-  u64 next;        // the next page of the log (DPTree), or the previous one (cdptree's
-                   // partition lists, §3.1); 0 ends the list
-  u64 flavor;      // the validity bit the page's free record words carry, or kDiscardFlavor
+  u64 owner_slot;   // the owner-directory slot that owns the page (format/layout.h)
+  u64 type;         // kPageType
+  LogPagePtr next;  // the next page of the log (DPTree), or the previous one (cdptree's
+                    // partition lists, §3.1); null ends the list
+  u64 flavor;       // the validity bit the page's free record words carry, or kDiscardFlavor
 };
 // The persistent layout: a change here changes the pool format.
 static_assert(sizeof(LogPageHeader) == 32);
@@ -45,6 +52,8 @@ struct LogGeometry {
       per_page = lines / lines_per_record;
     }
   }
+  // The bytes from a page's start to the end of its last record.
+  std::size_t page_span() const { return offset(per_page - 1) + words * 8; }
   // Byte offset of record r inside its page.
   std::size_t offset(std::size_t r) const {
     if (lines_per_record == 1) return 64 + (r / per_line) * 64 + (r % per_line) * words * 8;
@@ -69,6 +78,11 @@ struct RecordCodec {
   // it is appended over, see PLog::replay).
   bool any_word_valid(const u64* in, u64 vbit) const;
 };
+
+// For a check() walking a log: the header of the page `link` names, or nullptr, with a
+// failure in `r`, when the page's records do not lie inside the pool or `link` is misaligned.
+const LogPageHeader* checked_page(const pm::Pool& pool, LogPagePtr link, const LogGeometry& G,
+                                  CheckReport& r);
 
 // The validity bit records of the log of version `ver` carry (pages of freelist_ver hold the
 // opposite bit, `ver`, in every word).

@@ -39,7 +39,7 @@ inline constexpr std::size_t kStringLeafHeap = 16 * 1024;
 struct StringLeafHeader {
   u64 owner_slot;
   u64 type;
-  u64 next[2];
+  LeafPtr next[2];  // the next leaf of each version
   u64 count;
   u64 heap_bytes;
   u64 unused[2];

@@ -148,6 +148,16 @@ void Pool::attach(bool fresh) {
   alloc_.reset(new Allocator(*this, fresh));
 }
 
+static_assert(kPoolHeaderBytes == layout::kHeaderSize);
+
+void Pool::refuse_offset(std::uint64_t off, std::string_view what) const {
+  throw Error(Errc::corrupt, name_ + ": " + std::string(what) + " holds offset " +
+                                 std::to_string(off) + ", outside the pool's " +
+                                 std::to_string(size_) +
+                                 " bytes or misaligned; the pool is "
+                                 "damaged: restore it from a copy");
+}
+
 std::uint64_t* Pool::root_word() const {
   return &reinterpret_cast<PoolHeader*>(base_)->root;
 }

@@ -14,16 +14,12 @@ Leaf BaseTree::leaf(u64 off) const {
   return Leaf{pool_.at(off), &L_};
 }
 
-u64* BaseTree::next_word(u64 prev, int v) const {
-  return prev ? &leaf(prev).next(v) : &root_->head[v];
-}
-
 void BaseTree::rebuild_inner() {
   max_.clear();
   leaf_.clear();
   fresh_.clear();
   int v = cv();
-  for (u64 l = root_->head[v]; l; l = leaf(l).next(v)) {
+  for (u64 l = root_->head[v].off; l; l = leaf(l).next(v).off) {
     max_.push_back(leaf(l).max_key(v));
     leaf_.push_back(l);
     fresh_.push_back(leaf(l).rc(v) == root_->restart_count);

@@ -25,7 +25,6 @@ class BaseTree {
   int cv() const { return static_cast<int>(root_->gv & kVersionBit); }
   Leaf leaf(u64 off) const;
   // The word linking `prev`'s successor in version v (the head word when prev == 0).
-  u64* next_word(u64 prev, int v) const;
   u64 restart_count() const { return root_->restart_count; }
   u64 base_count() const { return root_->base_count[cv()]; }
 

@@ -69,7 +69,7 @@ std::size_t DPTreeCore::Impl::check_leaf(Leaf lf, int v, const LeafWalk& walk,
 bool DPTreeCore::Impl::check_leaves(int v, LeafWalk& walk, std::size_t& total,
                                     CheckReport& r) const {
   total = 0;
-  for (u64 l = root->head[v]; l; l = leaf(l).next(v)) {
+  for (u64 l = root->head[v].off; l; l = leaf(l).next(v).off) {
     if (!walk.enter(l)) return false;
     total += check_leaf(leaf(l), v, walk, r);
     walk.leave();
@@ -93,13 +93,15 @@ bool DPTreeCore::Impl::check_log(int v, const std::unordered_set<u64>& owned, st
   npages = records = 0;
   std::map<u64, u64> replay;
   bool ended = false;
-  for (u64 pg = root->log_head[v]; pg; pg = pool.at<LogPageHeader>(pg)->next) {
+  const LogPageHeader* h = nullptr;
+  for (LogPagePtr link = root->log_head[v]; link; link = h->next) {
     if (++npages > owned.size() + 1) {
       r.fail("log page list has a cycle");
       return false;
     }
+    if (!(h = checked_page(pool, link, codec.G, r))) return false;
+    const u64 pg = link.off;
     reach.insert(pg);
-    const auto* h = pool.at<LogPageHeader>(pg);
     if (!owned.contains(pg)) r.fail("log page not owned by the directory");
     if (h->type != kPageType) r.fail("log page has a wrong type word");
     if (h->flavor != static_cast<u64>(v)) r.fail("log page of the wrong flavor in the log");

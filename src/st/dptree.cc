@@ -229,7 +229,7 @@ void DPTreeCore::Impl::merge() {
   cx.cv = cvv;
   cx.nv = nv;
   RangeMerge r;
-  r.first_cv = root->head[cvv];
+  r.first_cv = root->head[cvv].off;
   r.nleaves = base->leaves().size();
   r.dirty.reserve(r.nleaves + r.nleaves / 8 + 16);  // every leaf, and the new ones
   try {

@@ -21,7 +21,7 @@ Leaf MergeContext::leaf(u64 off) const {
 namespace {
 
 // The word linking the successor of `prev` inside the range (the range's head for prev = 0).
-u64* link_of(const MergeContext& cx, RangeMerge& r, u64 prev) {
+LeafPtr* link_of(const MergeContext& cx, RangeMerge& r, u64 prev) {
   return prev ? &cx.leaf(prev).next(cx.nv) : &r.head;
 }
 
@@ -77,7 +77,7 @@ std::vector<u64> build_leaves(const MergeContext& cx, RangeMerge& r, std::span<c
     pm::store(&lf.max_key(cx.nv), i + 1 == nleaves ? max_key : es[b - 1].first);
     pm::store(&lf.rc(cx.nv), cx.restart_count);
     out.push_back(off);
-    if (i) pm::store(&cx.leaf(out[i - 1]).next(cx.nv), off);
+    if (i) pm::store(&cx.leaf(out[i - 1]).next(cx.nv), LeafPtr(off));
   }
   return out;
 }
@@ -154,8 +154,9 @@ bool split_keep_last(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   auto& d = r.dirty[cur];
   leaf_upsert(lf, nv, std::span(rest, es.end()), d.slots);
   leaf_clear_unreached_deleted(lf, nv);  // in the bitmap line written back anyway
-  pm::store(link_of(cx, r, prev), nl.front());
-  pm::store(&cx.leaf(nl.back()).next(nv), cur);  // cur's next and max key (version nv) stay
+  pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
+  pm::store(&cx.leaf(nl.back()).next(nv),
+            LeafPtr(cur));  // cur's next and max key (version nv) stay
   ++r.counters.splits;
   ++r.counters.kept_splits;
   note_kept_split();
@@ -195,7 +196,7 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
     return cur;
   }
   auto nl = build_leaves(cx, r, all, lf.max_key(cvv), cx.fill_rate);
-  pm::store(link_of(cx, r, prev), nl.front());
+  pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
   pm::store(&cx.leaf(nl.back()).next(nv), lf.next(cvv));
   ++r.counters.splits;
   return nl.back();
@@ -207,10 +208,10 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
 void consolidate(const MergeContext& cx, RangeMerge& r) {
   const int nv = cx.nv;
   auto ct = static_cast<std::size_t>(cx.consolidate_threshold * static_cast<double>(cx.L.cap));
-  u64 prev = 0, cur = r.head;
+  u64 prev = 0, cur = r.head.off;
   while (cur && cur != r.end) {
     Leaf lf = cx.leaf(cur);
-    u64 nxt = lf.next(nv);
+    u64 nxt = lf.next(nv).off;
     std::size_t c = lf.count(nv);
     if (c >= ct) {
       prev = cur;
@@ -220,7 +221,7 @@ void consolidate(const MergeContext& cx, RangeMerge& r) {
     if (nxt == r.end) {
       if (c == 0 && r.last_range && (prev || r.first_range)) {
         // An empty last leaf: drop it, its predecessor takes the key range.
-        pm::store(link_of(cx, r, prev), nxt);
+        pm::store(link_of(cx, r, prev), LeafPtr(nxt));
         if (prev) pm::store(&cx.leaf(prev).max_key(nv), lf.max_key(nv));
         ++r.counters.consolidations;
       }
@@ -238,18 +239,18 @@ void consolidate(const MergeContext& cx, RangeMerge& r) {
         std::sort(written.begin(), written.end());
         flush_leaf_slots(nl, written);
       }
-      pm::store(link_of(cx, r, prev), nxt);
+      pm::store(link_of(cx, r, prev), LeafPtr(nxt));
       ++r.counters.consolidations;
       cur = nxt;
       continue;
     }
     leaf_entries(nl, nv, es);
     auto two = build_leaves(cx, r, es, nl.max_key(nv), cx.fill_rate, 2);
-    pm::store(link_of(cx, r, prev), two[0]);
+    pm::store(link_of(cx, r, prev), LeafPtr(two[0]));
     pm::store(&cx.leaf(two[1]).next(nv), nl.next(nv));
     ++r.counters.consolidations;
     prev = two[1];
-    cur = nl.next(nv);
+    cur = nl.next(nv).off;
   }
 }
 
@@ -258,14 +259,14 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
   {
     PhaseScope ph(DPTreePhase::upsert_merge);
     pm::CategoryScope cat(pm::Category::node);
-    r.head = r.first_cv;
+    r.head = LeafPtr(r.first_cv);
     u64 prev = 0, cur = r.first_cv;
     std::size_t it = 0;
     std::vector<KVPair> sel;
     for (std::size_t i = 0; i < r.nleaves; ++i) {
       Leaf lf = cx.leaf(cur);
       r.counters.lazy_rebuilds += ensure_leaf_meta(lf, cvv, cx.restart_count);
-      u64 mk = lf.max_key(cvv), nxt = lf.next(cvv);
+      u64 mk = lf.max_key(cvv), nxt = lf.next(cvv).off;
       sel.clear();
       for (; it < es.size() && es[it].first <= mk; ++it)
         if (!(es[it].second & kTombstone)) sel.push_back(es[it]);
@@ -282,8 +283,8 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
     }
     if (!sel.empty()) {
       auto nl = build_leaves(cx, r, sel, ~u64{0}, cx.fill_rate);
-      pm::store(link_of(cx, r, prev), nl.front());
-      pm::store(&cx.leaf(nl.back()).next(nv), r.end);
+      pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
+      pm::store(&cx.leaf(nl.back()).next(nv), LeafPtr(r.end));
     }
   }
   {
@@ -291,7 +292,7 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
     pm::CategoryScope cat(pm::Category::node);
     std::size_t it = 0;
     std::vector<u64> ks;
-    for (u64 cur = r.head; cur != r.end && it < es.size(); cur = cx.leaf(cur).next(nv)) {
+    for (u64 cur = r.head.off; cur != r.end && it < es.size(); cur = cx.leaf(cur).next(nv).off) {
       Leaf lf = cx.leaf(cur);
       ks.clear();
       u64 mk = lf.max_key(nv);
@@ -320,18 +321,18 @@ void merge_range_out_of_place(const MergeContext& cx, RangeMerge& r, std::span<c
     r.counters.lazy_rebuilds += ensure_leaf_meta(lf, cx.cv, cx.restart_count);
     leaf_entries(lf, cx.cv, old);
     mk = lf.max_key(cx.cv);
-    cur = lf.next(cx.cv);
+    cur = lf.next(cx.cv).off;
   }
   r.end = r.nleaves ? cur : 0;
   if (r.nleaves && !es.empty() && es.back().first > mk)
     throw std::logic_error("merge_range: an entry beyond the range's last max key");
   all.reserve(old.size() + es.size());
   merge_sorted(old, es, all);
-  r.head = 0;
+  r.head = LeafPtr::null();
   if (all.empty() && r.first_range && r.last_range) return;  // the tree became empty
   auto nl = build_leaves(cx, r, all, mk, 1.0);
-  r.head = nl.front();
-  pm::store(&cx.leaf(nl.back()).next(cx.nv), r.end);
+  r.head = LeafPtr(nl.front());
+  pm::store(&cx.leaf(nl.back()).next(cx.nv), LeafPtr(r.end));
   r.counters.splits += r.nleaves;
 }
 
@@ -354,7 +355,7 @@ void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> 
     merge_range_in_place(cx, r, es);
   r.tail = 0;
   r.count = 0;
-  for (u64 l = r.head; l && l != r.end; l = cx.leaf(l).next(cx.nv)) {
+  for (u64 l = r.head.off; l && l != r.end; l = cx.leaf(l).next(cx.nv).off) {
     r.tail = l;
     r.count += cx.leaf(l).count(cx.nv);
   }
@@ -365,7 +366,7 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
   PhaseScope ph(DPTreePhase::flush);
   pm::CategoryScope cat(pm::Category::node);
   const int nv = cx.nv;
-  for (u64 l = r.head; l; l = cx.leaf(l).next(nv)) {
+  for (u64 l = r.head.off; l; l = cx.leaf(l).next(nv).off) {
     Leaf lf = cx.leaf(l);
     auto& d = r.dirty[l];
     if (d.whole) {
@@ -385,7 +386,7 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
   }
 }
 
-void commit_merge(Root* root, int nv, u64 head, u64 count) {
+void commit_merge(Root* root, int nv, LeafPtr head, u64 count) {
   {
     PhaseScope ph(DPTreePhase::flush);
     pm::CategoryScope cat(pm::Category::node);
@@ -403,18 +404,18 @@ void commit_merge(Root* root, int nv, u64 head, u64 count) {
 }
 
 LeafNext leaf_next(const pm::Pool& pool, const LeafLayout& L) {
-  return [&pool, &L](u64 l, int v) { return Leaf{pool.at(l), &L}.next(v); };
+  return [&pool, &L](u64 l, int v) { return Leaf{pool.at(l), &L}.next(v).off; };
 }
 
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
                             const LeafNext& next, int old, int cur) {
   auto owner_slot = [&](u64 l) { return *pool.at<u64>(l); };
   std::vector<u64> keep;  // sorted: one allocation, not one per leaf
-  for (u64 l = root->head[cur]; l; l = next(l, cur)) keep.push_back(l);
+  for (u64 l = root->head[cur].off; l; l = next(l, cur)) keep.push_back(l);
   std::sort(keep.begin(), keep.end());
   auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
   std::vector<u64> lold;
-  for (u64 l = root->head[old]; l; l = next(l, old)) {
+  for (u64 l = root->head[old].off; l; l = next(l, old)) {
     u64 slot = owner_slot(l);
     if (*pool.at<u64>(slot) != l) break;  // freed by an interrupted run: the rest is done too
     lold.push_back(l);

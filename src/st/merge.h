@@ -96,10 +96,11 @@ struct RangeMerge {
   u64 first_cv = 0;
   std::size_t nleaves = 0;
   bool first_range = true, last_range = true;
-  // Output of merge_range: the version nv chain head..tail of the range (head = 0: the range
+  // Output of merge_range: the version nv chain head..tail of the range (head null: the range
   // is empty, only possible when it is the whole tree). tail's next (version nv) is `end`,
   // the cv successor of the range: the caller relinks it to the next range's head.
-  u64 head = 0, tail = 0, end = 0;
+  LeafPtr head;  // the word a caller links the range by
+  u64 tail = 0, end = 0;
   u64 count = 0;  // live entries in the chain
   std::unordered_map<u64, LeafDirty> dirty;
   MergeCounters counters;
@@ -115,7 +116,7 @@ void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> 
 // Phase 4 on a range merged by merge_range (after the caller relinked the tails).
 void flush_range(const MergeContext& cx, RangeMerge& r);
 // Phase 4's last words and phase 6: head[nv], base_count[nv], fence, gv = nv | kInGc persisted.
-void commit_merge(Root* root, int nv, u64 head, u64 count);
+void commit_merge(Root* root, int nv, LeafPtr head, u64 count);
 // The next word of a leaf in version v: the leaf formats differ (layout.h, string_leaf.h),
 // the garbage collection over their lists does not. Every leaf's first word is its owner slot.
 using LeafNext = std::function<u64(u64 leaf, int v)>;

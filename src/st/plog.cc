@@ -15,14 +15,14 @@ namespace dptree::detail {
 LogPageCache::LogPageCache(pm::Pool& pool, OwnerDir& dir, std::size_t page_bytes)
     : pool_(pool), dir_(dir), page_bytes_(page_bytes) {}
 
-u64 LogPageCache::take(int ver) {
+LogPagePtr LogPageCache::take(int ver) {
   {
     std::lock_guard g(mu_);
     if (!free_[ver].empty()) {
-      u64 pg = free_[ver].back();
+      LogPagePtr pg(free_[ver].back());
       free_[ver].pop_back();
-      auto* h = pool_.at<LogPageHeader>(pg);
-      pm::store(&h->next, 0);  // the old link must not reach PM after the new one
+      auto* h = pool_.get(pg);
+      pm::store(&h->next, LogPagePtr::null());  // the old link must not reach PM after the new one
       pm::persist(&h->next, 8);
       return pg;
     }
@@ -39,14 +39,14 @@ u64 LogPageCache::take(int ver) {
   u64* w = pool_.at<u64>(pg);
   {
     std::vector<u64> init(page_bytes_ / 8, static_cast<u64>(ver));
-    LogPageHeader h{slot, kPageType, 0, static_cast<u64>(ver)};
+    LogPageHeader h{slot, kPageType, LogPagePtr::null(), static_cast<u64>(ver)};
     std::memcpy(init.data(), &h, sizeof h);
     pm::store_bytes(w, init.data(), page_bytes_);
   }
   pm::flush(w, page_bytes_);
   pm::CategoryScope cat(pm::Category::alloc);
   pool_.allocator().activate(pool_.at<u64>(slot), pg);
-  return pg;
+  return LogPagePtr(pg);
 }
 
 void LogPageCache::give(int ver, u64 page) {
@@ -114,9 +114,11 @@ u64* PLog::record(u64 page, std::size_t r) const {
   return pool_.at<u64>(page + codec_.G.offset(r));
 }
 
-void PLog::attach(u64* head) {
+void PLog::attach(const LogPagePtr* head) {
   pages_.clear();
-  for (u64 pg = *head; pg; pg = pool_.at<LogPageHeader>(pg)->next) pages_.push_back(pg);
+  // Recovery's walk: the open-time validation vouched for ownership and no cycle.
+  for (LogPagePtr pg = *head; pg; pg = pool_.resolve(pg, "a log page link")->next)
+    pages_.push_back(pg.off);
   page_idx_ = 0;
   pos_ = 0;
 }
@@ -132,7 +134,7 @@ void PLog::invalidate_if_torn(u64* rec, u64 vb) {
   pm::persist(rec, codec_.G.words * 8);
 }
 
-void PLog::append(u64* head, int ver, u64 k, u64 v) {
+void PLog::append(LogPagePtr* head, int ver, u64 k, u64 v) {
   pm::CategoryScope cat(pm::Category::log);
   if (pages_.empty() || pos_ == codec_.G.per_page) next_page(head, ver);
   u64 rec[16];
@@ -143,21 +145,21 @@ void PLog::append(u64* head, int ver, u64 k, u64 v) {
   ++pos_;
 }
 
-void PLog::next_page(u64* head, int ver) {
+void PLog::next_page(LogPagePtr* head, int ver) {
   if (!pages_.empty() && page_idx_ + 1 < pages_.size()) {
     ++page_idx_;  // a page linked before a crash, still empty
   } else {
-    u64 pg = cache_.take(ver);
-    u64* link = pages_.empty() ? head : &pool_.at<LogPageHeader>(pages_.back())->next;
+    LogPagePtr pg = cache_.take(ver);
+    LogPagePtr* link = pages_.empty() ? head : &pool_.get(LogPagePtr(pages_.back()))->next;
     pm::store(link, pg);
     pm::persist(link, 8);
-    pages_.push_back(pg);
+    pages_.push_back(pg.off);
     page_idx_ = pages_.size() - 1;
   }
   pos_ = 0;
 }
 
-void PLog::append_words(u64* head, int ver, const u64* rec, std::size_t n) {
+void PLog::append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n) {
   pm::CategoryScope cat(pm::Category::log);
   if (pages_.empty() || pos_ + n > codec_.G.per_page) {
     if (!pages_.empty()) pad_rest(log_valid_bit(ver));  // durable with the next fence
@@ -207,18 +209,19 @@ void PLog::end_words_replay(u64 vb) {
   if (changed) pm::fence();
 }
 
-void PLog::release_chain(pm::Pool& pool, u64* head, int old) {
+void PLog::release_chain(pm::Pool& pool, LogPagePtr* head, int old) {
   pm::CategoryScope cat(pm::Category::log);
-  std::vector<u64> pages;
-  for (u64 pg = *head; pg; pg = pool.at<LogPageHeader>(pg)->next) pages.push_back(pg);
+  std::vector<LogPageHeader*> pages;
+  for (LogPagePtr pg = *head; pg; pg = pages.back()->next)
+    pages.push_back(pool.resolve(pg, "a released log page link"));
   if (pages.empty()) return;
   for (std::size_t i = 0; i < pages.size(); ++i) {
-    auto* h = pool.at<LogPageHeader>(pages[i]);
+    LogPageHeader* h = pages[i];
     pm::store(&h->flavor, i + 1 < pages.size() ? static_cast<u64>(1 - old) : kDiscardFlavor);
     pm::flush(&h->flavor, 8);
   }
   pm::fence();
-  pm::store(head, 0);
+  pm::store(head, LogPagePtr::null());
   pm::persist(head, 8);
 }
 

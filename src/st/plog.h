@@ -30,7 +30,7 @@ class LogPageCache {
   // A page for the log of version `ver`: from freelist_ver, else a new one from the allocator
   // whose record words all carry `ver` (§2.1 caching allocation). Its next word is 0 and
   // durable. May throw pool_full (nothing changed then).
-  u64 take(int ver);
+  LogPagePtr take(int ver);
   // A full page of the released log of the other version goes to freelist_ver.
   void give(int ver, u64 page);
   // Returns a page to the allocator.
@@ -60,11 +60,11 @@ class PLog {
   // Appends one record to the log whose head word is `head`, of version `ver`: one flush and
   // one fence when the record fits a line (layout above). May throw pool_full when a new
   // page is needed; the log is unchanged then.
-  void append(u64* head, int ver, u64 k, u64 v);
+  void append(LogPagePtr* head, int ver, u64 k, u64 v);
   // Reads the log at `head` of version `ver` into fn(k, v) in order; the first torn or absent
   // record ends it and is where appending continues (it is invalidated first when torn).
   template <class F>
-  void replay(u64* head, int ver, F&& fn) {
+  void replay(LogPagePtr* head, int ver, F&& fn) {
     attach(head);
     u64 vb = log_valid_bit(ver);
     for (std::size_t i = 0; i < pages_.size(); ++i) {
@@ -85,14 +85,14 @@ class PLog {
   // with their validity bit set. A record that does not fit the rest of its page goes to the
   // next page, the rest of this one filled with pad words (valid, payload 0), so every page
   // but the last is full, as hand_over expects. One fence when no page is linked.
-  void append_words(u64* head, int ver, const u64* rec, std::size_t n);
+  void append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n);
   // Reads such a log: fn(first word, n) per record, `words_of(first word, words left)` giving a
   // record's length in words (0: a pad word; the rest of the page must be pads too, else the log
   // ends at the first of them). The first torn or
   // absent record ends it: the rest of that page and of the pages after it is made invalid for the
   // log (pads where a later page follows, so only the last page is partly written).
   template <class Len, class F>
-  void replay_words(u64* head, int ver, Len&& words_of, F&& fn) {
+  void replay_words(LogPagePtr* head, int ver, Len&& words_of, F&& fn) {
     attach(head);
     const u64 vb = log_valid_bit(ver);
     const std::size_t per = codec_.G.per_page;
@@ -124,14 +124,14 @@ class PLog {
   // afterwards. Call release_chain first.
   void hand_over(int old);
   // Marks the pages of the chain at `head` with their next flavor (or discard for the last)
-  // and clears `head`, persistently. Idempotent: recovery re-runs it while *head != 0.
-  static void release_chain(pm::Pool& pool, u64* head, int old);
+  // and clears `head`, persistently. Idempotent: recovery re-runs it while *head is not null.
+  static void release_chain(pm::Pool& pool, LogPagePtr* head, int old);
   const std::vector<u64>& pages() const { return pages_; }
   std::size_t records() const;
 
  private:
-  void attach(u64* head);
-  void next_page(u64* head, int ver);
+  void attach(const LogPagePtr* head);
+  void next_page(LogPagePtr* head, int ver);
   void pad_rest(u64 vb);
   void end_words_replay(u64 vb);
   u64* record(u64 page, std::size_t r) const;
@@ -140,7 +140,7 @@ class PLog {
   pm::Pool& pool_;
   const RecordCodec& codec_;
   LogPageCache& cache_;
-  std::vector<u64> pages_;  // the chain of the current log
+  std::vector<u64> pages_;  // the chain of the current log (offsets of its pages)
   std::size_t page_idx_ = 0, pos_ = 0;
 };
 

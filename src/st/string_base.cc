@@ -17,7 +17,7 @@
 namespace dptree::detail {
 
 LeafNext string_next(const pm::Pool& pool) {
-  return [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v]; };
+  return [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v].off; };
 }
 
 namespace {
@@ -99,14 +99,14 @@ long string_leaf_find(StringLeaf lf, std::size_t n, std::string_view k, std::uin
   return -1;
 }
 
-void StringBase::build(const pm::Pool& pool, u64 head, int v, u64 keys) {
+void StringBase::build(const pm::Pool& pool, LeafPtr head, int v, u64 keys) {
   leaves.clear();
   last.clear();
   last_prefix.clear();
   counts.clear();
   count = keys;
   char buf[8];
-  for (u64 l = head; l; l = pool.at<StringLeafHeader>(l)->next[v]) {
+  for (u64 l = head.off; l; l = pool.at<StringLeafHeader>(l)->next[v].off) {
     leaves.push_back(l);
     StringLeaf lf{pool.at(l)};
     last.emplace_back(lf.key(lf.count() - 1, buf));

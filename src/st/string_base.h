@@ -54,7 +54,7 @@ struct StringBase {
   std::vector<std::uint32_t> counts;  // entries of each leaf: where its entries start
   u64 count = 0;                      // keys in the leaves (Root::base_count of the version)
 
-  void build(const pm::Pool& pool, u64 head, int v, u64 keys);
+  void build(const pm::Pool& pool, LeafPtr head, int v, u64 keys);
   bool empty() const { return leaves.empty(); }
   // The leaf whose key range holds k (the last one for keys above every leaf).
   std::size_t index_of(std::string_view k) const;
@@ -121,14 +121,15 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, std::size_t capa
 // check(): the leaf list of version v from `head` (each leaf owned, live, reached once,
 // contents in bounds, keys strictly increasing, no tombstone), its key count against
 // `base_count`, and `base` against it. Returns false when the walk could not go on.
-bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int v, u64 base_count,
-                         const StringBase& base, const std::unordered_set<u64>& owned,
-                         std::set<u64>& reach, CheckReport& r);
+bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head, int v,
+                         u64 base_count, const StringBase& base,
+                         const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                         CheckReport& r);
 
 // check(): one log page chain of version v from `head`: owned pages of flavor v, records that
 // decode (replayed into `replay`), after its end no word of version v. Adds its pages to
 // `reach` and counts pages and records. Returns false when the walk could not go on.
-bool check_string_log_chain(const TreeParts& t, u64 head, int v,
+bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringMap& replay, std::size_t& pages, std::size_t& records,
                             CheckReport& r);

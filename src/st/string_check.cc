@@ -61,14 +61,15 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacit
   return {};
 }
 
-bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int v, u64 base_count,
-                         const StringBase& base, const std::unordered_set<u64>& owned,
-                         std::set<u64>& reach, CheckReport& r) {
+bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head, int v,
+                         u64 base_count, const StringBase& base,
+                         const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                         CheckReport& r) {
   std::size_t total = 0;
   std::vector<u64> chain;
   std::string prev;
   char buf[8];
-  for (u64 l = head; l; l = t.pool.at<StringLeafHeader>(l)->next[v]) {
+  for (u64 l = head.off; l; l = t.pool.at<StringLeafHeader>(l)->next[v].off) {
     const std::string at =
         "leaf " + std::to_string(chain.size()) + " (offset " + std::to_string(l) + ")";
     if (chain.size() > owned.size()) return r.fail("leaf list has a cycle"), false;
@@ -106,7 +107,7 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, u64 head, int
   return true;
 }
 
-bool check_string_log_chain(const TreeParts& t, u64 head, int v,
+bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringMap& replay, std::size_t& pages, std::size_t& records,
                             CheckReport& r) {
@@ -115,11 +116,13 @@ bool check_string_log_chain(const TreeParts& t, u64 head, int v,
   bool ended = false;
   std::string k;
   std::size_t npages = 0;
-  for (u64 pg = head; pg; pg = t.pool.at<LogPageHeader>(pg)->next) {
+  const LogPageHeader* h = nullptr;
+  for (LogPagePtr link = head; link; link = h->next) {
     if (++npages > owned.size() + 1) return r.fail("log page list has a cycle"), false;
+    if (!(h = checked_page(t.pool, link, t.codec.G, r))) return false;
+    const u64 pg = link.off;
     ++pages;
     reach.insert(pg);
-    const auto* h = t.pool.at<LogPageHeader>(pg);
     const std::string at = "log page at " + std::to_string(pg);
     if (!owned.contains(pg)) r.fail(at + " not owned by the directory");
     if (h->type != kPageType) r.fail(at + " has a wrong type word");

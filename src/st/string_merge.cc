@@ -104,7 +104,7 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
   thread_local std::vector<std::byte> img;
   if (img.size() < bytes) img.resize(bytes);
   StringLeaf lf{img.data()};
-  lf.h() = StringLeafHeader{slot, kStringLeafType, {0, 0}, count, heap, {0, 0}};
+  lf.h() = StringLeafHeader{slot, kStringLeafType, {LeafPtr{}, LeafPtr{}}, count, heap, {0, 0}};
   std::memset(img.data() + 64 + 2 * count, 0, StringLeaf::fp_bytes(count) - 2 * count);
   std::size_t at = lf.heap_start();
   for (std::size_t i = 0; i < count; ++i) {
@@ -187,8 +187,8 @@ void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const
 void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv) {
   pm::CategoryScope cat(pm::Category::node);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    u64& next = pool.at<StringLeafHeader>(out[i])->next[nv];
-    const u64 want = i + 1 < out.size() ? out[i + 1] : 0;
+    LeafPtr& next = pool.at<StringLeafHeader>(out[i])->next[nv];
+    const LeafPtr want(i + 1 < out.size() ? out[i + 1] : 0);
     if (next == want) continue;
     pm::store(&next, want);
     pm::flush(&next, 8);
@@ -225,7 +225,7 @@ void StringDPTree::merge() {
   }
   {
     PhaseScope ph(DPTreePhase::version_flip);
-    commit_merge(root_, nv, m.out.empty() ? 0 : m.out.front(), m.count);
+    commit_merge(root_, nv, LeafPtr(m.out.empty() ? 0 : m.out.front()), m.count);
   }
   rebuild_inner();
   ++merges_;

@@ -64,7 +64,7 @@ class Validator {
   u64 word(u64 off) const { return *pool_.at<u64>(off); }
   u64 off_of(const u64* w) const { return pool_.offset_of(w); }
   u64 next_off(u64 leaf, int v) const {
-    return shape_.next_word ? shape_.next_word(leaf, v) : off_of(&t_.leaf(leaf).next(v));
+    return shape_.next_word ? shape_.next_word(leaf, v) : pool_.offset_of(&t_.leaf(leaf).next(v));
   }
 
   // Directory blocks, each owned by the word linking it; every slot's block owned by the slot
@@ -129,7 +129,7 @@ class Validator {
   // The leaf list of the current version: owned leaves, no cycle, restart counts not ahead.
   std::size_t leaf_list(int v) {
     std::unordered_set<u64> seen;
-    u64 link = off_of(&root_.head[v]);
+    u64 link = pool_.offset_of(&root_.head[v]);
     for (u64 l = word(link); l; link = next_off(l, v), l = word(link)) {
       if (!leaves_.contains(l))
         fail("leaf list of version " + std::to_string(v) + ": the word", link,
@@ -149,7 +149,7 @@ class Validator {
     if (root_.gv & kInMerge) return;  // recovery reclaims the merge: the list is not read
     if (!(root_.gv & kInGc) && !root_.pending) return;
     std::unordered_set<u64> seen;
-    u64 link = off_of(&root_.head[v]);
+    u64 link = pool_.offset_of(&root_.head[v]);
     for (u64 l = word(link); l; link = next_off(l, v), l = word(link)) {
       if (leaves_.contains(l)) {
         if (!seen.insert(l).second)

@@ -5,6 +5,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -12,6 +13,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "baselines/pactree/pactree_index.h"
 #include "baselines/roart/roart.h"
@@ -90,56 +94,107 @@ TEST(ConcurrentCrash, TipsBackgroundReplay) {
 
 // fptree that keeps every 40th upsert in a volatile shadow instead of making it durable: it
 // is acknowledged and reads back while running (lookups, and the return values of insert,
-// update and remove, see it), and it is gone after a crash.
-class Forgetful final : public Index {
+// update and remove, see it), and it is gone after a crash. Of either key kind.
+template <class Keys>
+class Forgetful final : public Keys::IndexT {
+  using K = typename Keys::K;
+  using Arg = std::conditional_t<std::is_same_v<K, std::string>, std::string_view, Key>;
+  using Inner = typename Keys::IndexT;
+
  public:
-  explicit Forgetful(std::unique_ptr<Index> inner) : inner_(std::move(inner)) {}
+  explicit Forgetful(std::unique_ptr<Inner> inner) : inner_(std::move(inner)) {}
   std::string name() const override { return "forgetful"; }
-  void upsert(Key k, Value v) override {
+  void upsert(Arg k, Value v) override {
     std::lock_guard g(mu_);
     if (++n_ % 40 == 0) {
       inner_->remove(k);
-      shadow_[k] = v;
+      shadow_.insert_or_assign(K(k), v);
       return;
     }
-    shadow_.erase(k);
+    unshadow(k);
     inner_->upsert(k, v);
   }
-  bool insert(Key k, Value v) override {
+  bool insert(Arg k, Value v) override {
     std::lock_guard g(mu_);
     return !shadow_.contains(k) && inner_->insert(k, v);
   }
-  bool update(Key k, Value v) override {
+  bool update(Arg k, Value v) override {
     std::lock_guard g(mu_);
-    if (shadow_.erase(k)) {
+    if (unshadow(k)) {
       inner_->upsert(k, v);
       return true;
     }
     return inner_->update(k, v);
   }
-  bool remove(Key k) override {
+  bool remove(Arg k) override {
     std::lock_guard g(mu_);
-    bool shadowed = shadow_.erase(k) > 0;
+    bool shadowed = unshadow(k);
     return inner_->remove(k) || shadowed;
   }
-  std::optional<Value> lookup(Key k) const override {
+  std::optional<Value> lookup(Arg k) const override {
     std::lock_guard g(mu_);
     auto it = shadow_.find(k);
     if (it != shadow_.end()) return it->second;
     return inner_->lookup(k);
   }
-  std::size_t scan(Key s, std::size_t n, std::vector<KV>& out) const override {
+  std::size_t scan(Arg s, std::size_t n, std::vector<typename Keys::KVT>& out) const override {
     return inner_->scan(s, n, out);
   }
   IndexStats stats() const override { return inner_->stats(); }
   CheckReport check() const override { return inner_->check(); }
 
  private:
-  std::unique_ptr<Index> inner_;
+  bool unshadow(Arg k) {
+    auto it = shadow_.find(k);
+    if (it == shadow_.end()) return false;
+    shadow_.erase(it);
+    return true;
+  }
+
+  std::unique_ptr<Inner> inner_;
   mutable std::mutex mu_;
   std::size_t n_ = 0;
-  std::map<Key, Value> shadow_;
+  std::map<K, Value, std::less<>> shadow_;
 };
+
+// "forgetful-fptree", both key forms, registered once per process.
+void register_forgetful() {
+  static const bool once = [] {
+    IndexInfo info{"forgetful-fptree", "test only", true, true, [](const IndexConfig& c) {
+                     return std::make_unique<Forgetful<IntKeys>>(find_index("fptree").create(c));
+                   }};
+    info.create_string = [](const IndexConfig& c) {
+      return std::make_unique<Forgetful<StringKeys>>(find_index("fptree").create_string(c));
+    };
+    register_index(std::move(info));
+    return true;
+  }();
+  (void)once;
+}
+
+// The messages of the failures `run` reports on any thread (intercepted: they do not fail
+// the calling test).
+std::vector<std::string> failures_of(const std::function<void()>& run) {
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
+    run();
+  }
+  std::vector<std::string> messages;
+  for (int i = 0; i < failures.size(); ++i)
+    messages.emplace_back(failures.GetTestPartResult(i).message());
+  return messages;
+}
+
+// Runs `run` and expects failures naming a lost acknowledged write.
+void expect_lost_write_named(const std::function<void()>& run) {
+  const auto failures = failures_of(run);
+  ASSERT_FALSE(failures.empty()) << "the fixture missed writes that were never made durable";
+  EXPECT_TRUE(std::any_of(failures.begin(), failures.end(), [](const std::string& m) {
+    return m.find("acknowledged") != m.npos;
+  })) << failures.front();
+}
 
 TEST(ConcurrentCrash, RoartRowexWriters) {
   ConcurrentCrashConfig c;
@@ -174,23 +229,19 @@ TEST(ConcurrentCrash, PacTreeBackgroundUpdater) {
 }
 
 TEST(ConcurrentCrash, CatchesALostAcknowledgedWrite) {
-  register_index(IndexInfo{"forgetful-fptree", "test only", true, true, [](const IndexConfig& c) {
-                             return std::make_unique<Forgetful>(find_index("fptree").create(c));
-                           }});
+  register_forgetful();
   auto c = config("forgetful-fptree");
   c.ops_per_thread = 400;
-  ::testing::TestPartResultArray failures;
-  {
-    ::testing::ScopedFakeTestPartResultReporter reporter(
-        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
-    run_concurrent_crash(c);
-  }
-  ASSERT_GT(failures.size(), 0) << "the fixture missed writes that were never made durable";
-  bool named = false;
-  for (int i = 0; i < failures.size(); ++i)
-    named |= std::string(failures.GetTestPartResult(i).message()).find("acknowledged") !=
-             std::string::npos;
-  EXPECT_TRUE(named) << failures.GetTestPartResult(0).message();
+  expect_lost_write_named([&] { run_concurrent_crash(c); });
+}
+
+// The same over string keys (the fixture's key numbers mapped to the mixed string keys).
+TEST(ConcurrentCrash, CatchesALostAcknowledgedWriteOfAStringKey) {
+  register_forgetful();
+  StringConcurrentCrashConfig c;
+  c.index = "forgetful-fptree";
+  c.ops_per_thread = 400;
+  expect_lost_write_named([&] { run_string_concurrent_crash(c); });
 }
 
 // An fptree whose recovery throws: opening a pool that already holds an index fails.
@@ -204,15 +255,9 @@ void register_throwing_recovery() {
 
 // Failures `run` reports on any thread; each must name the failed recovery.
 void expect_recovery_failures_named(const std::function<void()>& run) {
-  ::testing::TestPartResultArray failures;
-  {
-    ::testing::ScopedFakeTestPartResultReporter reporter(
-        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
-    run();
-  }
-  ASSERT_GT(failures.size(), 0) << "a recovery that throws was not reported";
-  for (int i = 0; i < failures.size(); ++i) {
-    const std::string m = failures.GetTestPartResult(i).message();
+  const auto failures = failures_of(run);
+  ASSERT_FALSE(failures.empty()) << "a recovery that throws was not reported";
+  for (const std::string& m : failures) {
     EXPECT_NE(m.find("recovery of throwing-fptree"), std::string::npos) << m;
     EXPECT_NE(m.find("threw: recovery refused on purpose"), std::string::npos) << m;
   }

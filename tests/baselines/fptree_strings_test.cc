@@ -7,8 +7,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "baselines/fptree/layout.h"
 #include "dptree/error.h"
@@ -126,50 +124,6 @@ TEST(FPTreeStrings, FullPoolIsAnErrorAndLosesNothing) {
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(idx->remove(big(i)));
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(idx->insert(big(i), 1));  // into the freed blobs
   testing::expect_check_ok(*idx, "after removes and inserts");
-}
-
-// Three writers on disjoint keys of many lengths (8-slot leaves: splits race with everything,
-// and the key blob arenas are shared) beside a reader that looks up and scans; afterwards every
-// key is there with its value, a scan returns them in order, and check() passes.
-TEST(FPTreeStrings, ConcurrentWritersKeepEveryKey) {
-  pm::set_mode(pm::Mode::dram);
-  auto pool = pm::Pool::create_in_memory(std::size_t{16} << 20);
-  IndexConfig c;
-  c.pool = pool.get();
-  c.threads = 4;
-  c.options = {{"leaf_capacity", "8"}};
-  auto idx = find_index("fptree").create_string(c);
-  auto key = [](int w, int i) {
-    return std::string(1 + i % 40, char('a' + w)) + std::to_string(i);
-  };
-  constexpr int kPerWriter = 1500;
-  std::vector<std::thread> threads;
-  for (int w = 0; w < 3; ++w)
-    threads.emplace_back([&, w] {
-      for (int i = 0; i < kPerWriter; ++i) {
-        idx->upsert(key(w, i), Value(i));
-        if (i % 3 == 0) idx->remove(key(w, i / 2));
-        if (i % 3 == 0) idx->upsert(key(w, i / 2), Value(i / 2));
-      }
-    });
-  threads.emplace_back([&] {
-    std::vector<StringKV> out;
-    for (int i = 0; i < 300; ++i) {
-      idx->lookup(key(i % 3, i));
-      out.clear();
-      idx->scan(key(i % 3, i), 20, out);
-      for (std::size_t j = 1; j < out.size(); ++j) ASSERT_LT(out[j - 1].first, out[j].first);
-    }
-  });
-  for (auto& t : threads) t.join();
-  std::map<std::string, Value> model;
-  for (int w = 0; w < 3; ++w)
-    for (int i = 0; i < kPerWriter; ++i) model[key(w, i)] = Value(i);
-  for (const auto& [k, v] : model) ASSERT_EQ(idx->lookup(k), std::optional<Value>(v)) << k;
-  std::vector<StringKV> all;
-  EXPECT_EQ(idx->scan(std::string(1, '\0'), model.size() + 1, all), model.size());
-  EXPECT_EQ(all, std::vector<StringKV>(model.begin(), model.end()));
-  testing::expect_check_ok(*idx, "after the threads");
 }
 
 }  // namespace

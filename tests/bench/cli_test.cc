@@ -384,4 +384,26 @@ TEST(Cli, CheckHelpSaysReadOnlyAndRepair) {
   EXPECT_TRUE(has(r.output, "copy-on-write")) << r.output;
 }
 
+// The figures scripts read (the reproduction's persist costs) are in microbench's JSON file, one
+// object per PM mode; a folder that does not exist is refused before anything runs.
+TEST(Cli, MicrobenchWritesItsFiguresAsJson) {
+  const std::string json = temp("micro.json");
+  Result r = run("microbench --json " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "persist 1 line")) << "the table goes to stdout beside the file";
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  std::filesystem::remove(json);
+  for (const char* mode : {"pmem", "eadr", "dram", "sim"}) {
+    const auto& m = j.at("modes").at(mode);
+    for (const char* k : {"one_line", "four_lines", "four_ordered", "sixteen_lines"})
+      EXPECT_GT(m.at("persist_ns").at(k).get<double>(), 0) << mode << " " << k;
+    EXPECT_GT(m.at("alloc_ops_per_second").at("4096").get<double>(), 0) << mode;
+  }
+  EXPECT_GT(j.at("sim").at("capture_us").get<double>(), 0);
+  r = run("microbench --json /nonexistent-dptree-folder/micro.json");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "does not exist")) << r.output;
+}
+
 }  // namespace

@@ -237,15 +237,15 @@ TEST(DPTreeCheck, FindsCorruptionAndLeaks) {
   // A block nobody reaches.
   std::uint64_t stray = pool->allocator().reserve(64);
   auto* rt = pool->root<Root>();
-  pool->allocator().activate(&rt->log_head[1 - (rt->gv & 1)], stray);
+  pool->allocator().activate(rt->log_head[1 - (rt->gv & 1)], stray);
   EXPECT_TRUE(has("previous version")) << "a log head of the other version";
   EXPECT_TRUE(has("leaked PM block"));
-  pool->allocator().free(&rt->log_head[1 - (rt->gv & 1)]);
+  pool->allocator().free(rt->log_head[1 - (rt->gv & 1)]);
   EXPECT_TRUE(t->check().ok);
   // A leaf whose max key is below its keys.
   LeafLayout L;
   L.init(8, 8, 8);
-  Leaf first{pool->at(rt->head[rt->gv & 1]), &L};
+  Leaf first{pool->at(rt->head[rt->gv & 1].off), &L};
   std::uint64_t saved = first.max_key(static_cast<int>(rt->gv & 1));
   first.max_key(static_cast<int>(rt->gv & 1)) = 0;
   EXPECT_TRUE(has("outside its range"));

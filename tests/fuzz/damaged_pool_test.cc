@@ -67,7 +67,7 @@ struct FirstLeaf {
   explicit FirstLeaf(pm::Pool& p)
       : root(dptree_root(p)), cv(static_cast<int>(root.gv & 1)), leaf{nullptr, &L} {
     L.init(8, 8, 8);
-    leaf.p = p.at(root.head[cv]);
+    leaf.p = p.at(root.head[cv].off);
   }
 };
 
@@ -83,7 +83,7 @@ TEST(DamagedPool, LeafNextOutsideThePool) {
   for (const char* index : {"dptree", "cdptree"}) {
     auto p = seed_pool(index);
     FirstLeaf f(*p);
-    f.leaf.next(f.cv) = p->size() + 4096;
+    f.leaf.next(f.cv) = detail::LeafPtr(p->size() + 4096);
     expect_refused(*p, index,
                    {"leaf list of version", std::to_string(p->offset_of(&f.leaf.next(f.cv))),
                     "not a leaf the directory owns"});
@@ -93,17 +93,17 @@ TEST(DamagedPool, LeafNextOutsideThePool) {
 TEST(DamagedPool, LeafListCycle) {
   auto p = seed_pool("dptree");
   FirstLeaf f(*p);
-  ASSERT_NE(f.leaf.next(f.cv), 0u) << "the seed needs two leaves";
-  detail::Leaf second{p->at(f.leaf.next(f.cv)), &f.L};
+  ASSERT_TRUE(f.leaf.next(f.cv)) << "the seed needs two leaves";
+  detail::Leaf second{p->at(f.leaf.next(f.cv).off), &f.L};
   second.next(f.cv) = f.root.head[f.cv];
-  expect_refused(*p, "dptree", {"has a cycle", std::to_string(f.root.head[f.cv])});
+  expect_refused(*p, "dptree", {"has a cycle", std::to_string(f.root.head[f.cv].off)});
 }
 
 TEST(DamagedPool, LogChainIntoALeaf) {
   auto p = seed_pool("dptree");
   Root& r = dptree_root(*p);
   int cv = static_cast<int>(r.gv & 1);
-  r.log_head[cv] = r.head[cv];
+  r.log_head[cv] = detail::LogPagePtr(r.head[cv].off);
   expect_refused(*p, "dptree", {"log: the word", "not a log page the directory owns"});
 }
 
@@ -137,8 +137,8 @@ TEST(DamagedPool, UnknownGvBitsAndImpossibleFormat) {
 TEST(DamagedPool, CdptreeLogTableTailIntoTheDirectory) {
   auto p = seed_pool("cdptree");
   auto* r = p->at<cdp::CRoot>(*p->root_word());
-  ASSERT_NE(r->log_table[0], 0u);
-  word(*p, r->log_table[0]) = r->base.dir;
+  ASSERT_TRUE(r->log_table[0]);
+  word(*p, r->log_table[0].off) = r->base.dir;
   expect_refused(*p, "cdptree", {"not a log page the directory owns"});
   p = seed_pool("cdptree");
   r = p->at<cdp::CRoot>(*p->root_word());
@@ -170,13 +170,14 @@ std::set<u64> live_log_pages(pm::Pool& p, const std::string& index) {
   if (index == "dptree") {
     Root& r = dptree_root(p);
     for (int v = 0; v < 2; ++v)
-      for (u64 pg = r.log_head[v]; pg; pg = p.at<u64>(pg)[2]) in_log.insert(pg);
+      for (u64 pg = r.log_head[v].off; pg; pg = p.at<u64>(pg)[2]) in_log.insert(pg);
     return in_log;
   }
   auto* r = p.at<cdp::CRoot>(*p.root_word());
   for (int v = 0; v < 2; ++v)
     for (u64 part = 0; part < r->partitions; ++part)
-      for (u64 pg = p.at<u64>(r->log_table[v])[part]; pg; pg = p.at<u64>(pg)[2]) in_log.insert(pg);
+      for (u64 pg = p.at<u64>(r->log_table[v].off)[part]; pg; pg = p.at<u64>(pg)[2])
+        in_log.insert(pg);
   return in_log;
 }
 
@@ -249,10 +250,10 @@ TEST(DamagedPool, CheckFindsAWordOfTheLiveLogPastItsRecords) {
     detail::RecordCodec codec;
     codec.init(8, 8, 1024);
     const int v = static_cast<int>(dptree_root(*p).gv & 1);
-    u64 page = dptree_root(*p).log_head[v];
+    u64 page = dptree_root(*p).log_head[v].off;
     if (index == "cdptree") {
       auto* r = p->at<cdp::CRoot>(*p->root_word());
-      page = p->at<u64>(r->log_table[v])[0];  // partition 0's tail page
+      page = p->at<u64>(r->log_table[v].off)[0];  // partition 0's tail page
     }
     ASSERT_NE(page, 0u) << index;
     // The last slot of the page: no append has reached it (5 records in all).
@@ -286,7 +287,7 @@ struct TwoPageLog {
     auto* r = pool->at<cdp::CRoot>(*pool->root_word());
     v = static_cast<int>(r->base.gv & 1);
     for (u64 part = 0; part < r->partitions; ++part)
-      if (u64 tail = pool->at<u64>(r->log_table[v])[part]) earlier = pool->at<u64>(tail)[2];
+      if (u64 tail = pool->at<u64>(r->log_table[v].off)[part]) earlier = pool->at<u64>(tail)[2];
   }
   u64* record(std::size_t r) { return pool->at<u64>(earlier + codec.G.offset(r)); }
 };

@@ -232,5 +232,32 @@ TEST(PoolImage, SavedImageOpensAsAFile) {
   fs::remove(p);
 }
 
+// A typed offset resolves checked: null to nullptr, a whole aligned T inside the heap to its
+// address, and anything else (inside the header, misaligned, past the end, straddling the end)
+// to Error(corrupt) naming what held it.
+TEST(TypedOffset, ResolveChecksBoundsAndAlignment) {
+  struct Words {
+    std::uint64_t a, b;
+  };
+  auto pool = Pool::create_in_memory(kMinPoolSize);
+  const std::uint64_t blk = pool->allocator().reserve(64);
+  EXPECT_EQ(pool->resolve(PPtr<Words>(), "a link"), nullptr);
+  EXPECT_EQ(pool->resolve(PPtr<Words>(blk), "a link"), pool->at<Words>(blk));
+  EXPECT_EQ(pool->get(PPtr<Words>(blk)), pool->at<Words>(blk));
+  for (std::uint64_t bad : {std::uint64_t{8}, blk + 4, std::uint64_t{pool->size()},
+                            std::uint64_t{pool->size() - 8}, ~std::uint64_t{0} - 7}) {
+    EXPECT_FALSE(pool->holds(PPtr<Words>(bad))) << bad;
+    try {
+      pool->resolve(PPtr<Words>(bad), "the test's link");
+      ADD_FAILURE() << "offset " << bad << " resolved";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::corrupt);
+      EXPECT_NE(std::string(e.what()).find("the test's link holds offset " + std::to_string(bad)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dptree::pm

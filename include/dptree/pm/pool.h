@@ -23,6 +23,8 @@
 namespace dptree::pm {
 
 inline constexpr std::uint32_t kFormatVersion = 1;
+// The pool header's bytes: no block, so no typed offset, lies below.
+inline constexpr std::size_t kPoolHeaderBytes = 4096;
 inline constexpr std::size_t kMinPoolSize = 256 * 1024;
 // 64 TiB: half of x86-64's user address space, so no size near it wraps when rounded.
 inline constexpr std::size_t kMaxPoolSize = std::size_t{1} << 46;
@@ -97,9 +99,26 @@ class Pool {
   // copy-on-write pool (populating would copy every page) or a kernel before Linux 5.14.
   bool prefault();
 
+  // The T `p` names (nullptr for null), unchecked: for offsets the open-time validation or
+  // this process's own writes vouch for.
   template <class T>
   T* get(PPtr<T> p) const {
     return p.off ? reinterpret_cast<T*>(base_ + p.off) : nullptr;
+  }
+  // Whether a non-null `p` names a whole T inside the heap, aligned for T.
+  template <class T>
+  bool holds(PPtr<T> p) const {
+    return p.off >= kPoolHeaderBytes && p.off % alignof(T) == 0 && p.off <= size_ &&
+           size_ - p.off >= sizeof(T);
+  }
+  // The T `p` names, checked (nullptr for null): for words a crash or a damaged file may have
+  // left wrong. Throws Error(corrupt) naming `what` and the offset when `p` is out of bounds or
+  // misaligned.
+  template <class T>
+  T* resolve(PPtr<T> p, std::string_view what) const {
+    if (!p) return nullptr;
+    if (!holds(p)) refuse_offset(p.off, what);
+    return reinterpret_cast<T*>(base_ + p.off);
   }
   template <class T = std::byte>
   T* at(std::uint64_t off) const {
@@ -130,6 +149,7 @@ class Pool {
   void map_file(int fd, std::size_t size, bool fresh, bool cow = false);
   void init_header(std::size_t size);
   void attach(bool fresh);
+  [[noreturn]] void refuse_offset(std::uint64_t off, std::string_view what) const;
   friend class PoolClaim;
 
   std::string name_;

@@ -366,6 +366,13 @@ class Tree {
     inner_.build(sorted);
   }
 
+  // check()'s parts: one leaf (its key words and records added to the totals), the three lists
+  // that name the leaves, and the live blocks.
+  void check_leaf(std::uint64_t off, std::vector<u64>& key_words, std::size_t& records,
+                  CheckReport& r) const;
+  void check_leaf_lists(const std::set<std::uint64_t>& leaves, CheckReport& r) const;
+  void check_blocks(const std::set<std::uint64_t>& leaves, CheckReport& r) const;
+
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
@@ -384,40 +391,54 @@ template <class Keys>
 CheckReport Tree<Keys>::check() const {
   CheckReport r;
   std::unique_lock g(inner_mu_);
-  auto str = [](std::uint64_t x) { return std::to_string(x); };
   if (root_->log_leaf || root_->log_new_leaf) r.fail("the split micro-log is not clear");
   std::set<std::uint64_t> leaves;
   std::vector<u64> key_words;  // every low key and valid slot's key word
   std::size_t records = 0;
   for (auto off = root_->chain.first; off; off = leaf(off)->next) {
     if (!pool_.allocator().is_live(off) || !leaves.insert(off).second) {
-      r.fail("leaf " + str(off) + " is not live or is reached twice");
+      r.fail("leaf " + std::to_string(off) + " is not live or is reached twice");
       return r;
     }
-    const auto* l = leaf(off);
-    if (off == root_->chain.first && l->low_key != 0) r.fail("first leaf's low key is not 0");
-    if (l->low_key) key_words.push_back(l->low_key);
-    if (l->bitmap & ~full_) r.fail("leaf " + str(off) + " has bits past its capacity");
-    const Arg low = keys_->view(l->low_key);
-    if (inner_.find(low)->off != off)
-      r.fail("inner nodes do not route low key " + Keys::show(low) + " to its leaf");
-    const Arg hi = l->next ? keys_->view(leaf(l->next)->low_key) : Arg{};
-    if (l->next && hi <= low) r.fail("leaf low keys are not increasing");
-    std::set<Arg> keys;
-    for (auto bm = l->bitmap; bm; bm &= bm - 1) {
-      int i = std::countr_zero(bm);
-      key_words.push_back(kvs(l)[i].key);
-      const Arg k = keys_->view(kvs(l)[i].key);
-      ++records;
-      if (!keys.insert(k).second)
-        r.fail("leaf " + str(off) + " holds key " + Keys::show(k) + " twice");
-      if (l->fp[i] != Keys::fingerprint(k)) r.fail("wrong fingerprint for key " + Keys::show(k));
-      if (k < low || (l->next && k >= hi))
-        r.fail("key " + Keys::show(k) + " lies outside its leaf's range");
-    }
+    check_leaf(off, key_words, records, r);
   }
   keys_->check(key_words, r);
-  // The inner nodes' bottom level and the DRAM leaf list name the PM leaves in list order.
+  check_leaf_lists(leaves, r);
+  check_blocks(leaves, r);
+  r.facts = {{"records", double(records)}, {"leaves", double(leaves.size())}};
+  return r;
+}
+
+template <class Keys>
+void Tree<Keys>::check_leaf(std::uint64_t off, std::vector<u64>& key_words, std::size_t& records,
+                            CheckReport& r) const {
+  const std::string at = "leaf " + std::to_string(off);
+  const auto* l = leaf(off);
+  if (off == root_->chain.first && l->low_key != 0) r.fail("first leaf's low key is not 0");
+  if (l->low_key) key_words.push_back(l->low_key);
+  if (l->bitmap & ~full_) r.fail(at + " has bits past its capacity");
+  const Arg low = keys_->view(l->low_key);
+  if (inner_.find(low)->off != off)
+    r.fail("inner nodes do not route low key " + Keys::show(low) + " to its leaf");
+  const Arg hi = l->next ? keys_->view(leaf(l->next)->low_key) : Arg{};
+  if (l->next && hi <= low) r.fail("leaf low keys are not increasing");
+  std::set<Arg> keys;
+  for (auto bm = l->bitmap; bm; bm &= bm - 1) {
+    int i = std::countr_zero(bm);
+    key_words.push_back(kvs(l)[i].key);
+    const Arg k = keys_->view(kvs(l)[i].key);
+    ++records;
+    if (!keys.insert(k).second) r.fail(at + " holds key " + Keys::show(k) + " twice");
+    if (l->fp[i] != Keys::fingerprint(k)) r.fail("wrong fingerprint for key " + Keys::show(k));
+    if (k < low || (l->next && k >= hi))
+      r.fail("key " + Keys::show(k) + " lies outside its leaf's range");
+  }
+}
+
+// The inner nodes' bottom level, the DRAM leaf links and the creation chain name the PM leaves
+// of the leaf list, the first two in list order.
+template <class Keys>
+void Tree<Keys>::check_leaf_lists(const std::set<std::uint64_t>& leaves, CheckReport& r) const {
   std::vector<std::uint64_t> listed, routed, linked;
   for (auto off = root_->chain.first; off && listed.size() <= leaves.size(); off = leaf(off)->next)
     listed.push_back(off);
@@ -433,17 +454,20 @@ CheckReport Tree<Keys>::check() const {
       break;
     }
   if (chain != leaves) r.fail("the creation chain and the leaf list hold different leaves");
+}
+
+// Every live block is reachable: a leaf, the root or a key block.
+template <class Keys>
+void Tree<Keys>::check_blocks(const std::set<std::uint64_t>& leaves, CheckReport& r) const {
   std::set<std::uint64_t> mine(leaves.begin(), leaves.end());
   mine.insert(*pool_.root_word());
   keys_->for_each_block([&](std::uint64_t b) { mine.insert(b); });
   std::size_t live = 0;
   pool_.allocator().for_each_live_block([&](std::uint64_t off, std::size_t) {
     ++live;
-    if (!mine.count(off)) r.fail("live block " + str(off) + " is not reachable (leak)");
+    if (!mine.count(off)) r.fail("live block " + std::to_string(off) + " is not reachable (leak)");
   });
   if (live != mine.size()) r.fail("live blocks differ from the reachable blocks");
-  r.facts = {{"records", double(records)}, {"leaves", double(leaves.size())}};
-  return r;
 }
 
 }  // namespace dptree::baselines::fptree

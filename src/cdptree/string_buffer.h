@@ -1,12 +1,12 @@
 // The buffer of the concurrent DPTree's string form (string_cdptree.h): the CPBT of §3.1 over
 // byte-string keys. The OLC B+-tree of the integer form takes 8-byte keys, so this buffer is
-// hash-partitioned instead: N shards, each an ordered map under a reader-writer lock with its
-// own PM log (dptree's PLog over word records, format/string_leaf.h), its head word in the
-// persistent header table of the buffer's version. A key's shard is fixed by its hash, so its
-// log records are in one partition and in order: the writer holds the shard's lock across the
-// log append and the map change (§3.1, "Concurrent Modification"). Writers of different shards
-// run in parallel; readers share a shard's lock; a bloom filter over all keys lets most reads
-// of keys not in the buffer skip the shards.
+// hash-partitioned instead: N shards, each a DRAM B+-tree (the single-threaded string form's
+// buffer tree: keys in its nodes) under a reader-writer lock with its own PM log (dptree's PLog
+// over word records, format/string_leaf.h), its head word in the persistent header table of the
+// buffer's version. A key's shard is fixed by its hash, so its log records are in one partition and
+// in order: the writer holds the shard's lock across the log append and the tree change (§3.1,
+// "Concurrent Modification"). Writers of different shards run in parallel; readers share a shard's
+// lock; a bloom filter over all keys lets most reads of keys not in the buffer skip the shards.
 #pragma once
 
 #include <cstddef>
@@ -25,8 +25,8 @@
 
 namespace dptree::cdp {
 
+using detail::StringBufferTree;
 using detail::StringEntries;
-using detail::StringMap;
 using detail::u64;
 
 class StringBuffer {
@@ -43,11 +43,12 @@ class StringBuffer {
   // The value of k here (tombstones included), if any; h = hash_string(k).
   std::optional<u64> find(std::string_view k, u64 h) const {
     if (!bloom_.may_contain_hashed(h)) return std::nullopt;
+    const std::string key(k);  // the tree's key type (no allocation up to 15 bytes)
     const Shard& s = shards_[shard_of(h)];
     std::shared_lock lk(s.mu);
-    auto it = s.map.find(k);
-    if (it == s.map.end()) return std::nullopt;
-    return it->second;
+    const u64* v = s.tree.find(key);
+    if (!v) return std::nullopt;
+    return *v;
   }
   // Upsert under k's shard lock: decide(cur) returns the value to write (logged, stored, bloom
   // updated) or nothing; returns what it returned. `entries` gets the shard's entry count,
@@ -55,23 +56,25 @@ class StringBuffer {
   // nothing changed then.
   template <class F>
   std::optional<u64> upsert_with(std::string_view k, u64 h, F&& decide, std::size_t& entries) {
+    const std::string key(k);
     Shard& s = shards_[shard_of(h)];
     std::unique_lock lk(s.mu);
-    auto it = s.map.find(k);
-    std::optional<u64> out = decide(it == s.map.end() ? nullptr : &it->second);
+    // decide() reads only the Middle and the base: the slot stays valid until the insert.
+    u64* cur = s.tree.find(key);
+    std::optional<u64> out = decide(static_cast<const u64*>(cur));
     if (out) {
       append(s, shard_of(h), k, *out);
-      if (it == s.map.end())
-        s.map.emplace(std::string(k), *out);
+      if (cur)
+        *cur = *out;
       else
-        it->second = *out;
+        s.tree.insert(key, *out);
       bloom_.add_hashed(h);
     }
-    entries = s.map.size();
+    entries = s.tree.size();
     return out;
   }
 
-  // Recovery: shard p's log replayed into its map (records of one key in order). Throws
+  // Recovery: shard p's log replayed into its tree (records of one key in order). Throws
   // Error(corrupt) naming `tree` for a record of an impossible length.
   void replay(std::size_t p, const char* tree);
   // Up to n entries with key >= start of every shard, in key order, appended to `out`; true
@@ -86,15 +89,15 @@ class StringBuffer {
   // After this buffer's merge committed and no thread uses it: every shard's log chain
   // released (pages flagged, head cleared) and its pages handed to the next flavor's freelist.
   void release_logs();
-  // check(): each shard's map, and whether every key is in its own shard and the bloom filter.
-  const StringMap& map(std::size_t p) const { return shards_[p].map; }
+  // check(): each shard's tree, and whether every key is in its own shard and the bloom filter.
+  const StringBufferTree& tree(std::size_t p) const { return shards_[p].tree; }
   bool bloom_has(u64 h) const { return bloom_.may_contain_hashed(h); }
   std::size_t dram_bytes() const;
 
  private:
   struct alignas(64) Shard {
     mutable std::shared_mutex mu;
-    StringMap map;
+    StringBufferTree tree;
     std::unique_ptr<detail::PLog> log;
   };
   void append(Shard& s, std::size_t p, std::string_view k, u64 v);

@@ -2,9 +2,9 @@
 // list of the current version (st/string_base.h: every key's bytes reached by exactly one
 // entry, none leaked in a leaf, keys increasing) against the published inner index; each
 // shard's log (its records decode, after its end no word of its version, a replay gives the
-// shard's map exactly, every key in its own shard and in the bloom filter); the other log
-// table empty unless a parked merge keeps the Middle; and the allocator's live blocks exactly
-// the blocks the tree reaches (no leaked leaf, page or block).
+// shard's tree exactly (and the tree is sound), every key in its own shard and in the bloom
+// filter); the other log table empty unless a parked merge keeps the Middle; and the allocator's
+// live blocks exactly the blocks the tree reaches (no leaked leaf, page or block).
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -31,8 +31,11 @@ void StringCDPTree::check_buffer(const StringBuffer& b, const std::unordered_set
     pages += shard_pages;
     if (shard_pages != b.log_pages(p).size())
       r.fail(at + ": page count differs from the volatile state");
-    if (replay != b.map(p)) r.fail(at + ": replaying the log does not give the shard's entries");
-    for (const auto& kv : b.map(p)) {
+    for (const auto& problem : b.tree(p).check()) r.fail(at + ": buffer tree: " + problem);
+    StringMap buffered;
+    for (auto it = b.tree(p).begin(); it.valid(); ++it) buffered.emplace(it.key(), it.value());
+    if (replay != buffered) r.fail(at + ": replaying the log does not give the shard's entries");
+    for (const auto& kv : buffered) {
       const u64 h = hash_string(kv.first);
       if (b.shard_of(h) != p) r.fail(at + ": holds a key of another shard");
       if (!b.bloom_has(h))

@@ -80,14 +80,17 @@ bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
 }
 
 // The pool's string-key tree of `index` (a root of `bytes` starting with `magic`), named
-// `what`; false when the pool holds another index.
+// `what`; false when the pool holds another index. A root of the string forms' previous format
+// goes on to the open, whose version_mismatch names both formats and the way out.
 bool check_string_pool(dptree::pm::Pool& pool, const std::string& path, const char* index,
                        dptree::detail::u64 magic, std::size_t bytes, const char* what) {
+  namespace d = dptree::detail;
   try {
-    dptree::detail::find_root(pool, magic, bytes, what);
+    d::find_root(pool, magic, bytes, what);
   } catch (const dptree::Error& e) {
-    if (e.code() == dptree::Errc::wrong_index) return false;
-    throw;
+    if (e.code() != dptree::Errc::wrong_index) throw;
+    if (!d::root_if_ours(pool, d::string_magic_version(magic, d::kStringFormat - 1), bytes))
+      return false;
   }
   dptree::IndexConfig c;
   c.pool = &pool;

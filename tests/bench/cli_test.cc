@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "dptree/pm/pool.h"
+#include "format/layout.h"
+#include "format/string_leaf.h"
 #include "misuse/cli_run.h"
 
 namespace {
@@ -292,6 +295,23 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
                     pool);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "concurrent DPTree (cdptree) of string keys, ok")) << r.output;
+  // A string pool of the previous format is named as such, not as another index's.
+  r =
+      run("bench --index dptree --key-type string --workload insert_only --records 100 --ops 100 "
+          "--quiet --pm-mode dram --keep --pool " +
+          pool);
+  ASSERT_EQ(r.status, 0) << r.output;
+  {
+    namespace d = dptree::detail;
+    auto p = dptree::pm::Pool::open(pool);
+    p->at<d::Root>(*p->root_word())->magic =
+        d::string_magic_version(d::kStringRootMagic, d::kStringFormat - 1);
+  }
+  r = run("check " + pool);
+  std::filesystem::remove(pool);
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.output, "of string keys in format 1 (leaves without fingerprints)"))
+      << r.output;
   // A pool of another index is refused, naming what check takes.
   r = check_pool_of("--index fastfair --workload insert_only --records 100 --ops 100", pool);
   EXPECT_NE(r.status, 0);

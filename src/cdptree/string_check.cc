@@ -31,10 +31,8 @@ void StringCDPTree::check_buffer(const StringBuffer& b, const std::unordered_set
     pages += shard_pages;
     if (shard_pages != b.log_pages(p).size())
       r.fail(at + ": page count differs from the volatile state");
-    for (const auto& problem : b.tree(p).check()) r.fail(at + ": buffer tree: " + problem);
-    StringMap buffered;
-    for (auto it = b.tree(p).begin(); it.valid(); ++it) buffered.emplace(it.key(), it.value());
-    if (replay != buffered) r.fail(at + ": replaying the log does not give the shard's entries");
+    const StringMap buffered =
+        checked_buffer_entries(b.tree(p), replay, at + ": ", "the shard's entries", r);
     for (const auto& kv : buffered) {
       const u64 h = hash_string(kv.first);
       if (b.shard_of(h) != p) r.fail(at + ": holds a key of another shard");

@@ -129,6 +129,12 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
 // check(): one log page chain of version v from `head`: owned pages of flavor v, records that
 // decode (replayed into `replay`), after its end no word of version v. Adds its pages to
 // `reach` and counts pages and records. Returns false when the walk could not go on.
+// check(): a buffer tree against the replay of its log: the tree's own structure, and its
+// entries equal to `replay` (failures start with `prefix`; `what` names the entries). Returns
+// the entries, for the caller's checks of each key.
+StringMap checked_buffer_entries(const StringBufferTree& tree, const StringMap& replay,
+                                 const std::string& prefix, std::string_view what, CheckReport& r);
+
 bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringMap& replay, std::size_t& pages, std::size_t& records,

@@ -107,6 +107,15 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
   return true;
 }
 
+StringMap checked_buffer_entries(const StringBufferTree& tree, const StringMap& replay,
+                                 const std::string& prefix, std::string_view what, CheckReport& r) {
+  for (const auto& p : tree.check()) r.fail(prefix + "buffer tree: " + p);
+  StringMap entries;
+  for (auto it = tree.begin(); it.valid(); ++it) entries.emplace(it.key(), it.value());
+  if (replay != entries) r.fail(prefix + "replaying the log does not give " + std::string(what));
+  return entries;
+}
+
 bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringMap& replay, std::size_t& pages, std::size_t& records,
@@ -176,10 +185,7 @@ void StringDPTree::check_log(const std::unordered_set<u64>& owned, std::set<u64>
                               r))
     return;
   if (npages != log_->pages().size()) r.fail("log page count differs from the volatile state");
-  for (const auto& p : buffer_.check()) r.fail("buffer tree: " + p);
-  StringMap buffered;
-  for (auto it = buffer_.begin(); it.valid(); ++it) buffered.emplace(it.key(), it.value());
-  if (replay != buffered) r.fail("replaying the log does not give the buffer tree");
+  const StringMap buffered = checked_buffer_entries(buffer_, replay, "", "the buffer tree", r);
   for (const auto& kv : buffered)
     if (!bloom_.may_contain_hashed(hash_string(kv.first)))
       r.fail("bloom filter misses a buffer key of " + std::to_string(kv.first.size()) + " bytes");

@@ -89,6 +89,19 @@ bool CDPTree::Impl::check_leaves(int v, LeafWalk& walk, LeafCount& total, CheckR
   return true;
 }
 
+namespace {
+// A partition's page chain; a bad link is a failure of the report, not an exception (check()
+// lists every problem it finds), and the partition's pages are then not examined.
+std::vector<u64> checked_chain(const cdp::PartitionedLog& log, std::size_t p, CheckReport& r) {
+  try {
+    return log.read_chain(p);
+  } catch (const Error& e) {
+    r.fail("log partition " + std::to_string(p) + ": " + e.what());
+    return {};
+  }
+}
+}  // namespace
+
 // The Front's log: its pages, replayed per partition, give exactly the Front tree (§3.1).
 // Returns the Front's entries; `pages_n` and `records` get the log's size.
 std::size_t CDPTree::Impl::check_front_log(int v, const std::unordered_set<u64>& owned,
@@ -101,7 +114,7 @@ std::size_t CDPTree::Impl::check_front_log(int v, const std::unordered_set<u64>&
   pages_n = records = 0;
   const u64 vb = log_valid_bit(v);
   for (std::size_t p = 0; p < opt.log_partitions; ++p)
-    for (u64 pg : f->log.read_chain(p)) {
+    for (u64 pg : checked_chain(f->log, p, r)) {
       ++pages_n;
       if (!reach.insert(pg).second) r.fail("log page reached twice");
       if (!owned.contains(pg)) r.fail("log page not owned by the directory");

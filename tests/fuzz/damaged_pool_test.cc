@@ -307,6 +307,25 @@ TEST(DamagedPool, CdptreeTornRecordOnALogPageTheReleaseKeeps) {
   EXPECT_EQ(t.idx->check().problems.size(), 1u);
 }
 
+// A page link of a running cdptree's log that leaves the pool: check() lists it as a problem
+// of that partition (it does not throw), and goes on with the rest of the tree.
+TEST(DamagedPool, CdptreeCheckListsABadLogPageLink) {
+  TwoPageLog t;
+  ASSERT_NE(t.earlier, 0u) << "the partition's log needs two pages";
+  ASSERT_TRUE(t.idx->check().ok);
+  auto* r = t.pool->at<cdp::CRoot>(*t.pool->root_word());
+  u64 tail = 0;  // the tail page of the partition with two pages
+  for (u64 part = 0; part < r->partitions; ++part)
+    if (u64 pg = t.pool->at<u64>(r->log_table[t.v].off)[part]; pg && t.pool->at<u64>(pg)[2])
+      tail = pg;
+  ASSERT_NE(tail, 0u);
+  t.pool->at<u64>(tail)[2] = t.pool->size() + 4096;  // the link to the earlier page
+  CheckReport rep;
+  ASSERT_NO_THROW(rep = t.idx->check());
+  EXPECT_FALSE(rep.ok);
+  EXPECT_TRUE(check_names(*t.idx, {"log partition", "a log partition's page link"}));
+}
+
 // A stale record of the current version in a log slot (what a freelist that broke its
 // invariant would hand over): check() of the running tree finds that the log no longer
 // replays to the buffer; recovery cannot tell it from a write (records carry no version) and

@@ -296,10 +296,14 @@ class FastFair final : public Index {
   bool settled(std::uint64_t n) const {
     return !shared_ && hdr(n)->repaired == static_cast<std::uint32_t>(epoch_);
   }
-  // Whether n holds a key at or above k.
+  // Whether n holds a key at or above k. On a settled node the keys are sorted and hold no
+  // hole, so the scan stops at the first such key (half the node on average, not all of it:
+  // the writer scans the node again for its position).
   bool reaches(std::uint64_t n, Key k) const {
-    const std::size_t end = end_of(n);
-    return end && ents(n)[end - 1].key >= k;
+    const auto* e = ents(n);
+    for (std::size_t i = 0; i < slots_ && e[i].val != kEnd; ++i)
+      if (e[i].key >= k) return true;
+    return false;
   }
 
   // --- writers' locks ------------------------------------------------------------------

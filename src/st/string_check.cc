@@ -16,6 +16,40 @@
 
 namespace dptree::detail {
 
+namespace {
+
+// What is wrong with entry i of a leaf (empty: nothing), to follow "entry i". `at` is where
+// its key's bytes must start if they are in the heap (each key's bytes follow the previous
+// one's, so every heap byte is one key's); it moves past them.
+std::string entry_problem(const StringLeaf& lf, std::size_t i, std::size_t& at,
+                          std::size_t heap_end) {
+  const StringEntry& e = lf.entries()[i];
+  if (e.len == 0 || e.len > kStringTreeMaxKey)
+    return " has a key of " + std::to_string(e.len) + " bytes (1.." +
+           std::to_string(kStringTreeMaxKey) + ")";
+  char buf[8];
+  std::string_view k;
+  if (e.len <= 8) {
+    if (e.off != 0) return ": a key of up to 8 bytes with heap offset " + std::to_string(e.off);
+    if (e.len < 8 && (e.prefix << (8 * e.len)) != 0)
+      return ": prefix bytes beyond the key's length";
+    k = lf.key(i, buf);
+  } else {
+    if (e.off != at)
+      return "'s key bytes at " + std::to_string(e.off) + ", not " + std::to_string(at) +
+             " (overlapping, out of bounds or leaving a gap)";
+    at += e.len;
+    if (at > heap_end) return "'s key bytes run past the key heap";
+    k = std::string_view(reinterpret_cast<const char*>(lf.p + e.off), e.len);
+    if (key_prefix(k) != e.prefix) return "'s prefix differs from its key";
+  }
+  if (lf.fps()[i] != string_fingerprint(hash_string(k)))
+    return "'s fingerprint differs from its key's";
+  return {};
+}
+
+}  // namespace
+
 std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacity) {
   const std::size_t block = pool.allocator().block_size(l);
   if (block < 64) return "is smaller than its header";
@@ -29,33 +63,9 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacit
   for (std::size_t b = 2 * count; b < StringLeaf::fp_bytes(count); ++b)
     if (lf.p[64 + b] != std::byte{0}) return "has fingerprint padding that is not zero";
   std::size_t at = lf.heap_start();  // where the next key's bytes must start
-  char buf[8];
-  for (std::size_t i = 0; i < count; ++i) {
-    const StringEntry& e = lf.entries()[i];
-    const std::string at_i = "entry " + std::to_string(i);
-    if (e.len == 0 || e.len > kStringTreeMaxKey)
-      return at_i + " has a key of " + std::to_string(e.len) + " bytes (1.." +
-             std::to_string(kStringTreeMaxKey) + ")";
-    if (e.len <= 8) {
-      if (e.off != 0)
-        return at_i + ": a key of up to 8 bytes with heap offset " + std::to_string(e.off);
-      if (e.len < 8 && (e.prefix << (8 * e.len)) != 0)
-        return at_i + ": prefix bytes beyond the key's length";
-      if (lf.fps()[i] != string_fingerprint(hash_string(lf.key(i, buf))))
-        return at_i + "'s fingerprint differs from its key's";
-      continue;
-    }
-    // Each key's bytes follow the previous one's: every heap byte is one key's.
-    if (e.off != at)
-      return at_i + "'s key bytes at " + std::to_string(e.off) + ", not " + std::to_string(at) +
-             " (overlapping, out of bounds or leaving a gap)";
-    at += e.len;
-    if (at > lf.heap_start() + heap) return at_i + "'s key bytes run past the key heap";
-    const std::string_view k(reinterpret_cast<const char*>(lf.p + e.off), e.len);
-    if (key_prefix(k) != e.prefix) return at_i + "'s prefix differs from its key";
-    if (lf.fps()[i] != string_fingerprint(hash_string(k)))
-      return at_i + "'s fingerprint differs from its key's";
-  }
+  for (std::size_t i = 0; i < count; ++i)
+    if (std::string p = entry_problem(lf, i, at, lf.heap_start() + heap); !p.empty())
+      return "entry " + std::to_string(i) + p;
   if (at != lf.heap_start() + heap)
     return std::to_string(lf.heap_start() + heap - at) + " key heap bytes no entry reaches";
   return {};

@@ -9,9 +9,12 @@
 #include <fmt/core.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "commands.h"
 #include "dptree/cdptree.h"
@@ -26,39 +29,60 @@
 
 namespace {
 
-void print_report(const dptree::CheckReport& r) {
-  for (const auto& [k, v] : r.facts) fmt::print("  checked {}: {}\n", k, v);
-  for (const auto& p : r.problems) fmt::print("  violation: {}\n", p);
-  if (!r.ok) dptree::cli::exit_code() = 1;
+// What `dptree check` found in a pool: printed as text, or as one JSON object with --json.
+struct Found {
+  std::string index;  // "dptree" or "cdptree"
+  std::string keys;   // "u64" or "string"
+  std::string what;   // the tree and its form, as the text report names it
+  std::string text;   // the text report's stat lines
+  std::vector<std::pair<std::string, double>> stats;
+  dptree::CheckReport report;
+};
+
+using Stats = std::vector<std::pair<std::string, double>>;
+double num(std::size_t x) {
+  return static_cast<double>(x);
 }
 
 // The DPTree of the widths the pool's root stores (DPTree<K, V> is a template per width).
 template <std::size_t KeyBytes, std::size_t ValueBytes>
-bool check_dptree(dptree::pm::Pool& pool, const std::string& path, std::size_t kb, std::size_t vb) {
+bool check_dptree(dptree::pm::Pool& pool, Found& f, std::size_t kb, std::size_t vb) {
   if (kb != KeyBytes || vb != ValueBytes) return false;
   auto t = dptree::DPTree<KeyBytes, ValueBytes>::open(pool);
-  auto r = t->check();
+  f.report = t->check();
   auto s = t->stats();
-  fmt::print("pool {}: DPTree ({}-byte keys, {}-byte values), {}\n", path, KeyBytes, ValueBytes,
-             r.ok ? "ok" : "VIOLATIONS FOUND");
-  fmt::print("  records {}  (base {}, buffer entries {})\n", s.records, s.base_records,
-             s.buffer_entries);
-  fmt::print("  leaves {}  log pages {} (+{} cached free)  restarts {}\n", s.leaves, s.log_pages,
-             s.free_log_pages, s.restart_count);
-  fmt::print("  PM bytes {}  DRAM bytes {}\n", s.pm_bytes, s.dram_bytes);
-  print_report(r);
+  f.index = "dptree";
+  f.keys = "u64";
+  f.what = fmt::format("DPTree ({}-byte keys, {}-byte values)", KeyBytes, ValueBytes);
+  f.text = fmt::format(
+      "  records {}  (base {}, buffer entries {})\n"
+      "  leaves {}  log pages {} (+{} cached free)  restarts {}\n"
+      "  PM bytes {}  DRAM bytes {}\n",
+      s.records, s.base_records, s.buffer_entries, s.leaves, s.log_pages, s.free_log_pages,
+      s.restart_count, s.pm_bytes, s.dram_bytes);
+  f.stats = Stats{{"key_bytes", num(KeyBytes)},
+                  {"value_bytes", num(ValueBytes)},
+                  {"records", num(s.records)},
+                  {"base_records", num(s.base_records)},
+                  {"buffer_entries", num(s.buffer_entries)},
+                  {"leaves", num(s.leaves)},
+                  {"log_pages", num(s.log_pages)},
+                  {"free_log_pages", num(s.free_log_pages)},
+                  {"restart_count", num(s.restart_count)},
+                  {"pm_bytes", num(s.pm_bytes)},
+                  {"dram_bytes", num(s.dram_bytes)}};
   return true;
 }
 
 // Every width DPTree takes: keys and values of 8, 16, ..., 56 bytes (7 x 7 instantiations).
 template <std::size_t... I>
-bool check_any_width(dptree::pm::Pool& pool, const std::string& path, std::size_t kb,
-                     std::size_t vb, std::index_sequence<I...>) {
-  return (check_dptree<8 + 8 * (I / 7), 8 + 8 * (I % 7)>(pool, path, kb, vb) || ...);
+bool check_any_width(dptree::pm::Pool& pool, Found& f, std::size_t kb, std::size_t vb,
+                     std::index_sequence<I...>) {
+  return (check_dptree<8 + 8 * (I / 7), 8 + 8 * (I % 7)>(pool, f, kb, vb) || ...);
 }
 
 // The pool's DPTree, of the widths its root stores; false when it holds another index.
-bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
+bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path, Found& f) {
   namespace d = dptree::detail;
   const d::Root* root = nullptr;
   try {
@@ -68,8 +92,7 @@ bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
     if (e.code() == dptree::Errc::wrong_index) return false;
     throw;
   }
-  if (check_any_width(pool, path, root->key_bytes, root->value_bytes,
-                      std::make_index_sequence<49>{}))
+  if (check_any_width(pool, f, root->key_bytes, root->value_bytes, std::make_index_sequence<49>{}))
     return true;
   throw dptree::Error(dptree::Errc::stored_setting,
                       "pool '" + path + "' stores entry widths of " +
@@ -82,7 +105,7 @@ bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
 // The pool's string-key tree of `index` (a root of `bytes` starting with `magic`), named
 // `what`; false when the pool holds another index. A root of the string forms' previous format
 // goes on to the open, whose version_mismatch names both formats and the way out.
-bool check_string_pool(dptree::pm::Pool& pool, const std::string& path, const char* index,
+bool check_string_pool(dptree::pm::Pool& pool, Found& f, const char* index,
                        dptree::detail::u64 magic, std::size_t bytes, const char* what) {
   namespace d = dptree::detail;
   try {
@@ -95,33 +118,50 @@ bool check_string_pool(dptree::pm::Pool& pool, const std::string& path, const ch
   dptree::IndexConfig c;
   c.pool = &pool;
   auto t = dptree::find_index(index).create_string(c);
-  auto r = t->check();
+  f.report = t->check();
   auto s = t->stats();
-  fmt::print("pool {}: {}, {}\n", path, what, r.ok ? "ok" : "VIOLATIONS FOUND");
-  fmt::print("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes, s.dram_bytes);
-  print_report(r);
+  f.index = index;
+  f.keys = "string";
+  f.what = what;
+  f.text = fmt::format("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes,
+                       s.dram_bytes);
+  f.stats = Stats{{"records", num(s.records)},
+                  {"pm_bytes", num(s.pm_bytes)},
+                  {"dram_bytes", num(s.dram_bytes)}};
   return true;
 }
 
-bool check_string_dptree_pool(dptree::pm::Pool& pool, const std::string& path) {
-  namespace d = dptree::detail;
-  return check_string_pool(pool, path, "dptree", d::kStringRootMagic, sizeof(d::Root),
+bool check_string_dptree_pool(dptree::pm::Pool& pool, Found& f) {
+  namespace dd = dptree::detail;
+  return check_string_pool(pool, f, "dptree", dd::kStringRootMagic, sizeof(dd::Root),
                            "DPTree of string keys") ||
-         check_string_pool(pool, path, "cdptree", d::kCStringRootMagic, sizeof(d::CRoot),
+         check_string_pool(pool, f, "cdptree", dd::kCStringRootMagic, sizeof(dd::CRoot),
                            "concurrent DPTree (cdptree) of string keys");
 }
 
-void check_cdptree(dptree::pm::Pool& pool, const std::string& path) {
+void check_cdptree(dptree::pm::Pool& pool, Found& f) {
   auto t = dptree::CDPTree::open(pool);
-  auto r = t->check();
+  f.report = t->check();
   auto s = t->stats();
-  fmt::print("pool {}: concurrent DPTree (cdptree), {}\n", path, r.ok ? "ok" : "VIOLATIONS FOUND");
-  fmt::print("  records {}  (base {}, front buffer entries {})\n", s.records, s.base_records,
-             s.front_entries);
-  fmt::print("  leaves {}  log pages {} (+{} cached free)  restarts {}  recovery {:.3f} s\n",
-             s.leaves, s.log_pages, s.free_log_pages, s.restart_count, s.last_recovery_seconds);
-  fmt::print("  PM bytes {}  DRAM bytes {}\n", s.pm_bytes, s.dram_bytes);
-  print_report(r);
+  f.index = "cdptree";
+  f.keys = "u64";
+  f.what = "concurrent DPTree (cdptree)";
+  f.text = fmt::format(
+      "  records {}  (base {}, front buffer entries {})\n"
+      "  leaves {}  log pages {} (+{} cached free)  restarts {}  recovery {:.3f} s\n"
+      "  PM bytes {}  DRAM bytes {}\n",
+      s.records, s.base_records, s.front_entries, s.leaves, s.log_pages, s.free_log_pages,
+      s.restart_count, s.last_recovery_seconds, s.pm_bytes, s.dram_bytes);
+  f.stats = Stats{{"records", num(s.records)},
+                  {"base_records", num(s.base_records)},
+                  {"front_entries", num(s.front_entries)},
+                  {"leaves", num(s.leaves)},
+                  {"log_pages", num(s.log_pages)},
+                  {"free_log_pages", num(s.free_log_pages)},
+                  {"restart_count", num(s.restart_count)},
+                  {"recovery_seconds", s.last_recovery_seconds},
+                  {"pm_bytes", num(s.pm_bytes)},
+                  {"dram_bytes", num(s.dram_bytes)}};
 }
 
 bool another_index(const dptree::Error& e) {
@@ -148,15 +188,17 @@ void print_recovery_writes(const dptree::pm::Pool& pool) {
 }
 
 // The tree in `pool` (a DPTree of any width or of strings, a cdptree of strings, else a
-// cdptree), checked and reported.
-void check_pool(dptree::pm::Pool& pool, const std::string& path) {
+// cdptree), checked.
+Found check_pool(dptree::pm::Pool& pool, const std::string& path) {
+  Found f;
   try {
-    if (check_dptree_pool(pool, path) || check_string_dptree_pool(pool, path)) return;
+    if (check_dptree_pool(pool, path, f) || check_string_dptree_pool(pool, f)) return f;
   } catch (const dptree::Error& e) {
     if (!another_index(e)) throw;
   }
   try {
-    check_cdptree(pool, path);
+    check_cdptree(pool, f);
+    return f;
   } catch (const dptree::Error& e) {
     if (!another_index(e)) throw;
     throw dptree::Error(
@@ -168,6 +210,53 @@ void check_pool(dptree::pm::Pool& pool, const std::string& path) {
   }
 }
 
+void print_text(const Found& f, const std::string& path) {
+  fmt::print("pool {}: {}, {}\n", path, f.what, f.report.ok ? "ok" : "VIOLATIONS FOUND");
+  fmt::print("{}", f.text);
+  for (const auto& [k, v] : f.report.facts) fmt::print("  checked {}: {}\n", k, v);
+  for (const auto& p : f.report.problems) fmt::print("  violation: {}\n", p);
+}
+
+// A count as a JSON integer, any other figure as a number.
+nlohmann::ordered_json json_number(double v) {
+  if (v == static_cast<double>(static_cast<long long>(v))) return static_cast<long long>(v);
+  return v;
+}
+
+// One JSON object: the pool, the tree, its stats, what check() counted and found, and what
+// recovery wrote (to the private copy: the lines it would write; with --repair: to the file).
+void print_json(const Found& f, const std::string& path, const dptree::pm::Pool& pool,
+                bool repaired) {
+  nlohmann::ordered_json j;
+  j["pool"] = path;
+  j["index"] = f.index;
+  j["keys"] = f.keys;
+  j["ok"] = f.report.ok;
+  for (const auto& [k, v] : f.stats) j["stats"][k] = json_number(v);
+  j["checked"] = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : f.report.facts) j["checked"][k] = json_number(v);
+  j["violations"] = f.report.problems;
+  std::size_t bytes = 0;
+  auto ranges = nlohmann::ordered_json::array();
+  for (auto [b, e] : pool.changed_ranges()) {
+    bytes += e - b;
+    ranges.push_back({b, e});
+  }
+  j["recovery_writes"] = {{"bytes", bytes}, {"ranges", ranges}, {"written", repaired}};
+  fmt::print("{}\n", j.dump(2));
+}
+
+// --json: a pool that cannot be checked is still one JSON object (its error code and
+// message), besides the message on stderr and the exit status.
+void print_json_error(const std::string& path, const dptree::Error& e) {
+  nlohmann::ordered_json j;
+  j["pool"] = path;
+  j["ok"] = false;
+  j["error"] = {{"code", std::string(dptree::to_string(e.code()))}, {"message", e.what()}};
+  fmt::print("{}\n", j.dump(2));
+  std::fflush(stdout);  // before the message on stderr
+}
+
 const dptree::cli::Registrar reg{
     {"check",
      "Open (recover) the DPTree or concurrent DPTree in POOL, verify every invariant, print its "
@@ -176,20 +265,32 @@ const dptree::cli::Registrar reg{
      [](CLI::App& app) {
        auto path = std::make_shared<std::string>();
        auto repair = std::make_shared<bool>(false);
+       auto json = std::make_shared<bool>(false);
        app.add_option("pool", *path, "pool file holding a DPTree or a cdptree")->required();
+       app.add_flag("--json", *json,
+                    "print one JSON object (pool, index, keys, ok, stats, checked, violations, "
+                    "recovery_writes; or ok and error) instead of the text report");
        app.add_flag("--repair", *repair,
                     "write recovery's changes (an interrupted merge undone, the log replayed, "
                     "stale allocator words cleared) to the pool file; without it nothing is "
                     "written");
-       app.callback([path, repair] {
+       app.callback([path, repair, json] {
          using dptree::pm::OpenMode;
-         auto pool =
-             dptree::pm::Pool::open(*path, *repair ? OpenMode::shared : OpenMode::copy_on_write);
-         check_pool(*pool, *path);
-         if (*repair)
-           fmt::print("  repaired: recovery's writes are in the file\n");
-         else
-           print_recovery_writes(*pool);
+         try {
+           auto pool =
+               dptree::pm::Pool::open(*path, *repair ? OpenMode::shared : OpenMode::copy_on_write);
+           const Found f = check_pool(*pool, *path);
+           if (!f.report.ok) dptree::cli::exit_code() = 1;
+           if (*json) return print_json(f, *path, *pool, *repair);
+           print_text(f, *path);
+           if (*repair)
+             fmt::print("  repaired: recovery's writes are in the file\n");
+           else
+             print_recovery_writes(*pool);
+         } catch (const dptree::Error& e) {
+           if (*json) print_json_error(*path, e);
+           throw;
+         }
        });
      }}};
 

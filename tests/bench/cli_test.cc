@@ -265,6 +265,49 @@ Result check_pool_of(const std::string& bench_args, const std::string& pool) {
   return r;
 }
 
+// `dptree check --json` prints one JSON object a script can read: the tree, its stats, what
+// check() counted and found, and recovery's writes; a file it cannot check gives ok false and
+// the error's code, with exit status 1 (the message also goes to stderr, after the object).
+TEST(Cli, CheckJsonReportsTheTreeOrTheError) {
+  const std::string pool = temp("check-json");
+  std::filesystem::remove(pool);
+  Result r = run(
+      "bench --index dptree --workload insert_only --records 0 --ops 3000 --quiet --pm-mode dram "
+      "--keep --pool " +
+      pool);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run("check --json " + pool);
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["pool"], pool);
+  EXPECT_EQ(j["index"], "dptree");
+  EXPECT_EQ(j["keys"], "u64");
+  EXPECT_EQ(j["ok"], true);
+  EXPECT_EQ(j["stats"]["records"], 3000);
+  EXPECT_EQ(j["stats"]["key_bytes"], 8);
+  EXPECT_EQ(j["checked"]["leaves"], j["stats"]["leaves"]);
+  EXPECT_EQ(j["checked"]["format_version"], 1);
+  EXPECT_TRUE(j["violations"].empty());
+  EXPECT_EQ(j["recovery_writes"]["written"], false);
+  EXPECT_GT(j["recovery_writes"]["bytes"], 0) << "recovery writes the restart count at least";
+  EXPECT_FALSE(j["recovery_writes"]["ranges"].empty());
+  std::filesystem::remove(pool);
+
+  {
+    std::ofstream junk(pool);
+    junk << "not a pool\n";
+  }
+  r = run("check --json " + pool);
+  EXPECT_EQ(r.status, 1) << r.output;
+  const auto open = r.output.find('{'), close = r.output.rfind('}');
+  ASSERT_TRUE(open != std::string::npos && close != std::string::npos) << r.output;
+  j = nlohmann::json::parse(r.output.substr(open, close - open + 1));
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["error"]["code"], "not a pool");
+  EXPECT_TRUE(has(j["error"]["message"].get<std::string>(), "is not a DPTree pool"));
+  std::filesystem::remove(pool);
+}
+
 // `dptree check POOL` recovers and verifies a DPTree pool; bad pools get a clear error and are
 // left byte-identical.
 TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {

@@ -9,6 +9,7 @@
 // the garbage collection of the replaced leaves. A key's bytes live in its leaf, so they are
 // created, published and freed with it.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <span>
 
@@ -195,23 +196,78 @@ void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv) {
   }
 }
 
+namespace {
+std::atomic<std::size_t> g_part_limit{0};  // set_dptree_string_merge_part
+thread_local bool g_in_part = false;       // dptree_string_merge_in_part
+
+// Appends a record of each of `es` to the log at `head` of version `ver`. May throw pool_full.
+void log_entries(PLog& log, LogPagePtr* head, int ver, Span es) {
+  PhaseScope ph(DPTreePhase::log_append);
+  u64 rec[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];
+  for (const auto& [k, v] : es) {
+    encode_string_record(k, v, log_valid_bit(ver), rec);
+    log.append_words(head, ver, rec, string_record_words(k.size()));
+  }
+}
+}  // namespace
+
+// §2.3 over the buffer. A merge writes every leaf the buffer touches anew before the flip
+// frees the old ones, so it needs about the base tree's size free. When it does not fit, the
+// buffer is merged in key-ordered parts, each a whole merge cycle (merge_part), halving the
+// part until one fits: in a pool too full for one merge the tree keeps merging instead of
+// refusing writes, and a pool holds about as many string keys as it has room for. Only when
+// a part of one entry does not fit is the merge undone and writes refused (MergeBlock).
 void StringDPTree::merge() {
   if (buffer_.empty()) return;
+  StringEntries es;
+  es.reserve(buffer_.size());
+  for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key(), it.value());
+  const std::size_t limit = g_part_limit.load(std::memory_order_relaxed);
+  std::size_t part = limit ? std::min(limit, es.size()) : es.size();
+  for (std::size_t from = 0; from < es.size();) {
+    const std::size_t to = std::min(es.size(), from + part);
+    try {
+      merge_part(es, from, to);
+      from = to;
+    } catch (const Error& e) {
+      if (e.code() != Errc::pool_full) throw;
+      ++failed_merges_;
+      if (part == 1) merge_block_.fail(e);
+      part = (part + 1) / 2;
+    }
+  }
+  merge_block_.clear();
+}
+
+// One merge cycle over es[from, to): begin, the leaves of those entries, flip, garbage
+// collection. The entries after `to` stay in the buffer: before the flip they are written to
+// the log of the new version (empty until then: the last merge's collection released it), so
+// the flip that makes the merged leaves current makes a log of exactly the entries left the
+// current log too. A crash before the flip finds the old log whole (the new one is released
+// by recovery as the other version's); after it, the new one. pool_full undoes the cycle:
+// leaves reclaimed, the new log's pages back in the cache, nothing else changed.
+void StringDPTree::merge_part(const StringEntries& es, std::size_t from, std::size_t to) {
   const int cv = static_cast<int>(root_->gv & kVersionBit), nv = 1 - cv;
+  const Span part(es.data() + from, to - from), rest(es.data() + to, es.size() - to);
   StringMergeResult m;
+  auto next = std::make_unique<PLog>(t_.pool, t_.codec, *t_.pages);
+  struct InPart {  // the test hook's flag, cleared on every way out
+    explicit InPart(bool on) { g_in_part = on; }
+    ~InPart() { g_in_part = false; }
+  } in_part(!rest.empty() || from > 0);
   try {
     {
       PhaseScope ph(DPTreePhase::merge_start);
       begin_merge(t_.pool, root_, *t_.pending);
     }
-    PhaseScope ph(DPTreePhase::upsert_merge);
-    StringEntries es;
-    es.reserve(buffer_.size());
-    for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key(), it.value());
-    merge_string_leaves(t_, opt_.leaf_capacity,
-                        static_cast<std::size_t>(opt_.consolidate_threshold *
-                                                 static_cast<double>(opt_.leaf_capacity)),
-                        base_, es, m);
+    {
+      PhaseScope ph(DPTreePhase::upsert_merge);
+      merge_string_leaves(t_, opt_.leaf_capacity,
+                          static_cast<std::size_t>(opt_.consolidate_threshold *
+                                                   static_cast<double>(opt_.leaf_capacity)),
+                          base_, part, m);
+    }
+    if (!rest.empty()) log_entries(*next, &root_->log_head[nv], nv, rest);
     created_ += m.created;
     rewritten_ += m.rewritten;
     PhaseScope fl(DPTreePhase::flush);
@@ -220,8 +276,9 @@ void StringDPTree::merge() {
     if (e.code() != Errc::pool_full) throw;
     created_ += m.created;
     reclaim_interrupted_merge(t_.pool, root_, *t_.dir, *t_.pending);
-    ++failed_merges_;
-    merge_block_.fail(e);
+    PLog::release_chain(t_.pool, &root_->log_head[nv], nv);
+    next->hand_over(nv);
+    throw;
   }
   {
     PhaseScope ph(DPTreePhase::version_flip);
@@ -229,18 +286,37 @@ void StringDPTree::merge() {
   }
   rebuild_inner();
   ++merges_;
+  parts_ += !rest.empty() || from > 0;
   {
     PhaseScope ph(DPTreePhase::garbage_collection);
     freed_ += collect_garbage(t_.pool, root_, *t_.dir, *t_.pending, string_next(t_.pool), cv, nv);
     const std::size_t used = log_->pages().size();
     PLog::release_chain(t_.pool, &root_->log_head[cv], cv);
     log_->hand_over(cv);
-    buffer_.clear();
+    log_ = std::move(next);
     // Cache capacity C_size (§2.1): the pages this log took, as records differ in length.
     t_.pages->trim(used + 2, nv);
   }
-  merge_block_.clear();
+  keep_in_buffer(rest);
+}
+
+// The buffer and its filter hold exactly `rest` (the entries a merge part left).
+void StringDPTree::keep_in_buffer(Span rest) {
+  buffer_.clear();
   reset_bloom();
+  for (const auto& [k, v] : rest) {
+    buffer_.insert_or_assign(k, v);
+    bloom_.add_hashed(hash_string(k));
+  }
 }
 
 }  // namespace dptree::detail
+
+namespace dptree {
+void set_dptree_string_merge_part(std::size_t entries) {
+  detail::g_part_limit.store(entries, std::memory_order_relaxed);
+}
+bool dptree_string_merge_in_part() {
+  return detail::g_in_part;
+}
+}  // namespace dptree

@@ -261,6 +261,7 @@ IndexStats StringDPTree::stats() const {
              {"leaves", d(base_.leaves.size())},
              {"merges", d(merges_)},
              {"failed_merges", d(failed_merges_)},
+             {"merge_parts", d(parts_)},
              {"leaves_created", d(created_)},
              {"leaves_freed", d(freed_)},
              {"leaves_rewritten", d(rewritten_)},

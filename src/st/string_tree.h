@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,7 +45,9 @@ class StringDPTree final : public StringIndex {
   IndexStats stats() const override;
   CheckReport check() const override;
 
-  // Merges the buffer into the base tree now (§2.3); pool_full undoes it (as DPTreeCore).
+  // Merges the buffer into the base tree now (§2.3), in key-ordered parts when it does not
+  // fit at once (string_merge.cc); pool_full undoes a part of one entry that does not fit (as
+  // DPTreeCore undoes a merge).
   void merge();
   std::size_t size() const;
 
@@ -57,6 +60,8 @@ class StringDPTree final : public StringIndex {
   std::size_t merge_threshold() const;
   void reset_bloom();
   void write_allowed();
+  void merge_part(const StringEntries& es, std::size_t from, std::size_t to);
+  void keep_in_buffer(std::span<const std::pair<std::string, u64>> rest);
   void upsert_raw(std::string_view k, u64 v);
   std::optional<u64> find(std::string_view k) const;
   StringLeaf leaf(u64 off) const { return StringLeaf{t_.pool.at(off)}; }
@@ -70,6 +75,7 @@ class StringDPTree final : public StringIndex {
   Bloom bloom_;
   StringBase base_;  // the inner index (DRAM) over the leaves of the current version
   std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;
+  std::size_t parts_ = 0;  // merge cycles over a part of the buffer (a merge that did not fit)
   MergeBlock merge_block_{t_.pool};
 };
 

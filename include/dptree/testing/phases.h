@@ -27,6 +27,13 @@ const char* to_string(DPTreePhase p);
 // Splits that kept the old leaf (split=keep_last) so far in the merge running on this thread
 // (0 outside a merge), for tests that count crash captures inside such merges.
 std::size_t dptree_merge_kept_splits();
+// The string form of DPTree merges a buffer that does not fit at once in key-ordered parts,
+// each a merge cycle of its own. Tests set the most entries of a part (0, the default: the
+// whole buffer, parts only when it does not fit) to run parts in any pool; process-wide.
+void set_dptree_string_merge_part(std::size_t entries);
+// Whether the merge running on this thread is a part of its buffer (one that leaves entries
+// in it, or follows such a part), for tests that count crash captures inside parts.
+bool dptree_string_merge_in_part();
 
 // What the calling thread is doing inside a CDPTree (crash tests count captures per phase).
 enum class CDPTreePhase : std::uint8_t {

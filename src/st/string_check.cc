@@ -214,15 +214,8 @@ CheckReport StringDPTree::check() const {
   if (root_->log_head[1 - cv]) r.fail("the log of the previous version was not released");
   std::set<u64> reach{*t_.pool.root_word()};
   std::unordered_set<u64> owned;
-  for (u64 b = root_->dir; b; b = t_.pool.at<DirBlock>(b)->next) {
-    if (!reach.insert(b).second) {
-      r.fail("owner directory has a cycle");
-      return r;
-    }
-    for (u64 blk : t_.pool.at<DirBlock>(b)->slot)
-      if (blk) owned.insert(blk);
-  }
-  if (!check_string_leaves(t_, opt_.leaf_capacity, root_->head[cv], cv, root_->base_count[cv],
+  if (!check_directory(t_.pool, root_->dir, owned, reach, r) ||
+      !check_string_leaves(t_, opt_.leaf_capacity, root_->head[cv], cv, root_->base_count[cv],
                            base_, owned, reach, r) ||
       !r.ok)
     return r;

@@ -19,25 +19,17 @@ namespace {
 class DPTreeStringCrash : public ::testing::TestWithParam<SeedUnit> {};
 
 TEST_P(DPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
-  StringCrashConfig c;
-  c.index = "dptree";
+  auto c = crash_config<StringKeys>("dptree", GetParam(),
+                                    [] { return std::string(to_string(dptree_current_phase())); });
   c.options = small_string_options();
   c.pool_bytes = 2u << 20;
-  c.seed = GetParam().seed;
-  c.unit = GetParam().unit;
   c.ops = 350;
   c.key_space = 160;
   c.recovery_crash_one_in = 150;
   c.continue_one_in = 80;
-  c.phase = [] { return std::string(to_string(dptree_current_phase())); };
-  auto r = run_string_crash(c);
+  auto r = expect_crashes_everywhere(c, {"log_append", "merge_start", "upsert_merge", "flush",
+                                         "version_flip", "garbage_collection", "recovery"});
   ASSERT_FALSE(HasFailure());
-  print_images(r);
-  expect_crashed_in({"log_append", "merge_start", "upsert_merge", "flush", "version_flip",
-                     "garbage_collection", "recovery"},
-                    r.per_phase);
-  EXPECT_GT(r.recovery_images, 0u);
-  EXPECT_GT(r.continued_images, 0u);
   EXPECT_GT(r.extra["merges"], 5);
 }
 

@@ -57,6 +57,12 @@ std::vector<PendingBlockPtr> pending_blocks(const pm::Pool& pool, const PendingB
 // is a slot of the directory is validation's to prove (st/validate.cc).
 std::vector<OwnerSlotPtr> pending_entries(const pm::Pool& pool, const PendingBlockPtr& head);
 
+// check(): whether the slot `s` (a leaf's or log page's owner_slot word) lies whole inside the
+// pool and owns the block at `blk`; false, not a stray read, for a damaged word.
+inline bool slot_owns(const pm::Pool& pool, OwnerSlotPtr s, u64 blk) {
+  return pool.holds(s) && pool.get(s)->off == blk;
+}
+
 // The offset of slot `i` of the directory block `b`.
 inline OwnerSlotPtr dir_slot(DirBlockPtr b, std::size_t i) {
   return OwnerSlotPtr(b.off + offsetof(DirBlock, slot) + sizeof(OwnerSlot) * i);

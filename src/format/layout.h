@@ -16,26 +16,28 @@ namespace dptree::detail {
 using u64 = std::uint64_t;
 using pm::PPtr;
 
-// The first words of every leaf's header line (the rest of its layout is LeafLayout's or, in
-// the string form, StringLeafHeader's), and the header of a log page (format/log_page.h): what
-// the typed words linking leaves and log pages point to.
-struct LeafHeader {
-  u64 owner_slot;  // the owner-directory slot that owns the leaf
-  u64 type;        // kLeafType or kStringLeafType
-};
+struct LeafHeader;
 struct LogPageHeader;
+struct DirBlock;
+struct PendingBlock;
 using LeafPtr = PPtr<LeafHeader>;
 using LogPagePtr = PPtr<LogPageHeader>;
 // The owner directory and pendingLeaves (below): their blocks, linked from the root and from
 // each other; a directory slot, which holds the offset of a leaf or log page (both begin with
 // a LeafHeader's two words: owner slot, type); and the offset of such a slot, which is what a
 // pendingLeaves entry and the owner_slot word of a leaf or page hold.
-struct DirBlock;
-struct PendingBlock;
 using DirBlockPtr = PPtr<DirBlock>;
 using PendingBlockPtr = PPtr<PendingBlock>;
 using OwnerSlot = PPtr<LeafHeader>;
 using OwnerSlotPtr = PPtr<OwnerSlot>;
+
+// The first words of every leaf's header line (the rest of its layout is LeafLayout's or, in
+// the string form, StringLeafHeader's), and the header of a log page (format/log_page.h): what
+// the typed words linking leaves and log pages point to.
+struct LeafHeader {
+  OwnerSlotPtr owner_slot;  // the owner-directory slot that owns the leaf
+  u64 type;                 // kLeafType or kStringLeafType
+};
 // The persistent layout: a change here changes the pool format.
 static_assert(sizeof(LeafHeader) == 16 && offsetof(LeafHeader, type) == 8);
 
@@ -145,7 +147,7 @@ struct Leaf {
   std::byte* p;
   const LeafLayout* L;
 
-  u64& owner_slot() const { return word(0); }
+  OwnerSlotPtr& owner_slot() const { return *reinterpret_cast<OwnerSlotPtr*>(p); }
   u64& type() const { return word(8); }
   std::byte* meta(int v) const { return p + L->meta_p[v]; }
   u64* bitmap(int v) const { return &word(L->meta_p[v]); }

@@ -89,7 +89,7 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
     if (!reach.insert(l).second) r.fail(at + " is reached twice");
     StringLeaf lf{t.pool.at(l)};
     if (lf.h().type != kStringLeafType) r.fail(at + " has a wrong type word");
-    if (*t.pool.at<u64>(lf.h().owner_slot) != l)
+    if (!slot_owns(t.pool, lf.h().owner_slot, l))
       r.fail(at + ": its owner slot does not point to it");
     const std::string p = string_leaf_problem(t.pool, l, capacity);
     if (!p.empty()) return r.fail(at + " " + p), false;

@@ -29,6 +29,17 @@ std::unique_ptr<pm::Pool> seed_pool(const std::string& index) {
   return pm::Pool::open_image(pm::Image{pm::Buffer::copy_of(std::as_bytes(std::span(b)))});
 }
 
+// `index` over `p` with the seeds' options (pool_fuzz.cc), `extra` over them: opened, or
+// created in an empty pool.
+std::unique_ptr<Index> open_index(pm::Pool& p, const std::string& index,
+                                  const std::map<std::string, std::string>& extra = {}) {
+  IndexConfig c;
+  c.pool = &p;
+  c.options = target(index).options;
+  for (const auto& [k, v] : extra) c.options[k] = v;
+  return find_index(index).create(c);
+}
+
 u64& word(pm::Pool& p, u64 off) {
   return *p.at<u64>(off);
 }
@@ -42,10 +53,7 @@ void expect_refused(const pm::Pool& p, const std::string& index,
     run_one(target(index), b.data(), b.size());
     // run_one swallows dptree::Error: open again to see it.
     auto pool = pm::Pool::open_image(pm::Image{pm::Buffer::copy_of(std::as_bytes(std::span(b)))});
-    IndexConfig c;
-    c.pool = pool.get();
-    c.options = target(index).options;
-    find_index(index).create(c);
+    open_index(*pool, index);
     ADD_FAILURE() << index << ": the damaged pool was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), code) << e.what();
@@ -204,7 +212,7 @@ detail::PendingBlock* add_pending_block(pm::Pool& p) {
   std::memset(p.at(b), 0, detail::kPendingBlockBytes);
   a.activate(r.pending.word(), b);
   auto* blk = p.get(r.pending);
-  blk->slot[0] = detail::OwnerSlotPtr(p.get(r.head[r.gv & 1])->owner_slot);
+  blk->slot[0] = p.get(r.head[r.gv & 1])->owner_slot;
   return blk;
 }
 
@@ -216,10 +224,7 @@ TEST(DamagedPool, PendingLeavesLinksAndEntries) {
     auto p = seed_pool(index);
     add_pending_block(*p);
     {
-      IndexConfig c;
-      c.pool = p.get();
-      c.options = target(index).options;
-      auto idx = find_index(index).create(c);
+      auto idx = open_index(*p, index);
       EXPECT_TRUE(idx->check().ok) << index;
       EXPECT_FALSE(dptree_root(*p).pending) << index << ": recovery left pendingLeaves";
     }
@@ -263,10 +268,7 @@ bool check_names(const Index& idx, std::initializer_list<std::string> parts) {
 TEST(DamagedPool, CheckReportsADamagedDirectoryLink) {
   for (const char* index : {"dptree", "cdptree"}) {
     auto p = seed_pool(index);
-    IndexConfig c;
-    c.pool = p.get();
-    c.options = target(index).options;
-    auto idx = find_index(index).create(c);
+    auto idx = open_index(*p, index);
     ASSERT_TRUE(idx->check().ok) << index;
     detail::DirBlock* d = p->get(dptree_root(*p).dir);
     d->next = detail::DirBlockPtr(p->size() + 64);
@@ -274,6 +276,20 @@ TEST(DamagedPool, CheckReportsADamagedDirectoryLink) {
         *idx, {"owner directory block link at offset " + std::to_string(p->offset_of(&d->next))}))
         << index;
     d->next = detail::DirBlockPtr();
+  }
+}
+
+// check() reads a leaf's owner_slot word checked: one damaged after open to point outside the
+// pool is reported, not followed.
+TEST(DamagedPool, CheckReportsADamagedOwnerSlotWord) {
+  for (const char* index : {"dptree", "cdptree"}) {
+    auto p = seed_pool(index);
+    auto idx = open_index(*p, index);
+    FirstLeaf f(*p);
+    const detail::OwnerSlotPtr kept = f.leaf.owner_slot();
+    f.leaf.owner_slot() = detail::OwnerSlotPtr(p->size() + 64);
+    EXPECT_TRUE(check_names(*idx, {"leaf 0", "its owner slot does not point to it"})) << index;
+    f.leaf.owner_slot() = kept;
   }
 }
 
@@ -300,11 +316,8 @@ std::set<u64> live_log_pages(pm::Pool& p, const std::string& index) {
 std::unique_ptr<pm::Pool> pool_with_free_log_pages(const std::string& index) {
   if (index == "dptree") return seed_pool(index);
   auto p = pm::Pool::create_in_memory(4u << 20);
-  IndexConfig c;
-  c.pool = p.get();
-  c.options = target(index).options;
-  c.options["min_merge_records"] = "1000";  // full pages: a release caches only those
-  auto idx = find_index(index).create(c);
+  // Full pages: a release caches only those.
+  auto idx = open_index(*p, index, {{"min_merge_records", "1000"}});
   for (Key k = 0; k < 400; ++k) idx->upsert(k * 7, k);
   idx->drain();
   return p;
@@ -336,10 +349,7 @@ TEST(DamagedPool, CheckFindsAValidRecordOnAFreeLogPage) {
         codec.encode(17, 4242, detail::log_valid_bit(fl), rec);
       else
         rec[0] = (rec[0] & ~u64{1}) | detail::log_valid_bit(fl);
-      IndexConfig c;
-      c.pool = p.get();
-      c.options = target(index).options;
-      auto idx = find_index(index).create(c);
+      auto idx = open_index(*p, index);
       EXPECT_TRUE(check_names(
           *idx, {"free log page at " + std::to_string(free_page), "record 2 holds a word valid"}))
           << index << (whole ? ", whole record" : ", one word")
@@ -353,11 +363,8 @@ TEST(DamagedPool, CheckFindsAValidRecordOnAFreeLogPage) {
 TEST(DamagedPool, CheckFindsAWordOfTheLiveLogPastItsRecords) {
   for (const std::string index : {"dptree", "cdptree"}) {
     auto p = pm::Pool::create_in_memory(4u << 20);
-    IndexConfig c;
-    c.pool = p.get();
-    c.options = target(index).options;
-    c.options["min_merge_records"] = "1000";  // no merge: the writes stay in the log
-    auto idx = find_index(index).create(c);
+    // No merge: the writes stay in the log.
+    auto idx = open_index(*p, index, {{"min_merge_records", "1000"}});
     for (Key k = 1; k <= 5; ++k) idx->upsert(k, k);
     ASSERT_TRUE(idx->check().ok) << index;
     detail::RecordCodec codec;
@@ -390,11 +397,7 @@ struct TwoPageLog {
   int v = 0;
   u64 earlier = 0;
   TwoPageLog() {
-    IndexConfig c;
-    c.pool = pool.get();
-    c.options = target("cdptree").options;
-    c.options["min_merge_records"] = "1000";
-    idx = find_index("cdptree").create(c);
+    idx = open_index(*pool, "cdptree", {{"min_merge_records", "1000"}});
     for (Value x = 1; x <= 40; ++x) idx->upsert(1, x);
     codec.init(8, 8, 1024);
     auto* r = pool->at<cdp::CRoot>(*pool->root_word());
@@ -456,10 +459,7 @@ TEST(DamagedPool, CdptreeStaleRecordInALogHole) {
   EXPECT_FALSE(t.idx->lookup(k).has_value());
   auto copy = pm::Pool::open_image(
       pm::Image{pm::Buffer::copy_of(std::span<const std::byte>(t.pool->base(), t.pool->size()))});
-  IndexConfig c;
-  c.pool = copy.get();
-  c.options = target("cdptree").options;
-  auto reopened = find_index("cdptree").create(c);
+  auto reopened = open_index(*copy, "cdptree");
   EXPECT_EQ(reopened->lookup(k), std::optional<Value>(777));
   EXPECT_EQ(reopened->lookup(1), std::optional<Value>(40));
   EXPECT_TRUE(reopened->check().ok);

@@ -52,7 +52,7 @@ u64 create_leaf(const MergeContext& cx, RangeMerge& r) {
   pm::flush(cx.pool.at(off), 64);  // the header line, ordered by activate's first fence
   {
     pm::CategoryScope cat(pm::Category::alloc);
-    alloc.activate(cx.pool.at<u64>(slot), off);
+    alloc.activate(cx.pool.get(OwnerSlotPtr(slot))->word(), off);
   }
   r.dirty[off].whole = true;
   ++r.counters.created;

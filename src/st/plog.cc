@@ -45,7 +45,7 @@ LogPagePtr LogPageCache::take(int ver) {
   }
   pm::flush(w, page_bytes_);
   pm::CategoryScope cat(pm::Category::alloc);
-  pool_.allocator().activate(pool_.at<u64>(slot), pg);
+  pool_.allocator().activate(pool_.get(OwnerSlotPtr(slot))->word(), pg);
   return LogPagePtr(pg);
 }
 

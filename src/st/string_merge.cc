@@ -131,7 +131,7 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
   pm::flush(t.pool.at(off), bytes);
   {
     pm::CategoryScope cat(pm::Category::alloc);
-    t.alloc.activate(t.pool.at<u64>(slot), off);
+    t.alloc.activate(t.pool.get(OwnerSlotPtr(slot))->word(), off);
   }
   return off;
 }

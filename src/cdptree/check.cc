@@ -185,8 +185,7 @@ void CDPTree::Impl::check(CheckReport& r) const {
       break;
     }
   std::unordered_set<u64> owned;
-  for (u64 b : dir->blocks()) reach.insert(b);
-  dir->for_each_owned([&](u64, u64 blk) { owned.insert(blk); });
+  if (!check_directory(pool, R.dir, owned, reach, r)) return;
   LeafWalk walk(*this, v, owned, reach, r);
   LeafCount total;
   if (!check_leaves(v, walk, total, r)) return;

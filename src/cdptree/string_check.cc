@@ -60,13 +60,9 @@ CheckReport StringCDPTree::check() const {
   const int v = cv();
   std::set<u64> reach{*t_.pool.root_word(), root_->log_table[0].off, root_->log_table[1].off};
   std::unordered_set<u64> owned;
-  for (u64 b = R.dir; b; b = t_.pool.at<DirBlock>(b)->next) {
-    if (!reach.insert(b).second) return r.fail("owner directory has a cycle"), r;
-    for (u64 blk : t_.pool.at<DirBlock>(b)->slot)
-      if (blk) owned.insert(blk);
-  }
   const StringBase* base = gp_b_.load();
-  if (!check_string_leaves(t_, opt_.leaf_capacity, R.head[v], v, R.base_count[v], *base, owned,
+  if (!check_directory(t_.pool, R.dir, owned, reach, r) ||
+      !check_string_leaves(t_, opt_.leaf_capacity, R.head[v], v, R.base_count[v], *base, owned,
                            reach, r) ||
       !r.ok)
     return r;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "dptree/pm/pptr.h"
 #include "dptree/pm/store.h"
@@ -15,16 +16,28 @@ namespace dptree::detail {
 using u64 = std::uint64_t;
 using pm::PPtr;
 
+struct LeafHeader;
+struct LogPageHeader;
+struct DirBlock;
+struct PendingBlock;
+using LeafPtr = PPtr<LeafHeader>;
+using LogPagePtr = PPtr<LogPageHeader>;
+// The owner directory and pendingLeaves (below): their blocks, linked from the root and from
+// each other; a directory slot, which holds the offset of a leaf or log page (both begin with
+// a LeafHeader's two words: owner slot, type); and the offset of such a slot, which is what a
+// pendingLeaves entry and the owner_slot word of a leaf or page hold.
+using DirBlockPtr = PPtr<DirBlock>;
+using PendingBlockPtr = PPtr<PendingBlock>;
+using OwnerSlot = PPtr<LeafHeader>;
+using OwnerSlotPtr = PPtr<OwnerSlot>;
+
 // The first words of every leaf's header line (the rest of its layout is LeafLayout's or, in
 // the string form, StringLeafHeader's), and the header of a log page (format/log_page.h): what
 // the typed words linking leaves and log pages point to.
 struct LeafHeader {
-  u64 owner_slot;  // the owner-directory slot that owns the leaf
-  u64 type;        // kLeafType or kStringLeafType
+  OwnerSlotPtr owner_slot;  // the owner-directory slot that owns the leaf
+  u64 type;                 // kLeafType or kStringLeafType
 };
-struct LogPageHeader;
-using LeafPtr = PPtr<LeafHeader>;
-using LogPagePtr = PPtr<LogPageHeader>;
 // The persistent layout: a change here changes the pool format.
 static_assert(sizeof(LeafHeader) == 16 && offsetof(LeafHeader, type) == 8);
 
@@ -53,8 +66,8 @@ struct Root {
   LeafPtr head[2];         // first leaf of each version (the head sentinel's next pointer)
   u64 base_count[2];       // live keys of the base tree of each version (merge trigger, stats)
   LogPagePtr log_head[2];  // PLog: first page of the log of each version (§2.1)
-  u64 pending;             // owner word of the first pendingLeaves block (§2.4)
-  u64 dir;                 // owner word of the first owner-directory block
+  PendingBlockPtr pending;  // owner word of the first pendingLeaves block (§2.4)
+  DirBlockPtr dir;          // owner word of the first owner-directory block
   u64 leaf_capacity, key_bytes, value_bytes, log_page_size;  // format, checked on open
 };
 // The persistent layout: a change here changes the pool format.
@@ -73,20 +86,27 @@ inline constexpr std::size_t kPendingBlockBytes = 2048;  // pendingLeaves node
 inline constexpr std::size_t kPendingSlots = kPendingBlockBytes / 8 - 1;
 
 // A block of the owner directory: the next block (its owner word), then slots, each the
-// allocator's owner word of one leaf or log page (0: free).
+// allocator's owner word of one leaf or log page (null: free). Walk the list with
+// format/dir_blocks.h, which resolves each link checked.
 struct DirBlock {
-  u64 next;
-  u64 slot[kDirSlots];
+  DirBlockPtr next;
+  OwnerSlot slot[kDirSlots];
 };
 // A block of pendingLeaves (§2.4): the next block (its owner word), then the directory slots
-// of the leaves the running merge created, in order (0: not used yet).
+// of the leaves the running merge created, in order (null: not used yet).
 struct PendingBlock {
-  u64 next;
-  u64 slot[kPendingSlots];
+  PendingBlockPtr next;
+  OwnerSlotPtr slot[kPendingSlots];
 };
 // The persistent layout: a change here changes the pool format.
-static_assert(sizeof(DirBlock) == kDirBlockBytes && offsetof(DirBlock, slot) == 8);
-static_assert(sizeof(PendingBlock) == kPendingBlockBytes && offsetof(PendingBlock, slot) == 8);
+static_assert(sizeof(DirBlock) == kDirBlockBytes && offsetof(DirBlock, next) == 0 &&
+              offsetof(DirBlock, slot) == 8 && sizeof(OwnerSlot) == 8);
+static_assert(sizeof(PendingBlock) == kPendingBlockBytes && offsetof(PendingBlock, next) == 0 &&
+              offsetof(PendingBlock, slot) == 8 && sizeof(OwnerSlotPtr) == 8);
+static_assert(std::is_standard_layout_v<Root> && std::is_trivially_copyable_v<Root> &&
+              std::is_standard_layout_v<DirBlock> && std::is_trivially_copyable_v<DirBlock> &&
+              std::is_standard_layout_v<PendingBlock> &&
+              std::is_trivially_copyable_v<PendingBlock>);
 
 // Leaf layout (§2.2, Figure 3), computed from the leaf capacity and entry size:
 //   header line: [0] owner slot offset, [1] type
@@ -127,7 +147,7 @@ struct Leaf {
   std::byte* p;
   const LeafLayout* L;
 
-  u64& owner_slot() const { return word(0); }
+  OwnerSlotPtr& owner_slot() const { return *reinterpret_cast<OwnerSlotPtr*>(p); }
   u64& type() const { return word(8); }
   std::byte* meta(int v) const { return p + L->meta_p[v]; }
   u64* bitmap(int v) const { return &word(L->meta_p[v]); }

@@ -24,11 +24,11 @@ inline constexpr u64 kDiscardFlavor = 2;                 // a log page to give b
 
 // The first line of every log page.
 struct LogPageHeader {
-  u64 owner_slot;   // the owner-directory slot that owns the page (format/layout.h)
-  u64 type;         // kPageType
-  LogPagePtr next;  // the next page of the log (DPTree), or the previous one (cdptree's
-                    // partition lists, §3.1); null ends the list
-  u64 flavor;       // the validity bit the page's free record words carry, or kDiscardFlavor
+  OwnerSlotPtr owner_slot;  // the owner-directory slot that owns the page (format/layout.h)
+  u64 type;                 // kPageType
+  LogPagePtr next;          // the next page of the log (DPTree), or the previous one (cdptree's
+                            // partition lists, §3.1); null ends the list
+  u64 flavor;  // the validity bit the page's free record words carry, or kDiscardFlavor
 };
 // The persistent layout: a change here changes the pool format.
 static_assert(sizeof(LogPageHeader) == 32);

@@ -37,7 +37,7 @@ inline constexpr std::size_t kStringTreeMaxKey = 1024;
 inline constexpr std::size_t kStringLeafHeap = 16 * 1024;
 
 struct StringLeafHeader {
-  u64 owner_slot;
+  OwnerSlotPtr owner_slot;
   u64 type;
   LeafPtr next[2];  // the next leaf of each version
   u64 count;

@@ -146,12 +146,7 @@ void DPTreeCore::Impl::check(CheckReport& r) const {
   if (root->log_head[nv]) fail("the log of the previous version was not released");
   std::set<u64> reach{*pool.root_word()};
   std::unordered_set<u64> owned;  // blocks owned by the directory
-  std::size_t steps = 0;
-  for (u64 b = root->dir; b; b = pool.at<DirBlock>(b)->next) {
-    if (!reach.insert(b).second || ++steps > (1u << 30)) return fail("owner directory has a cycle");
-    for (u64 blk : pool.at<DirBlock>(b)->slot)
-      if (blk) owned.insert(blk);
-  }
+  if (!check_directory(pool, root->dir, owned, reach, r)) return;
   std::size_t total = 0, npages = 0, records = 0;
   LeafWalk walk(*this, v, owned, reach, r);
   if (!check_leaves(v, walk, total, r)) return;

@@ -265,7 +265,7 @@ void DPTreeCore::Impl::merge() {
 
 std::size_t DPTreeCore::Impl::pm_bytes() const {
   std::size_t n = alloc.block_size(*pool.root_word());
-  for (u64 b : dir->blocks()) n += alloc.block_size(b);
+  for (DirBlockPtr b : dir->blocks()) n += alloc.block_size(b.off);
   dir->for_each_owned([&](u64, u64 blk) { n += alloc.block_size(blk); });
   return n;
 }

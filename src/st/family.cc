@@ -60,7 +60,8 @@ bool LeafWalk::enter(u64 l) {
   reach_.insert(l);
   Leaf lf = t_.leaf(l);
   if (lf.type() != kLeafType) r_.fail(at + " has a wrong type word");
-  if (*t_.pool.at<u64>(lf.owner_slot()) != l) r_.fail(at + ": its owner slot does not point to it");
+  if (!slot_owns(t_.pool, lf.owner_slot(), l))
+    r_.fail(at + ": its owner slot does not point to it");
   mk = lf.max_key(v_);
   if (!first && mk <= prev_max) r_.fail(at + ": max keys not increasing");
   return true;

@@ -40,7 +40,7 @@ u64 create_leaf(const MergeContext& cx, RangeMerge& r) {
   }
   pm::fill_bytes(cx.pool.at(off), 0, cx.L.bytes);
   Leaf lf = cx.leaf(off);
-  pm::store(&lf.owner_slot(), slot);
+  pm::store(&lf.owner_slot(), OwnerSlotPtr(slot));
   pm::store(&lf.type(), kLeafType);
   try {
     cx.pending.add(slot);
@@ -52,7 +52,7 @@ u64 create_leaf(const MergeContext& cx, RangeMerge& r) {
   pm::flush(cx.pool.at(off), 64);  // the header line, ordered by activate's first fence
   {
     pm::CategoryScope cat(pm::Category::alloc);
-    alloc.activate(cx.pool.at<u64>(slot), off);
+    alloc.activate(cx.pool.get(OwnerSlotPtr(slot))->word(), off);
   }
   r.dirty[off].whole = true;
   ++r.counters.created;
@@ -409,25 +409,25 @@ LeafNext leaf_next(const pm::Pool& pool, const LeafLayout& L) {
 
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
                             const LeafNext& next, int old, int cur) {
-  auto owner_slot = [&](u64 l) { return *pool.at<u64>(l); };
+  auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot; };
+  auto owned_by = [&](OwnerSlotPtr s) { return pool.get(s)->off; };
   std::vector<u64> keep;  // sorted: one allocation, not one per leaf
   for (u64 l = root->head[cur].off; l; l = next(l, cur)) keep.push_back(l);
   std::sort(keep.begin(), keep.end());
   auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
   std::vector<u64> lold;
   for (u64 l = root->head[old].off; l; l = next(l, old)) {
-    u64 slot = owner_slot(l);
-    if (*pool.at<u64>(slot) != l) break;  // freed by an interrupted run: the rest is done too
+    if (owned_by(owner_slot(l)) != l) break;  // freed by an interrupted run: the rest is done too
     lold.push_back(l);
   }
   std::size_t freed = 0;
   for (auto it = lold.rbegin(); it != lold.rend(); ++it)
     if (!kept(*it)) {
-      dir.free_owned(owner_slot(*it));
+      dir.free_owned(owner_slot(*it).off);
       ++freed;
     }
   for (u64 slot : pending.slots()) {
-    u64 l = *pool.at<u64>(slot);
+    u64 l = owned_by(OwnerSlotPtr(slot));
     if (l && !kept(l)) {
       dir.free_owned(slot);
       ++freed;

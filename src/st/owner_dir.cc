@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "dptree/error.h"
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -29,31 +30,29 @@ u64 append_zeroed_block(pm::Pool& pool, std::size_t bytes, u64* link) {
 
 }  // namespace
 
-OwnerDir::OwnerDir(pm::Pool& pool, u64* head) : pool_(pool), head_(head) {}
+OwnerDir::OwnerDir(pm::Pool& pool, DirBlockPtr* head) : pool_(pool), head_(head) {}
 
-u64* OwnerDir::word(u64 off) const {
-  return pool_.at<u64>(off);
+const DirBlock* OwnerDir::block(DirBlockPtr b) const {
+  return pool_.get(b);
 }
 
 void OwnerDir::load() {
   std::lock_guard g(mu_);
-  blocks_.clear();
+  blocks_ = dir_blocks(pool_, *head_);
   free_.clear();
-  for (u64 b = *head_; b; b = pool_.at<DirBlock>(b)->next) {
-    blocks_.push_back(b);
-    const auto* d = pool_.at<DirBlock>(b);
+  for (DirBlockPtr b : blocks_)
     for (std::size_t i = kDirSlots; i-- > 0;)
-      if (d->slot[i] == 0) free_.push_back(b + offsetof(DirBlock, slot) + 8 * i);
-  }
+      if (!block(b)->slot[i]) free_.push_back(dir_slot(b, i).off);
 }
 
 u64 OwnerDir::take_slot() {
   std::lock_guard g(mu_);
   if (free_.empty()) {
-    u64 b = append_zeroed_block(
-        pool_, kDirBlockBytes, blocks_.empty() ? head_ : &pool_.at<DirBlock>(blocks_.back())->next);
+    DirBlockPtr b(append_zeroed_block(
+        pool_, kDirBlockBytes,
+        blocks_.empty() ? head_->word() : pool_.get(blocks_.back())->next.word()));
     blocks_.push_back(b);
-    for (std::size_t i = kDirSlots; i-- > 0;) free_.push_back(b + offsetof(DirBlock, slot) + 8 * i);
+    for (std::size_t i = kDirSlots; i-- > 0;) free_.push_back(dir_slot(b, i).off);
   }
   u64 s = free_.back();
   free_.pop_back();
@@ -66,14 +65,15 @@ void OwnerDir::return_slot(u64 slot) {
 }
 
 void OwnerDir::free_owned(u64 slot) {
-  if (*word(slot) == 0) return;
+  OwnerSlot* s = pool_.get(OwnerSlotPtr(slot));
+  if (!*s) return;
   pm::CategoryScope cat(pm::Category::alloc);
-  pool_.allocator().free(word(slot));
+  pool_.allocator().free(s->word());
   std::lock_guard g(mu_);
   free_.push_back(slot);
 }
 
-std::vector<u64> OwnerDir::blocks() const {
+std::vector<DirBlockPtr> OwnerDir::blocks() const {
   std::lock_guard g(mu_);
   return blocks_;
 }
@@ -83,7 +83,7 @@ std::size_t OwnerDir::dram_bytes() const {
   return 8 * (blocks_.capacity() + free_.capacity());
 }
 
-PendingLeaves::PendingLeaves(pm::Pool& pool, u64* head) : pool_(pool), head_(head) {}
+PendingLeaves::PendingLeaves(pm::Pool& pool, PendingBlockPtr* head) : pool_(pool), head_(head) {}
 
 void PendingLeaves::start() {
   std::lock_guard g(mu_);
@@ -93,9 +93,9 @@ void PendingLeaves::start() {
 
 void PendingLeaves::new_block_if_full() {
   if (!blocks_.empty() && pos_ < kPendingSlots) return;
-  u64 b =
-      append_zeroed_block(pool_, kPendingBlockBytes,
-                          blocks_.empty() ? head_ : &pool_.at<PendingBlock>(blocks_.back())->next);
+  PendingBlockPtr b(append_zeroed_block(
+      pool_, kPendingBlockBytes,
+      blocks_.empty() ? head_->word() : pool_.get(blocks_.back())->next.word()));
   blocks_.push_back(b);
   pos_ = 0;
 }
@@ -104,27 +104,47 @@ void PendingLeaves::add(u64 slot) {
   std::lock_guard g(mu_);
   pm::CategoryScope cat(pm::Category::alloc);
   new_block_if_full();
-  u64* e = &pool_.at<PendingBlock>(blocks_.back())->slot[pos_++];
-  pm::store(e, slot);
+  OwnerSlotPtr* e = &pool_.get(blocks_.back())->slot[pos_++];
+  pm::store(e, OwnerSlotPtr(slot));
   pm::persist(e, 8);
 }
 
 std::vector<u64> PendingLeaves::slots() const {
   std::vector<u64> out;
-  for (u64 b = *head_; b; b = pool_.at<PendingBlock>(b)->next)
-    for (u64 s : pool_.at<PendingBlock>(b)->slot)
-      if (s) out.push_back(s);
+  for (OwnerSlotPtr e : pending_entries(pool_, *head_)) out.push_back(e.off);
   return out;
 }
 
 void PendingLeaves::destroy() {
   std::lock_guard g(mu_);
   pm::CategoryScope cat(pm::Category::alloc);
-  std::vector<u64*> owners;
-  for (u64* w = head_; *w; w = &pool_.at<PendingBlock>(*w)->next) owners.push_back(w);
-  for (auto it = owners.rbegin(); it != owners.rend(); ++it) pool_.allocator().free(*it);
+  // Last block first: its owner word is the previous block's next, or the head.
+  const std::vector<PendingBlockPtr> list = pending_blocks(pool_, *head_);
+  for (std::size_t i = list.size(); i-- > 0;)
+    pool_.allocator().free(i ? pool_.get(list[i - 1])->next.word() : head_->word());
   blocks_.clear();
   pos_ = 0;
+}
+
+bool check_directory(const pm::Pool& pool, const DirBlockPtr& head, std::unordered_set<u64>& owned,
+                     std::set<u64>& reach, CheckReport& r) {
+  std::vector<DirBlockPtr> list;
+  try {
+    list = dir_blocks(pool, head);
+  } catch (const Error& e) {
+    r.fail(e.what());
+    return false;
+  }
+  for (DirBlockPtr b : list) {
+    if (!reach.insert(b.off).second) {
+      r.fail("owner directory block at offset " + std::to_string(b.off) +
+             " is reached twice (a cycle, or a block of another structure)");
+      return false;
+    }
+    for (const OwnerSlot& blk : pool.get(b)->slot)
+      if (blk) owned.insert(blk.off);
+  }
+  return true;
 }
 
 std::size_t check_block_ownership(const pm::Pool& pool, const std::unordered_set<u64>& owned,

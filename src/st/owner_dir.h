@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dptree/index.h"
+#include "format/dir_blocks.h"
 #include "format/layout.h"
 
 namespace dptree::pm {
@@ -26,8 +27,9 @@ namespace dptree::detail {
 class OwnerDir {
  public:
   // `head` is the persistent word holding the first directory block (Root::dir).
-  OwnerDir(pm::Pool& pool, u64* head);
-  // Rebuilds the volatile list of free slots from PM (open, recovery).
+  OwnerDir(pm::Pool& pool, DirBlockPtr* head);
+  // Rebuilds the volatile list of free slots from PM (open, recovery), walking the blocks
+  // checked (format/dir_blocks.h).
   void load();
   // A zero slot (a new directory block if none is left; may throw pool_full).
   u64 take_slot();
@@ -36,24 +38,25 @@ class OwnerDir {
   // Frees the block `slot` owns (no-op if none) and makes the slot reusable.
   void free_owned(u64 slot);
   // Every directory block, in list order (check(), stats, sweeps).
-  std::vector<u64> blocks() const;
-  // fn(slot, block) for every non-zero slot.
+  std::vector<DirBlockPtr> blocks() const;
+  // fn(slot, block) for every non-null slot (offsets).
   template <class F>
   void for_each_owned(F&& fn) const {
-    for (u64 b : blocks()) {
-      const u64* slot = reinterpret_cast<const DirBlock*>(word(b))->slot;
+    for (DirBlockPtr b : blocks()) {
+      const OwnerSlot* slot = block(b)->slot;
       for (std::size_t i = 0; i < kDirSlots; ++i)
-        if (slot[i]) fn(b + offsetof(DirBlock, slot) + 8 * i, slot[i]);
+        if (slot[i]) fn(dir_slot(b, i).off, slot[i].off);
     }
   }
   std::size_t dram_bytes() const;
 
  private:
-  u64* word(u64 off) const;
+  const DirBlock* block(DirBlockPtr b) const;
   pm::Pool& pool_;
-  u64* head_;
+  DirBlockPtr* head_;
   mutable std::mutex mu_;
-  std::vector<u64> blocks_, free_;
+  std::vector<DirBlockPtr> blocks_;
+  std::vector<u64> free_;
 };
 
 // pendingLeaves (§2.4): the owner slots of leaves a merge created, persisted before the
@@ -63,26 +66,32 @@ class OwnerDir {
 // covers a merge that created no leaf.
 class PendingLeaves {
  public:
-  PendingLeaves(pm::Pool& pool, u64* head);
+  PendingLeaves(pm::Pool& pool, PendingBlockPtr* head);
   // Starts an empty list (merge start); the first add creates its first block.
   void start();
   // Records `slot` persistently (flush + fence); may create a block and throw pool_full.
   // Thread-safe.
   void add(u64 slot);
-  // The recorded slots (read from PM: also after a crash).
+  // The recorded slots (read from PM through the checked walk: also after a crash).
   std::vector<u64> slots() const;
-  bool exists() const { return *head_ != 0; }
+  bool exists() const { return static_cast<bool>(*head_); }
   // Frees every block, last first (idempotent, crash-safe).
   void destroy();
 
  private:
   void new_block_if_full();
   pm::Pool& pool_;
-  u64* head_;
+  PendingBlockPtr* head_;
   std::mutex mu_;
-  std::vector<u64> blocks_;
+  std::vector<PendingBlockPtr> blocks_;
   std::size_t pos_ = 0;
 };
+
+// check(): the directory's blocks (each into `reach`, the first block reached twice
+// reported) and the blocks its slots own (into `owned`), walked checked from `head`. False,
+// reported into `r`, when the walk cannot go on.
+bool check_directory(const pm::Pool& pool, const DirBlockPtr& head, std::unordered_set<u64>& owned,
+                     std::set<u64>& reach, CheckReport& r);
 
 // check() of a DPTree family: every block the directory owns is reachable, every live
 // allocator block is reachable (no leak) and every reachable block is live. Reports into

@@ -39,13 +39,13 @@ LogPagePtr LogPageCache::take(int ver) {
   u64* w = pool_.at<u64>(pg);
   {
     std::vector<u64> init(page_bytes_ / 8, static_cast<u64>(ver));
-    LogPageHeader h{slot, kPageType, LogPagePtr::null(), static_cast<u64>(ver)};
+    LogPageHeader h{OwnerSlotPtr(slot), kPageType, LogPagePtr::null(), static_cast<u64>(ver)};
     std::memcpy(init.data(), &h, sizeof h);
     pm::store_bytes(w, init.data(), page_bytes_);
   }
   pm::flush(w, page_bytes_);
   pm::CategoryScope cat(pm::Category::alloc);
-  pool_.allocator().activate(pool_.at<u64>(slot), pg);
+  pool_.allocator().activate(pool_.get(OwnerSlotPtr(slot))->word(), pg);
   return LogPagePtr(pg);
 }
 
@@ -55,7 +55,7 @@ void LogPageCache::give(int ver, u64 page) {
 }
 
 void LogPageCache::discard(u64 page) {
-  dir_.free_owned(pool_.at<LogPageHeader>(page)->owner_slot);
+  dir_.free_owned(pool_.at<LogPageHeader>(page)->owner_slot.off);
 }
 
 void LogPageCache::sweep(const std::unordered_set<u64>& in_use) {

@@ -89,7 +89,7 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
     if (!reach.insert(l).second) r.fail(at + " is reached twice");
     StringLeaf lf{t.pool.at(l)};
     if (lf.h().type != kStringLeafType) r.fail(at + " has a wrong type word");
-    if (*t.pool.at<u64>(lf.h().owner_slot) != l)
+    if (!slot_owns(t.pool, lf.h().owner_slot, l))
       r.fail(at + ": its owner slot does not point to it");
     const std::string p = string_leaf_problem(t.pool, l, capacity);
     if (!p.empty()) return r.fail(at + " " + p), false;
@@ -214,15 +214,8 @@ CheckReport StringDPTree::check() const {
   if (root_->log_head[1 - cv]) r.fail("the log of the previous version was not released");
   std::set<u64> reach{*t_.pool.root_word()};
   std::unordered_set<u64> owned;
-  for (u64 b = root_->dir; b; b = t_.pool.at<DirBlock>(b)->next) {
-    if (!reach.insert(b).second) {
-      r.fail("owner directory has a cycle");
-      return r;
-    }
-    for (u64 blk : t_.pool.at<DirBlock>(b)->slot)
-      if (blk) owned.insert(blk);
-  }
-  if (!check_string_leaves(t_, opt_.leaf_capacity, root_->head[cv], cv, root_->base_count[cv],
+  if (!check_directory(t_.pool, root_->dir, owned, reach, r) ||
+      !check_string_leaves(t_, opt_.leaf_capacity, root_->head[cv], cv, root_->base_count[cv],
                            base_, owned, reach, r) ||
       !r.ok)
     return r;

@@ -105,7 +105,8 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
   thread_local std::vector<std::byte> img;
   if (img.size() < bytes) img.resize(bytes);
   StringLeaf lf{img.data()};
-  lf.h() = StringLeafHeader{slot, kStringLeafType, {LeafPtr{}, LeafPtr{}}, count, heap, {0, 0}};
+  lf.h() = StringLeafHeader{
+      OwnerSlotPtr(slot), kStringLeafType, {LeafPtr{}, LeafPtr{}}, count, heap, {0, 0}};
   std::memset(img.data() + 64 + 2 * count, 0, StringLeaf::fp_bytes(count) - 2 * count);
   std::size_t at = lf.heap_start();
   for (std::size_t i = 0; i < count; ++i) {
@@ -130,7 +131,7 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
   pm::flush(t.pool.at(off), bytes);
   {
     pm::CategoryScope cat(pm::Category::alloc);
-    t.alloc.activate(t.pool.at<u64>(slot), off);
+    t.alloc.activate(t.pool.get(OwnerSlotPtr(slot))->word(), off);
   }
   return off;
 }

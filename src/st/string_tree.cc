@@ -247,7 +247,7 @@ IndexStats StringDPTree::stats() const {
   IndexStats s;
   s.records = size();
   std::size_t pm = t_.alloc.block_size(*t_.pool.root_word());
-  for (u64 b : t_.dir->blocks()) pm += t_.alloc.block_size(b);
+  for (DirBlockPtr b : t_.dir->blocks()) pm += t_.alloc.block_size(b.off);
   t_.dir->for_each_owned([&](u64, u64 blk) { pm += t_.alloc.block_size(blk); });
   s.pm_bytes = pm;                            // the key bytes live in the leaves
   std::size_t keys = buffer_.memory_bytes();  // the nodes, and the bytes of keys beyond SSO

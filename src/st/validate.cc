@@ -7,6 +7,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pool.h"
+#include "format/dir_blocks.h"
 
 namespace dptree::detail {
 
@@ -62,21 +63,21 @@ class Validator {
     throw_corrupt(pool_, shape_.tree, what, off, problem);
   }
   u64 word(u64 off) const { return *pool_.at<u64>(off); }
-  u64 off_of(const u64* w) const { return pool_.offset_of(w); }
+  u64 off_of(const void* w) const { return pool_.offset_of(w); }
   u64 next_off(u64 leaf, int v) const {
     return shape_.next_word ? shape_.next_word(leaf, v) : pool_.offset_of(&t_.leaf(leaf).next(v));
   }
 
   // Directory blocks, each owned by the word linking it; every slot's block owned by the slot
   // and a leaf or log page that names the slot as its owner.
+  // The walk resolves each link checked (format/dir_blocks.h).
   void directory() {
-    u64 link = off_of(&root_.dir);
-    for (u64 b = word(link); b; link = b, b = word(b)) {
-      require_owned_block(pool_, b, link, kDirBlockBytes,
+    walk_blocks(pool_, root_.dir, kDirList, [&](DirBlockPtr b, u64 link) {
+      require_owned_block(pool_, b.off, link, kDirBlockBytes,
                           std::string(shape_.tree) + " owner directory block");
-      dir_blocks_.insert(b);
-      for (std::size_t i = 0; i < kDirSlots; ++i) owned(b + offsetof(DirBlock, slot) + 8 * i);
-    }
+      dir_blocks_.insert(b.off);
+      for (std::size_t i = 0; i < kDirSlots; ++i) owned(dir_slot(b, i).off);
+    });
   }
 
   void owned(u64 slot) {
@@ -115,15 +116,14 @@ class Validator {
 
   // pendingLeaves blocks, owned by their links; every entry a directory slot.
   void pending() {
-    u64 link = off_of(&root_.pending);
-    for (u64 b = word(link); b; link = b, b = word(b)) {
-      require_owned_block(pool_, b, link, kPendingBlockBytes,
+    walk_blocks(pool_, root_.pending, kPendingList, [&](PendingBlockPtr b, u64 link) {
+      require_owned_block(pool_, b.off, link, kPendingBlockBytes,
                           std::string(shape_.tree) + " pendingLeaves block");
-      for (u64 e = b + offsetof(PendingBlock, slot); e < b + sizeof(PendingBlock); e += 8)
-        if (u64 s = word(e); s && !is_dir_slot(s))
-          fail("pendingLeaves entry", e,
-               "holds " + std::to_string(s) + ", which is not an owner directory slot");
-    }
+      for (const OwnerSlotPtr& e : pool_.get(b)->slot)
+        if (e && !is_dir_slot(e.off))
+          fail("pendingLeaves entry", off_of(&e),
+               "holds " + std::to_string(e.off) + ", which is not an owner directory slot");
+    });
   }
 
   // The leaf list of the current version: owned leaves, no cycle, restart counts not ahead.

@@ -20,27 +20,20 @@ namespace {
 class CDPTreeStringCrash : public ::testing::TestWithParam<SeedUnit> {};
 
 TEST_P(CDPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
-  StringCrashConfig c;
-  c.index = "cdptree";
+  auto c = crash_config<StringKeys>("cdptree", GetParam(),
+                                    [] { return std::string(to_string(cdptree_current_phase())); });
   c.options = {{"leaf_capacity", "16"},  {"log_partitions", "2"},     {"log_page_size", "2048"},
                {"merge_ratio", "0.1"},   {"min_merge_records", "16"}, {"background_merge", "0"},
                {"recovery_threads", "1"}};
   c.pool_bytes = 512u << 10;
-  c.seed = GetParam().seed;
-  c.unit = GetParam().unit;
   c.ops = 260;
   c.key_space = 160;
   c.recovery_crash_one_in = 100;
   c.continue_one_in = 120;
-  c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
-  auto r = run_string_crash(c);
+  auto r = expect_crashes_everywhere(
+      c, {"log_append", "merge_start", "merge_range", "flush", "version_flip", "garbage_collection",
+          "log_release", "recovery"});
   ASSERT_FALSE(HasFailure());
-  print_images(r);
-  expect_crashed_in({"log_append", "merge_start", "merge_range", "flush", "version_flip",
-                     "garbage_collection", "log_release", "recovery"},
-                    r.per_phase);
-  EXPECT_GT(r.recovery_images, 0u);
-  EXPECT_GT(r.continued_images, 0u);
   EXPECT_GT(r.extra["merges"], 5);
 }
 

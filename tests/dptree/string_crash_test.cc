@@ -7,7 +7,10 @@
 // DPTREE_CRASH_SCALE multiplies the workload.
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "dptree/testing/phases.h"
 #include "fixtures/crash_fixture.h"
@@ -18,26 +21,26 @@ namespace {
 
 class DPTreeStringCrash : public ::testing::TestWithParam<SeedUnit> {};
 
-TEST_P(DPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
-  StringCrashConfig c;
-  c.index = "dptree";
+// The run both tests make: small leaves in a 2 MiB pool, 160 keys, a recovery crashed in 150
+// images and a run continued from one in 80.
+StringCrashConfig small_run(const SeedUnit& p, std::size_t ops,
+                            std::function<std::string()> phase) {
+  auto c = crash_config<StringKeys>("dptree", p, std::move(phase));
   c.options = small_string_options();
   c.pool_bytes = 2u << 20;
-  c.seed = GetParam().seed;
-  c.unit = GetParam().unit;
-  c.ops = 350;
+  c.ops = ops;
   c.key_space = 160;
   c.recovery_crash_one_in = 150;
   c.continue_one_in = 80;
-  c.phase = [] { return std::string(to_string(dptree_current_phase())); };
-  auto r = run_string_crash(c);
+  return c;
+}
+
+TEST_P(DPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
+  auto c =
+      small_run(GetParam(), 350, [] { return std::string(to_string(dptree_current_phase())); });
+  auto r = expect_crashes_everywhere(c, {"log_append", "merge_start", "upsert_merge", "flush",
+                                         "version_flip", "garbage_collection", "recovery"});
   ASSERT_FALSE(HasFailure());
-  print_images(r);
-  expect_crashed_in({"log_append", "merge_start", "upsert_merge", "flush", "version_flip",
-                     "garbage_collection", "recovery"},
-                    r.per_phase);
-  EXPECT_GT(r.recovery_images, 0u);
-  EXPECT_GT(r.continued_images, 0u);
   EXPECT_GT(r.extra["merges"], 5);
 }
 
@@ -50,29 +53,16 @@ TEST_P(DPTreeStringCrash, MergingInPartsEveryImageRecovers) {
     Limit() { set_dptree_string_merge_part(5); }
     ~Limit() { set_dptree_string_merge_part(0); }
   } limit;
-  StringCrashConfig c;
-  c.index = "dptree";
-  c.options = small_string_options();
-  c.pool_bytes = 2u << 20;
-  c.seed = GetParam().seed + 10;
-  c.unit = GetParam().unit;
-  c.ops = 160;
-  c.key_space = 160;
-  c.recovery_crash_one_in = 150;
-  c.continue_one_in = 80;
-  c.phase = [] {  // a recovery the simulator runs inside a part's flush is not part of it
+  // A recovery the simulator runs inside a part's flush is not part of it.
+  auto c = small_run({GetParam().seed + 10, GetParam().unit}, 160, [] {
     const DPTreePhase ph = dptree_current_phase();
     std::string p = to_string(ph);
     return dptree_string_merge_in_part() && ph != DPTreePhase::recovery ? p + "/part" : p;
-  };
-  auto r = run_string_crash(c);
+  });
+  auto r = expect_crashes_everywhere(
+      c, {"log_append/part", "merge_start/part", "upsert_merge/part", "flush/part",
+          "version_flip/part", "garbage_collection/part", "recovery"});
   ASSERT_FALSE(HasFailure());
-  print_images(r);
-  expect_crashed_in({"log_append/part", "merge_start/part", "upsert_merge/part", "flush/part",
-                     "version_flip/part", "garbage_collection/part", "recovery"},
-                    r.per_phase);
-  EXPECT_GT(r.recovery_images, 0u);
-  EXPECT_GT(r.continued_images, 0u);
   EXPECT_GT(r.extra["merge_parts"], 10);
 }
 

@@ -12,6 +12,7 @@
 #include "cdptree/cdptree_impl.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "format/dir_blocks.h"
 #include "format/layout.h"
 #include "fuzz/pool_fuzz.h"
 #include "st/plog.h"
@@ -28,6 +29,17 @@ std::unique_ptr<pm::Pool> seed_pool(const std::string& index) {
   return pm::Pool::open_image(pm::Image{pm::Buffer::copy_of(std::as_bytes(std::span(b)))});
 }
 
+// `index` over `p` with the seeds' options (pool_fuzz.cc), `extra` over them: opened, or
+// created in an empty pool.
+std::unique_ptr<Index> open_index(pm::Pool& p, const std::string& index,
+                                  const std::map<std::string, std::string>& extra = {}) {
+  IndexConfig c;
+  c.pool = &p;
+  c.options = target(index).options;
+  for (const auto& [k, v] : extra) c.options[k] = v;
+  return find_index(index).create(c);
+}
+
 u64& word(pm::Pool& p, u64 off) {
   return *p.at<u64>(off);
 }
@@ -41,10 +53,7 @@ void expect_refused(const pm::Pool& p, const std::string& index,
     run_one(target(index), b.data(), b.size());
     // run_one swallows dptree::Error: open again to see it.
     auto pool = pm::Pool::open_image(pm::Image{pm::Buffer::copy_of(std::as_bytes(std::span(b)))});
-    IndexConfig c;
-    c.pool = pool.get();
-    c.options = target(index).options;
-    find_index(index).create(c);
+    open_index(*pool, index);
     ADD_FAILURE() << index << ": the damaged pool was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), code) << e.what();
@@ -138,7 +147,7 @@ TEST(DamagedPool, CdptreeLogTableTailIntoTheDirectory) {
   auto p = seed_pool("cdptree");
   auto* r = p->at<cdp::CRoot>(*p->root_word());
   ASSERT_TRUE(r->log_table[0]);
-  word(*p, r->log_table[0].off) = r->base.dir;
+  word(*p, r->log_table[0].off) = r->base.dir.off;
   expect_refused(*p, "cdptree", {"not a log page the directory owns"});
   p = seed_pool("cdptree");
   r = p->at<cdp::CRoot>(*p->root_word());
@@ -149,8 +158,98 @@ TEST(DamagedPool, CdptreeLogTableTailIntoTheDirectory) {
 TEST(DamagedPool, DirectorySlotOwningAStranger) {
   auto p = seed_pool("dptree");
   Root& r = dptree_root(*p);
-  word(*p, r.dir + 8 * 5) = *p->root_word();  // the root block, owned by the root word
-  expect_refused(*p, "dptree", {"owner directory slot", std::to_string(r.dir + 40)});
+  word(*p, r.dir.off + 8 * 5) = *p->root_word();  // the root block, owned by the root word
+  expect_refused(*p, "dptree", {"owner directory slot", std::to_string(r.dir.off + 40)});
+}
+
+// Expects `fn` to throw Error(corrupt) whose message holds every one of `says`.
+void expect_corrupt(const std::function<void()>& fn, std::initializer_list<std::string> says) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::corrupt) << e.what();
+    for (const auto& s : says)
+      EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
+          << "expected '" << s << "' in: " << e.what();
+  }
+}
+
+// A damaged next word of an owner directory block: outside the pool or misaligned, the
+// checked walk that open and recovery use refuses it naming the word's offset; inside the
+// pool but not a directory block, open refuses it as a block the word does not own.
+TEST(DamagedPool, DirectoryBlockNextLink) {
+  for (const char* index : {"dptree", "cdptree"}) {
+    auto p = seed_pool(index);
+    Root& r = dptree_root(*p);
+    detail::DirBlock* d = p->get(r.dir);
+    ASSERT_NE(d, nullptr);
+    ASSERT_FALSE(d->next) << index << ": the seed has one directory block";
+    const std::string at = std::to_string(p->offset_of(&d->next));
+    for (u64 bad : {u64{p->size() + 4096}, r.dir.off + 4}) {
+      d->next = detail::DirBlockPtr(bad);
+      expect_refused(*p, index,
+                     {"owner directory block link at offset " + at, std::to_string(bad)});
+      expect_corrupt([&] { detail::dir_blocks(*p, r.dir); },
+                     {"owner directory block link at offset " + at});
+    }
+    d->next = r.dir;  // a cycle
+    expect_refused(*p, index, {"owner directory", std::to_string(r.dir.off)});
+    expect_corrupt([&] { detail::dir_blocks(*p, r.dir); }, {"owner directory", "a cycle"});
+    d->next = detail::DirBlockPtr(*p->root_word());
+    expect_refused(*p, index,
+                   {"owner directory block at offset " + std::to_string(*p->root_word()),
+                    "not a live block owned by the word at offset " + at});
+  }
+}
+
+// The seed pool of `index` with a pendingLeaves block as a merge leaves it, whose one entry
+// is the directory slot of the first leaf of the current version.
+detail::PendingBlock* add_pending_block(pm::Pool& p) {
+  Root& r = dptree_root(p);
+  auto& a = p.allocator();
+  const u64 b = a.reserve(detail::kPendingBlockBytes);
+  std::memset(p.at(b), 0, detail::kPendingBlockBytes);
+  a.activate(r.pending.word(), b);
+  auto* blk = p.get(r.pending);
+  blk->slot[0] = p.get(r.head[r.gv & 1])->owner_slot;
+  return blk;
+}
+
+// pendingLeaves: a well-formed block opens (recovery runs the garbage collection it implies
+// and removes the list); a damaged next word or an entry that is no directory slot is
+// refused, naming the word's offset.
+TEST(DamagedPool, PendingLeavesLinksAndEntries) {
+  for (const char* index : {"dptree", "cdptree"}) {
+    auto p = seed_pool(index);
+    add_pending_block(*p);
+    {
+      auto idx = open_index(*p, index);
+      EXPECT_TRUE(idx->check().ok) << index;
+      EXPECT_FALSE(dptree_root(*p).pending) << index << ": recovery left pendingLeaves";
+    }
+    p = seed_pool(index);
+    detail::PendingBlock* blk = add_pending_block(*p);
+    const Root& r = dptree_root(*p);
+    const std::string next_at = std::to_string(p->offset_of(&blk->next));
+    blk->next = detail::PendingBlockPtr(p->size() - 8);
+    expect_refused(*p, index, {"pendingLeaves block link at offset " + next_at});
+    expect_corrupt([&] { detail::pending_entries(*p, r.pending); },
+                   {"pendingLeaves block link at offset " + next_at});
+    blk->next = r.pending;  // a cycle
+    expect_refused(*p, index,
+                   {"pendingLeaves block at offset " + std::to_string(r.pending.off),
+                    "not a live block owned by the word at offset " + next_at});
+    expect_corrupt([&] { detail::pending_blocks(*p, r.pending); }, {"pendingLeaves", "a cycle"});
+    blk->next = detail::PendingBlockPtr();
+    const std::string entry_at = std::to_string(p->offset_of(&blk->slot[1]));
+    blk->slot[1] = detail::OwnerSlotPtr(*p->root_word());  // inside the pool, no slot
+    expect_refused(*p, index,
+                   {"pendingLeaves entry at offset " + entry_at, "not an owner directory slot"});
+    blk->slot[1] = detail::OwnerSlotPtr(p->size());  // outside the pool
+    expect_corrupt([&] { detail::pending_entries(*p, r.pending); },
+                   {"a pendingLeaves entry at offset " + entry_at});
+  }
 }
 
 // Whether idx.check() fails with a problem that holds every one of `parts`.
@@ -162,6 +261,36 @@ bool check_names(const Index& idx, std::initializer_list<std::string> parts) {
     if (all) return !rep.ok;
   }
   return false;
+}
+
+// check() of an open tree walks the directory checked too: a next link damaged after open is
+// reported, naming its offset, not followed.
+TEST(DamagedPool, CheckReportsADamagedDirectoryLink) {
+  for (const char* index : {"dptree", "cdptree"}) {
+    auto p = seed_pool(index);
+    auto idx = open_index(*p, index);
+    ASSERT_TRUE(idx->check().ok) << index;
+    detail::DirBlock* d = p->get(dptree_root(*p).dir);
+    d->next = detail::DirBlockPtr(p->size() + 64);
+    EXPECT_TRUE(check_names(
+        *idx, {"owner directory block link at offset " + std::to_string(p->offset_of(&d->next))}))
+        << index;
+    d->next = detail::DirBlockPtr();
+  }
+}
+
+// check() reads a leaf's owner_slot word checked: one damaged after open to point outside the
+// pool is reported, not followed.
+TEST(DamagedPool, CheckReportsADamagedOwnerSlotWord) {
+  for (const char* index : {"dptree", "cdptree"}) {
+    auto p = seed_pool(index);
+    auto idx = open_index(*p, index);
+    FirstLeaf f(*p);
+    const detail::OwnerSlotPtr kept = f.leaf.owner_slot();
+    f.leaf.owner_slot() = detail::OwnerSlotPtr(p->size() + 64);
+    EXPECT_TRUE(check_names(*idx, {"leaf 0", "its owner slot does not point to it"})) << index;
+    f.leaf.owner_slot() = kept;
+  }
 }
 
 // The log pages of the live logs of `index` in a seed pool (both versions).
@@ -187,11 +316,8 @@ std::set<u64> live_log_pages(pm::Pool& p, const std::string& index) {
 std::unique_ptr<pm::Pool> pool_with_free_log_pages(const std::string& index) {
   if (index == "dptree") return seed_pool(index);
   auto p = pm::Pool::create_in_memory(4u << 20);
-  IndexConfig c;
-  c.pool = p.get();
-  c.options = target(index).options;
-  c.options["min_merge_records"] = "1000";  // full pages: a release caches only those
-  auto idx = find_index(index).create(c);
+  // Full pages: a release caches only those.
+  auto idx = open_index(*p, index, {{"min_merge_records", "1000"}});
   for (Key k = 0; k < 400; ++k) idx->upsert(k * 7, k);
   idx->drain();
   return p;
@@ -207,11 +333,11 @@ TEST(DamagedPool, CheckFindsAValidRecordOnAFreeLogPage) {
       auto p = pool_with_free_log_pages(index);
       const std::set<u64> in_log = live_log_pages(*p, index);
       u64 free_page = 0;
-      for (u64 b = dptree_root(*p).dir; b && !free_page; b = word(*p, b))
-        for (std::size_t i = 1; i <= detail::kDirSlots && !free_page; ++i) {
-          u64 blk = word(*p, b + 8 * i);
-          if (blk && p->at<u64>(blk)[1] == detail::kPageType && !in_log.contains(blk) &&
-              p->at<u64>(blk)[3] <= 1)
+      for (detail::DirBlockPtr b : detail::dir_blocks(*p, dptree_root(*p).dir))
+        for (const detail::OwnerSlot& s : p->get(b)->slot) {
+          const u64 blk = s.off;
+          if (!free_page && blk && p->at<u64>(blk)[1] == detail::kPageType &&
+              !in_log.contains(blk) && p->at<u64>(blk)[3] <= 1)
             free_page = blk;
         }
       ASSERT_NE(free_page, 0u) << index << ": the seed needs a cached free log page";
@@ -223,10 +349,7 @@ TEST(DamagedPool, CheckFindsAValidRecordOnAFreeLogPage) {
         codec.encode(17, 4242, detail::log_valid_bit(fl), rec);
       else
         rec[0] = (rec[0] & ~u64{1}) | detail::log_valid_bit(fl);
-      IndexConfig c;
-      c.pool = p.get();
-      c.options = target(index).options;
-      auto idx = find_index(index).create(c);
+      auto idx = open_index(*p, index);
       EXPECT_TRUE(check_names(
           *idx, {"free log page at " + std::to_string(free_page), "record 2 holds a word valid"}))
           << index << (whole ? ", whole record" : ", one word")
@@ -240,11 +363,8 @@ TEST(DamagedPool, CheckFindsAValidRecordOnAFreeLogPage) {
 TEST(DamagedPool, CheckFindsAWordOfTheLiveLogPastItsRecords) {
   for (const std::string index : {"dptree", "cdptree"}) {
     auto p = pm::Pool::create_in_memory(4u << 20);
-    IndexConfig c;
-    c.pool = p.get();
-    c.options = target(index).options;
-    c.options["min_merge_records"] = "1000";  // no merge: the writes stay in the log
-    auto idx = find_index(index).create(c);
+    // No merge: the writes stay in the log.
+    auto idx = open_index(*p, index, {{"min_merge_records", "1000"}});
     for (Key k = 1; k <= 5; ++k) idx->upsert(k, k);
     ASSERT_TRUE(idx->check().ok) << index;
     detail::RecordCodec codec;
@@ -277,11 +397,7 @@ struct TwoPageLog {
   int v = 0;
   u64 earlier = 0;
   TwoPageLog() {
-    IndexConfig c;
-    c.pool = pool.get();
-    c.options = target("cdptree").options;
-    c.options["min_merge_records"] = "1000";
-    idx = find_index("cdptree").create(c);
+    idx = open_index(*pool, "cdptree", {{"min_merge_records", "1000"}});
     for (Value x = 1; x <= 40; ++x) idx->upsert(1, x);
     codec.init(8, 8, 1024);
     auto* r = pool->at<cdp::CRoot>(*pool->root_word());
@@ -343,10 +459,7 @@ TEST(DamagedPool, CdptreeStaleRecordInALogHole) {
   EXPECT_FALSE(t.idx->lookup(k).has_value());
   auto copy = pm::Pool::open_image(
       pm::Image{pm::Buffer::copy_of(std::span<const std::byte>(t.pool->base(), t.pool->size()))});
-  IndexConfig c;
-  c.pool = copy.get();
-  c.options = target("cdptree").options;
-  auto reopened = find_index("cdptree").create(c);
+  auto reopened = open_index(*copy, "cdptree");
   EXPECT_EQ(reopened->lookup(k), std::optional<Value>(777));
   EXPECT_EQ(reopened->lookup(1), std::optional<Value>(40));
   EXPECT_TRUE(reopened->check().ok);

@@ -7,6 +7,7 @@
 #include <sys/file.h>
 
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -172,23 +173,47 @@ TEST(CliMisuse, APoolHeldByAnotherProcessIsNamedAsSuch) {
 
 namespace {
 
+// `dptree check` of a small DPTree pool file that `damage` changed (through a mapping of the
+// file, the pool and its root given), in a folder named `name`.
+dptree::test::CliResult check_damaged(
+    const std::string& name,
+    const std::function<void(dptree::pm::Pool&, dptree::detail::Root&)>& damage) {
+  TempDir dir(name);
+  const std::string pool = dir / "damaged.pool";
+  if (!make_dptree_pool(pool)) return {-1, "the pool was not made"};
+  {
+    auto p = dptree::pm::Pool::open(pool);
+    damage(*p, *p->at<dptree::detail::Root>(*p->root_word()));
+  }
+  return run_cli({"check", pool});
+}
+
 // A DPTree root whose stored entry widths no DPTree takes: `dptree check` names the widths
 // and the damage instead of trying every width it knows and failing on another message.
 TEST(CliMisuse, DamagedEntryWidthsAreNamed) {
-  TempDir dir("cli-widths");
-  const std::string pool = dir / "widths.pool";
-  ASSERT_TRUE(make_dptree_pool(pool));
-  {
-    auto p = dptree::pm::Pool::open(pool);
-    auto* root = p->at<dptree::detail::Root>(*p->root_word());
-    ASSERT_EQ(root->key_bytes, 8u);
-    root->key_bytes = 13;
-  }
-  const auto r = run_cli({"check", pool});
+  const auto r = check_damaged("cli-widths", [](dptree::pm::Pool&, dptree::detail::Root& root) {
+    ASSERT_EQ(root.key_bytes, 8u);
+    root.key_bytes = 13;
+  });
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("stores entry widths of 13-byte keys and 8-byte values"),
             std::string::npos)
       << r.output;
+}
+
+// An owner directory block whose next link points past the end of the file: `dptree check`
+// names the link word by its offset, and what it holds.
+TEST(CliMisuse, DamagedDirectoryLinkIsNamed) {
+  std::string says;
+  const auto r = check_damaged("cli-dir", [&](dptree::pm::Pool& p, dptree::detail::Root& root) {
+    auto* d = p.get(root.dir);
+    ASSERT_NE(d, nullptr);
+    d->next = dptree::detail::DirBlockPtr(p.size() + 4096);
+    says = "the owner directory block link at offset " + std::to_string(root.dir.off) +
+           " holds offset " + std::to_string(p.size() + 4096);
+  });
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
 }
 
 }  // namespace

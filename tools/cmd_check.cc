@@ -63,14 +63,9 @@ bool check_dptree(dptree::pm::Pool& pool, Found& f, std::size_t kb, std::size_t 
   f.stats = Stats{{"key_bytes", num(KeyBytes)},
                   {"value_bytes", num(ValueBytes)},
                   {"records", num(s.records)},
-                  {"base_records", num(s.base_records)},
-                  {"buffer_entries", num(s.buffer_entries)},
-                  {"leaves", num(s.leaves)},
-                  {"log_pages", num(s.log_pages)},
-                  {"free_log_pages", num(s.free_log_pages)},
-                  {"restart_count", num(s.restart_count)},
                   {"pm_bytes", num(s.pm_bytes)},
                   {"dram_bytes", num(s.dram_bytes)}};
+  for (auto& figure : dptree::named_figures(s)) f.stats.push_back(std::move(figure));
   return true;
 }
 

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dptree/dptree_options.h"
@@ -47,6 +49,9 @@ struct DPTreeStats {
   std::size_t pm_bytes = 0;    // allocator bytes of every block the tree holds
   std::size_t dram_bytes = 0;  // buffer tree, bloom filter, inner index, bookkeeping
 };
+// The figures above but records, pm_bytes and dram_bytes (IndexStats' own fields), named as
+// `dptree bench` and `dptree check --json` report them.
+std::vector<std::pair<std::string, double>> named_figures(const DPTreeStats& s);
 
 class DPTreeCore {
  public:

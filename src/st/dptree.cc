@@ -339,6 +339,25 @@ const DPTreeOptions& DPTreeCore::options() const {
   return impl_->opt;
 }
 
+std::vector<std::pair<std::string, double>> named_figures(const DPTreeStats& s) {
+  auto d = [](std::size_t x) { return static_cast<double>(x); };
+  return {{"buffer_entries", d(s.buffer_entries)},
+          {"failed_merges", d(s.failed_merges)},
+          {"undone_leaves", d(s.undone_leaves)},
+          {"base_records", d(s.base_records)},
+          {"leaves", d(s.leaves)},
+          {"merges", d(s.merges)},
+          {"splits", d(s.splits)},
+          {"kept_splits", d(s.kept_splits)},
+          {"consolidations", d(s.consolidations)},
+          {"leaves_created", d(s.leaves_created)},
+          {"leaves_freed", d(s.leaves_freed)},
+          {"lazy_rebuilds", d(s.lazy_rebuilds)},
+          {"log_pages", d(s.log_pages)},
+          {"free_log_pages", d(s.free_log_pages)},
+          {"restart_count", d(s.restart_count)}};
+}
+
 DPTreeStats DPTreeCore::stats() const {
   const Impl& m = *impl_;
   DPTreeStats s;

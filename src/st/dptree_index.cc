@@ -35,24 +35,7 @@ class DPTreeIndex final : public FamilyIndex<DPTreeCore> {
   explicit DPTreeIndex(std::unique_ptr<DPTreeCore> t) : FamilyIndex("dptree", std::move(t)) {}
 
  private:
-  Extra extra(const DPTreeStats& s) const override {
-    Extra e = {{"buffer_entries", d(s.buffer_entries)},
-               {"failed_merges", d(s.failed_merges)},
-               {"undone_leaves", d(s.undone_leaves)},
-               {"base_records", d(s.base_records)},
-               {"leaves", d(s.leaves)},
-               {"merges", d(s.merges)},
-               {"splits", d(s.splits)},
-               {"kept_splits", d(s.kept_splits)},
-               {"consolidations", d(s.consolidations)},
-               {"leaves_created", d(s.leaves_created)},
-               {"leaves_freed", d(s.leaves_freed)},
-               {"lazy_rebuilds", d(s.lazy_rebuilds)},
-               {"log_pages", d(s.log_pages)},
-               {"free_log_pages", d(s.free_log_pages)},
-               {"restart_count", d(s.restart_count)}};
-    return e;
-  }
+  Extra extra(const DPTreeStats& s) const override { return named_figures(s); }
 };
 
 }  // namespace

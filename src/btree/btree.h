@@ -46,20 +46,26 @@ struct HeapNodes {
   static void will_write(const void*, std::size_t) {}
 };
 
-// How a node is searched. `branching` (std::partition_point) lets the CPU run ahead on
-// predicted branches and start the next level's loads early, which wins on a tree larger than
-// the caches (the btree index: about 15% more lookups per second than branch_free at 2M keys).
-// `branch_free` halves with conditional moves, which wins on a smaller tree of random keys
-// whose nodes are mostly cached (DPTree's buffer tree), where a mispredicted branch costs more
-// than a load. It needs arithmetic keys.
-enum class NodeSearch { branching, branch_free };
+// How a node is searched; each wins somewhere (measured with `dptree bench`):
+//  - `prefetched` (the default) first loads every line of the node's keys, so the binary search
+//    over them waits for one overlapped miss instead of one miss per line it reaches (the
+//    prefetching B+-tree's whole-node fetch, which LB+-Tree's inner nodes use), then halves
+//    with branches, which let the CPU run ahead on predicted steps: best on a tree larger than
+//    the caches (the btree index: about 15% more lookups per second than `branch_free`).
+//  - `branch_free` loads the node's lines too, then halves with conditional moves: best on a
+//    smaller tree of random keys whose nodes are mostly cached (DPTree's buffer tree), where a
+//    mispredicted branch costs more than a load. It needs arithmetic keys.
+//  - `plain` halves with branches and loads nothing ahead: the fewest instructions, for a tree
+//    searched on the way to a slower structure (FPTree's inner nodes over its PM leaves, whose
+//    own probe dominates).
+enum class NodeSearch { prefetched, branch_free, plain };
 
 template <class K, class V, std::size_t LeafSlots = 64, std::size_t InnerSlots = 64,
           class Less = std::less<K>, class Nodes = HeapNodes,
-          NodeSearch Search = NodeSearch::branching>
+          NodeSearch Search = NodeSearch::prefetched>
 class BPlusTree {
   static_assert(LeafSlots >= 4 && InnerSlots >= 4, "nodes need room to split");
-  static_assert(Search == NodeSearch::branching || std::is_arithmetic_v<K>,
+  static_assert(Search != NodeSearch::branch_free || std::is_arithmetic_v<K>,
                 "a branch-free search compares keys with conditional moves");
 
   template <class T>
@@ -177,12 +183,23 @@ class BPlusTree {
   requires kLookupKey<Q>
   const V* find_floor(const Q& k) const {
     if (!root_) return nullptr;
-    const Leaf* l = leaf_for(k);
-    const std::uint32_t i = count_before(l->keys, l->n, [&](const K& x) { return !less_(k, x); });
-    if (i > 0) return &l->vals[i - 1];
-    const Leaf* p = static_cast<const Leaf*>(
-        l->prev);  // k is below this leaf's keys: the floor ends the leaf before
-    return p ? &p->vals[p->n - 1] : nullptr;
+    // One loop for every level (a leaf's keys <= k are counted as an inner node's are): small
+    // enough to be inlined where it is called on every operation.
+    const Node* n = root_;
+    for (;;) {
+      const K* keys =
+          n->leaf ? static_cast<const Leaf*>(n)->keys : static_cast<const Inner*>(n)->keys;
+      prefetch_keys(keys, n->n);
+      const std::uint32_t i = count_before(keys, n->n, [&](const K& x) { return !less_(k, x); });
+      if (!n->leaf) {
+        n = static_cast<const Inner*>(n)->child[i];
+        continue;
+      }
+      const Leaf* l = static_cast<const Leaf*>(n);
+      if (i > 0) return &l->vals[i - 1];
+      const Leaf* p = static_cast<const Leaf*>(l->prev);  // the floor ends the leaf before
+      return p ? &p->vals[p->n - 1] : nullptr;
+    }
   }
 
   // First entry with key >= k.
@@ -397,12 +414,12 @@ class BPlusTree {
   std::uint32_t route(const Inner* in, const Q& k) const {
     return count_before(in->keys, in->n, [&](const K& x) { return !less_(k, x); });
   }
-  // A node's keys span several cache lines, and a binary search over them takes one dependent
-  // miss per line it reaches; loading them all at once first turns those into one overlapped
-  // miss (the prefetching B+-tree's whole-node fetch, which LB+-Tree's inner nodes use).
+  // Loads every line of a node's keys ahead of its search (see NodeSearch).
   static void prefetch_keys(const K* keys, std::uint32_t n) {
-    const char* p = reinterpret_cast<const char*>(keys);
-    for (std::size_t b = 0; b < n * sizeof(K); b += 64) __builtin_prefetch(p + b);
+    if constexpr (Search != NodeSearch::plain) {
+      const char* p = reinterpret_cast<const char*>(keys);
+      for (std::size_t b = 0; b < n * sizeof(K); b += 64) __builtin_prefetch(p + b);
+    }
   }
   template <class Q>
   Leaf* leaf_for(const Q& k) const {

@@ -1,12 +1,14 @@
 // The volatile B+-tree template (over the heap, and over an arena as DPTree's buffer tree), its
-// lookups by floor and by key view, its bottom-up build, the registered volatile indexes
-// against a std::map model, the registry, and the btree index under concurrent use.
+// lookups by floor (FPTree's inner nodes) and by key view, its bottom-up build, the registered
+// volatile indexes against a std::map model, the registry, and the btree index under concurrent
+// use.
 #include "btree/btree.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
@@ -216,6 +218,72 @@ TEST(BPlusTree, FindFloorIsTheGreatestKeyNotAbove) {
       ASSERT_EQ(*got, std::prev(it)->second) << k;
     }
   }
+}
+
+// A tree of range starts as FPTree keeps its DRAM inner nodes (each leaf's low key to the
+// leaf), with nodes of 4 so that splits grow several levels, against an ordered map: built
+// bottom-up from the leaves, then grown by leaf splits in random order; every key routes (by
+// find_floor) to the leaf whose range holds it. `key_of` maps the numbers to keys in order.
+template <class K, class KeyOf>
+void range_starts_route_like_a_map(KeyOf key_of) {
+  struct Ref {
+    int id;
+  };
+  std::vector<std::unique_ptr<Ref>> refs;
+  std::map<K, Ref*> model;
+  std::vector<std::pair<K, Ref*>> start;
+  for (std::uint64_t k : {0, 1000, 5000}) {
+    refs.push_back(std::make_unique<Ref>(Ref{static_cast<int>(refs.size())}));
+    model[key_of(k)] = refs.back().get();
+    start.emplace_back(key_of(k), refs.back().get());
+  }
+  btree::BPlusTree<K, Ref*, 4, 4, std::less<>> t;
+  t.assign_sorted(start);
+  std::mt19937_64 rng(3);
+  auto routes_ok = [&] {
+    for (int i = 0; i < 300; ++i) {
+      K k = key_of(rng() % 12000);
+      if (*t.find_floor(k) != std::prev(model.upper_bound(k))->second) return false;
+    }
+    for (const auto& [k, r] : model)
+      if (*t.find_floor(k) != r) return false;
+    std::vector<Ref*> order, want;
+    for (auto it = t.begin(); it.valid(); ++it) order.push_back(it.value());
+    for (const auto& kv : model) want.push_back(kv.second);
+    return order == want && t.check().empty();
+  };
+  ASSERT_TRUE(routes_ok());
+  for (int i = 0; i < 600; ++i) {
+    K sep = key_of(rng() % 12000);
+    if (model.count(sep)) continue;
+    refs.push_back(std::make_unique<Ref>(Ref{static_cast<int>(refs.size())}));
+    t.insert(sep, refs.back().get());  // the leaf holding sep splits at sep
+    model[sep] = refs.back().get();
+    if (i % 50 == 0) {
+      ASSERT_TRUE(routes_ok()) << "after " << i << " splits";
+    }
+  }
+  ASSERT_TRUE(routes_ok());
+  EXPECT_GE(t.height(), 4u) << "nodes of 4 over ~600 leaves must have grown several levels";
+  // A rebuild from the same leaves routes the same way.
+  std::vector<std::pair<K, Ref*>> all(model.begin(), model.end());
+  t.assign_sorted(all);
+  EXPECT_TRUE(routes_ok());
+  t.assign_sorted({{key_of(0), refs[0].get()}});  // one leaf
+  EXPECT_EQ(*t.find_floor(key_of(11999)), refs[0].get());
+}
+
+TEST(BPlusTree, RangeStartsRouteLikeAnOrderedMapThroughSplits) {
+  range_starts_route_like_a_map<std::uint64_t>([](std::uint64_t k) { return k; });
+}
+
+// Keys too long for std::string's inline buffer, so every move of a key in a split or a
+// rebuild moves heap memory (ASan sees a bad one).
+TEST(BPlusTree, LongStringRangeStartsRouteLikeAnOrderedMap) {
+  range_starts_route_like_a_map<std::string>([](std::uint64_t k) {
+    std::string digits = std::to_string(k);
+    return std::string(24, 'p') + std::string(6 - digits.size(), '0') + digits;
+  });
 }
 
 TEST(BPlusTree, StringKeysAreFoundByView) {

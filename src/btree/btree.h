@@ -217,6 +217,23 @@ class BPlusTree {
   bool insert(const K& k, const V& v) { return put(k, v, false); }
   // Writes v under k whether k exists or not; returns true if k was new.
   bool insert_or_assign(const K& k, const V& v) { return put(k, v, true); }
+  // Finds k, or adds (k, v) when it is absent: returns k's value slot, valid until the tree
+  // next changes, and whether k was added. A caller that decides from the old value what to
+  // write searches once instead of twice, unless k's leaf is full and has to split.
+  std::pair<V*, bool> find_or_insert(const K& k, const V& v) {
+    if (root_) {
+      Leaf* l = leaf_for(k);
+      const std::uint32_t i = lower(l, k);
+      if (i < l->n && equal(l->keys[i], k)) return {&l->vals[i], false};
+      if (l->n < LeafSlots) {
+        W_header();
+        ++size_;
+        return {insert_at(l, i, k, v), true};
+      }
+    }
+    put(k, v, false);
+    return {find(k), true};
+  }
   // Writes v under an existing k; returns false if k is absent.
   bool update(const K& k, const V& v) {
     V* p = find(k);
@@ -536,7 +553,8 @@ class BPlusTree {
     return Split{up, r};
   }
 
-  static void insert_at(Leaf* l, std::uint32_t i, const K& k, const V& v) {
+  // Returns the new entry's value slot.
+  static V* insert_at(Leaf* l, std::uint32_t i, const K& k, const V& v) {
     W(l->keys + i, (l->n - i + 1) * sizeof(K));
     W(l->vals + i, (l->n - i + 1) * sizeof(V));
     W1(l->n);
@@ -545,6 +563,7 @@ class BPlusTree {
     l->keys[i] = k;
     l->vals[i] = v;
     ++l->n;
+    return &l->vals[i];
   }
   // After child c split into (child[c], right) at `sep`.
   static void insert_child(Inner* in, std::uint32_t c, const K& sep, Node* right) {

@@ -1,7 +1,7 @@
 // The volatile B+-tree template (over the heap, and over an arena as DPTree's buffer tree), its
-// lookups by floor (FPTree's inner nodes) and by key view, its bottom-up build, the registered
-// volatile indexes against a std::map model, the registry, and the btree index under concurrent
-// use.
+// lookups by floor (FPTree's inner nodes) and by key view, find-or-insert, its bottom-up build, the
+// registered volatile indexes against a std::map model, the registry, and the btree index under
+// concurrent use.
 #include "btree/btree.h"
 
 #include <gtest/gtest.h>
@@ -43,10 +43,18 @@ TEST(BPlusTree, RandomOperationsMatchStdMap) {
   std::mt19937_64 rng(5);
   for (int i = 0; i < 30000; ++i) {
     const std::uint64_t k = rng() % 600, v = rng();
-    switch (rng() % 5) {
+    switch (rng() % 6) {
       case 0:
         EXPECT_EQ(t.insert(k, v), m.emplace(k, v).second);
         break;
+      case 5: {  // k's slot, found or added; an existing value is left as it was
+        auto [slot, added] = t.find_or_insert(k, v);
+        auto [mi, m_added] = m.emplace(k, v);
+        ASSERT_EQ(added, m_added);
+        ASSERT_EQ(*slot, mi->second);
+        *slot = mi->second = v + 1;  // the slot is k's value in the tree
+        break;
+      }
       case 1:
         EXPECT_EQ(t.insert_or_assign(k, v), m.insert_or_assign(k, v).second);
         break;

@@ -9,7 +9,9 @@
 //
 // `Nodes` is the memory policy (HeapNodes by default: new/delete, raw pointers, no hooks).
 // A policy supplies the node pointer type, node creation and release, and a store hook that
-// the tree calls before it modifies any byte of a node or of the tree object itself. TIPS
+// the tree calls before it modifies any byte of a node or of the tree object itself; a policy
+// with release_all() frees every node at once, and clear() then walks no node (ArenaNodes in
+// node_arena.h: DPTree's buffer, emptied by every merge, reuses its nodes that way). TIPS
 // (TIPS paper, "two simple guidelines for the conversion") puts the same tree in PM this way:
 // its policy allocates nodes from the PM allocator, uses position-independent pointers, and
 // undo-logs each address before it changes (src/tips/, docs/tips.md).
@@ -22,6 +24,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -43,10 +46,27 @@ struct HeapNodes {
   static void will_write(const void*, std::size_t) {}
 };
 
+// How a node is searched; each wins somewhere (measured with `dptree bench`):
+//  - `prefetched` (the default) first loads every line of the node's keys, so the binary search
+//    over them waits for one overlapped miss instead of one miss per line it reaches (the
+//    prefetching B+-tree's whole-node fetch, which LB+-Tree's inner nodes use), then halves
+//    with branches, which let the CPU run ahead on predicted steps: best on a tree larger than
+//    the caches (the btree index: about 15% more lookups per second than `branch_free`).
+//  - `branch_free` loads the node's lines too, then halves with conditional moves: best on a
+//    smaller tree of random keys whose nodes are mostly cached (DPTree's buffer tree), where a
+//    mispredicted branch costs more than a load. It needs arithmetic keys.
+//  - `plain` halves with branches and loads nothing ahead: the fewest instructions, for a tree
+//    searched on the way to a slower structure (FPTree's inner nodes over its PM leaves, whose
+//    own probe dominates).
+enum class NodeSearch { prefetched, branch_free, plain };
+
 template <class K, class V, std::size_t LeafSlots = 64, std::size_t InnerSlots = 64,
-          class Less = std::less<K>, class Nodes = HeapNodes>
+          class Less = std::less<K>, class Nodes = HeapNodes,
+          NodeSearch Search = NodeSearch::prefetched>
 class BPlusTree {
   static_assert(LeafSlots >= 4 && InnerSlots >= 4, "nodes need room to split");
+  static_assert(Search != NodeSearch::branch_free || std::is_arithmetic_v<K>,
+                "a branch-free search compares keys with conditional moves");
 
   template <class T>
   using P = typename Nodes::template ptr<T>;
@@ -130,20 +150,63 @@ class BPlusTree {
   std::size_t height() const { return height_; }
   std::size_t leaf_count() const { return leaves_; }
   std::size_t inner_count() const { return inners_; }
+  const Nodes& nodes() const { return nodes_; }  // the memory policy (an arena's bytes held)
   std::size_t memory_bytes() const {
     return sizeof(*this) + leaves_ * sizeof(Leaf) + inners_ * sizeof(Inner);
   }
 
-  const V* find(const K& k) const {
+  // Lookups take K, or with a transparent Less (is_transparent) any key type it compares with
+  // K, as std::map does: a std::string tree is searched by std::string_view, no copy made.
+  template <class Q>
+  static constexpr bool kLookupKey = std::is_same_v<Q, K> || requires {
+    typename Less::is_transparent;
+  };
+
+  const V* find(const K& k) const { return find<K>(k); }
+  template <class Q>
+  requires kLookupKey<Q>
+  const V* find(const Q& k) const {
     if (!root_) return nullptr;
     const Leaf* l = leaf_for(k);
     std::uint32_t i = lower(l, k);
     return i < l->n && equal(l->keys[i], k) ? &l->vals[i] : nullptr;
   }
   V* find(const K& k) { return const_cast<V*>(std::as_const(*this).find(k)); }
+  template <class Q>
+  requires kLookupKey<Q> V* find(const Q& k) {
+    return const_cast<V*>(std::as_const(*this).find(k));
+  }
+
+  // The value of the greatest key <= k, or nullptr if every key is above k: a tree of range
+  // starts (FPTree's inner nodes, keyed by each leaf's low key) routes k to its range this way.
+  template <class Q = K>
+  requires kLookupKey<Q>
+  const V* find_floor(const Q& k) const {
+    if (!root_) return nullptr;
+    // One loop for every level (a leaf's keys <= k are counted as an inner node's are): small
+    // enough to be inlined where it is called on every operation.
+    const Node* n = root_;
+    for (;;) {
+      const K* keys =
+          n->leaf ? static_cast<const Leaf*>(n)->keys : static_cast<const Inner*>(n)->keys;
+      prefetch_keys(keys, n->n);
+      const std::uint32_t i = count_before(keys, n->n, [&](const K& x) { return !less_(k, x); });
+      if (!n->leaf) {
+        n = static_cast<const Inner*>(n)->child[i];
+        continue;
+      }
+      const Leaf* l = static_cast<const Leaf*>(n);
+      if (i > 0) return &l->vals[i - 1];
+      const Leaf* p = static_cast<const Leaf*>(l->prev);  // the floor ends the leaf before
+      return p ? &p->vals[p->n - 1] : nullptr;
+    }
+  }
 
   // First entry with key >= k.
-  Iterator lower_bound(const K& k) const {
+  Iterator lower_bound(const K& k) const { return lower_bound<K>(k); }
+  template <class Q>
+  requires kLookupKey<Q> Iterator lower_bound(const Q& k)
+  const {
     if (!root_) return {};
     Leaf* l = leaf_for(k);
     return Iterator(l, lower(l, k));
@@ -154,6 +217,23 @@ class BPlusTree {
   bool insert(const K& k, const V& v) { return put(k, v, false); }
   // Writes v under k whether k exists or not; returns true if k was new.
   bool insert_or_assign(const K& k, const V& v) { return put(k, v, true); }
+  // Finds k, or adds (k, v) when it is absent: returns k's value slot, valid until the tree
+  // next changes, and whether k was added. A caller that decides from the old value what to
+  // write searches once instead of twice, unless k's leaf is full and has to split.
+  std::pair<V*, bool> find_or_insert(const K& k, const V& v) {
+    if (root_) {
+      Leaf* l = leaf_for(k);
+      const std::uint32_t i = lower(l, k);
+      if (i < l->n && equal(l->keys[i], k)) return {&l->vals[i], false};
+      if (l->n < LeafSlots) {
+        W_header();
+        ++size_;
+        return {insert_at(l, i, k, v), true};
+      }
+    }
+    put(k, v, false);
+    return {find(k), true};
+  }
   // Writes v under an existing k; returns false if k is absent.
   bool update(const K& k, const V& v) {
     V* p = find(k);
@@ -177,18 +257,67 @@ class BPlusTree {
     while (root_ && !root_->leaf && root_->n == 0) {
       Inner* in = static_cast<Inner*>(static_cast<Node*>(root_));
       root_ = static_cast<Node*>(in->child[0]);
-      Nodes::release(in);
+      nodes_.release(in);
       --inners_;
       --height_;
     }
     return removed;
   }
 
+  // Replaces the contents with `sorted`, whose keys ascend strictly, built bottom-up with every
+  // node full but the last of each level (a tree rebuilt from a sorted source, as FPTree's
+  // recovery rebuilds its inner nodes, needs no splits).
+  void assign_sorted(const std::vector<std::pair<K, V>>& sorted) {
+    clear();
+    if (sorted.empty()) return;
+    W_header();
+    std::vector<std::pair<K, Node*>> level;  // (lowest key below it, node) for the next level
+    Leaf* prev = nullptr;
+    for (std::size_t i = 0; i < sorted.size(); i += LeafSlots) {
+      Leaf* l = nodes_.template make<Leaf>();
+      ++leaves_;
+      for (std::size_t j = i; j < std::min(sorted.size(), i + LeafSlots); ++j) {
+        l->keys[l->n] = sorted[j].first;
+        l->vals[l->n++] = sorted[j].second;
+      }
+      l->prev = prev;
+      (prev ? prev->next : first_) = l;
+      prev = l;
+      level.emplace_back(l->keys[0], l);
+    }
+    size_ = sorted.size();
+    for (height_ = 1; level.size() > 1; ++height_) {
+      std::vector<std::pair<K, Node*>> up;
+      for (std::size_t i = 0; i < level.size(); i += InnerSlots + 1) {
+        Inner* in = nodes_.template make<Inner>();
+        ++inners_;
+        in->child[0] = level[i].second;
+        for (std::size_t j = i + 1; j < std::min(level.size(), i + InnerSlots + 1); ++j) {
+          in->keys[in->n] = std::move(level[j].first);
+          in->child[++in->n] = level[j].second;
+        }
+        up.emplace_back(std::move(level[i].first), in);
+      }
+      level = std::move(up);
+    }
+    root_ = level[0].second;
+  }
+
   void clear() {
-    if (root_) free_subtree(root_);
+    if constexpr (requires { nodes_.release_all(); })
+      nodes_.release_all();
+    else if (root_)
+      free_subtree(root_);
     root_ = nullptr;
     first_ = nullptr;
     size_ = leaves_ = inners_ = height_ = 0;
+  }
+
+  // Calls fn(key) for every key the nodes hold, separators included (to count the heap bytes
+  // of keys such as long std::strings).
+  template <class Fn>
+  void for_each_stored_key(Fn&& fn) const {
+    if (root_) visit_keys(root_, fn);
   }
 
   // Calls fn(node address, node bytes) for every node (a PM policy checks for leaks with it).
@@ -273,24 +402,44 @@ class BPlusTree {
   }
 
  private:
-  bool equal(const K& a, const K& b) const { return !less_(a, b) && !less_(b, a); }
-  std::uint32_t lower(const Leaf* l, const K& k) const {
-    return static_cast<std::uint32_t>(std::lower_bound(l->keys, l->keys + l->n, k, less_) -
-                                      l->keys);
+  template <class Q>
+  bool equal(const K& a, const Q& b) const {
+    return !less_(a, b) && !less_(b, a);
+  }
+  // How many of keys[0..n) satisfy `before`, which holds for a prefix of them (see NodeSearch).
+  template <class Before>
+  static std::uint32_t count_before(const K* keys, std::uint32_t n, Before before) {
+    if constexpr (Search == NodeSearch::branch_free) {
+      const K* base = keys;
+      while (n > 1) {
+        const std::uint32_t half = n / 2;
+        base = before(base[half - 1]) ? base + half : base;
+        n -= half;
+      }
+      return static_cast<std::uint32_t>(base - keys) + (n == 1 && before(*base));
+    } else {
+      return static_cast<std::uint32_t>(std::partition_point(keys, keys + n, before) - keys);
+    }
+  }
+  // Position of the first key of the leaf not below k.
+  template <class Q>
+  std::uint32_t lower(const Leaf* l, const Q& k) const {
+    return count_before(l->keys, l->n, [&](const K& x) { return less_(x, k); });
   }
   // Child index for k: the number of separators <= k.
-  std::uint32_t route(const Inner* in, const K& k) const {
-    return static_cast<std::uint32_t>(std::upper_bound(in->keys, in->keys + in->n, k, less_) -
-                                      in->keys);
+  template <class Q>
+  std::uint32_t route(const Inner* in, const Q& k) const {
+    return count_before(in->keys, in->n, [&](const K& x) { return !less_(k, x); });
   }
-  // A node's keys span several cache lines, and a binary search over them takes one dependent
-  // miss per line it reaches; loading them all at once first turns those into one overlapped
-  // miss (the prefetching B+-tree's whole-node fetch, which LB+-Tree's inner nodes use).
+  // Loads every line of a node's keys ahead of its search (see NodeSearch).
   static void prefetch_keys(const K* keys, std::uint32_t n) {
-    const char* p = reinterpret_cast<const char*>(keys);
-    for (std::size_t b = 0; b < n * sizeof(K); b += 64) __builtin_prefetch(p + b);
+    if constexpr (Search != NodeSearch::plain) {
+      const char* p = reinterpret_cast<const char*>(keys);
+      for (std::size_t b = 0; b < n * sizeof(K); b += 64) __builtin_prefetch(p + b);
+    }
   }
-  Leaf* leaf_for(const K& k) const {
+  template <class Q>
+  Leaf* leaf_for(const Q& k) const {
     Node* n = root_;
     while (!n->leaf) {
       const Inner* in = static_cast<const Inner*>(n);
@@ -309,7 +458,7 @@ class BPlusTree {
   bool put(const K& k, const V& v, bool assign) {
     W_header();
     if (!root_) {
-      Leaf* l = Nodes::template make<Leaf>();
+      Leaf* l = nodes_.template make<Leaf>();
       ++leaves_;
       root_ = l;
       first_ = l;
@@ -318,7 +467,7 @@ class BPlusTree {
     bool inserted = false;
     std::optional<Split> s = put_in(root_, k, v, assign, inserted);
     if (s) {  // the root split: grow a level
-      Inner* in = Nodes::template make<Inner>();
+      Inner* in = nodes_.template make<Inner>();
       ++inners_;
       in->n = 1;
       in->keys[0] = s->sep;
@@ -362,7 +511,7 @@ class BPlusTree {
 
   // A full leaf split in half, then (k, v) inserted at i into the half it belongs to.
   Split split_leaf(Leaf* l, std::uint32_t i, const K& k, const V& v) {
-    Leaf* r = Nodes::template make<Leaf>();
+    Leaf* r = nodes_.template make<Leaf>();
     ++leaves_;
     const std::uint32_t half = l->n / 2;
     r->n = l->n - half;
@@ -388,7 +537,7 @@ class BPlusTree {
   // A full inner node split around its middle separator, which moves up; then the child split
   // `s` of child c inserted into the half it belongs to.
   Split split_inner(Inner* in, std::uint32_t c, const Split& s) {
-    Inner* r = Nodes::template make<Inner>();
+    Inner* r = nodes_.template make<Inner>();
     ++inners_;
     const std::uint32_t mid = in->n / 2;
     const K up = in->keys[mid];
@@ -404,7 +553,8 @@ class BPlusTree {
     return Split{up, r};
   }
 
-  static void insert_at(Leaf* l, std::uint32_t i, const K& k, const V& v) {
+  // Returns the new entry's value slot.
+  static V* insert_at(Leaf* l, std::uint32_t i, const K& k, const V& v) {
     W(l->keys + i, (l->n - i + 1) * sizeof(K));
     W(l->vals + i, (l->n - i + 1) * sizeof(V));
     W1(l->n);
@@ -413,6 +563,7 @@ class BPlusTree {
     l->keys[i] = k;
     l->vals[i] = v;
     ++l->n;
+    return &l->vals[i];
   }
   // After child c split into (child[c], right) at `sep`.
   static void insert_child(Inner* in, std::uint32_t c, const K& sep, Node* right) {
@@ -471,22 +622,22 @@ class BPlusTree {
         l->next->prev = static_cast<Leaf*>(l->prev);
       }
       if (first_ == l) first_ = static_cast<Leaf*>(l->next);
-      Nodes::release(l);
+      nodes_.release(l);
       --leaves_;
     } else {
-      Nodes::release(static_cast<Inner*>(n));
+      nodes_.release(static_cast<Inner*>(n));
       --inners_;
     }
   }
 
   void free_subtree(Node* n) {
     if (n->leaf) {
-      Nodes::release(static_cast<Leaf*>(n));
+      nodes_.release(static_cast<Leaf*>(n));
       return;
     }
     Inner* in = static_cast<Inner*>(n);
     for (std::uint32_t i = 0; i <= in->n; ++i) free_subtree(in->child[i]);
-    Nodes::release(in);
+    nodes_.release(in);
   }
 
   static void visit(const Node* n, const std::function<void(const void*, std::size_t)>& fn) {
@@ -497,6 +648,17 @@ class BPlusTree {
     const Inner* in = static_cast<const Inner*>(n);
     fn(n, sizeof(Inner));
     for (std::uint32_t i = 0; i <= in->n; ++i) visit(in->child[i], fn);
+  }
+
+  template <class Fn>
+  static void visit_keys(const Node* n, Fn& fn) {
+    if (n->leaf) {
+      for (std::uint32_t i = 0; i < n->n; ++i) fn(static_cast<const Leaf*>(n)->keys[i]);
+      return;
+    }
+    const Inner* in = static_cast<const Inner*>(n);
+    for (std::uint32_t i = 0; i < in->n; ++i) fn(in->keys[i]);
+    for (std::uint32_t i = 0; i <= in->n; ++i) visit_keys(in->child[i], fn);
   }
 
   void check_node(const Node* n, const K* lo, const K* hi, std::size_t depth,
@@ -536,6 +698,7 @@ class BPlusTree {
     std::swap(leaves_, o.leaves_);
     std::swap(inners_, o.inners_);
     std::swap(height_, o.height_);
+    std::swap(nodes_, o.nodes_);
   }
 
   P<Node> root_ = nullptr;
@@ -545,6 +708,7 @@ class BPlusTree {
   std::size_t inners_ = 0;
   std::size_t height_ = 0;
   [[no_unique_address]] Less less_{};
+  [[no_unique_address]] Nodes nodes_{};
 };
 
 }  // namespace dptree::btree

@@ -71,7 +71,7 @@ bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries&
     const Shard& s = shards_[p];
     std::shared_lock lk(s.mu);
     std::size_t got = 0;
-    for (auto it = s.tree.lower_bound(std::string(start)); it.valid(); ++it) {
+    for (auto it = s.tree.lower_bound(start); it.valid(); ++it) {
       if (cut && bound < it.key()) break;
       if (got == n) {
         lower(all.back().first);  // this shard has more above its last one here

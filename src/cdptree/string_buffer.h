@@ -43,10 +43,9 @@ class StringBuffer {
   // The value of k here (tombstones included), if any; h = hash_string(k).
   std::optional<u64> find(std::string_view k, u64 h) const {
     if (!bloom_.may_contain_hashed(h)) return std::nullopt;
-    const std::string key(k);  // the tree's key type (no allocation up to 15 bytes)
     const Shard& s = shards_[shard_of(h)];
     std::shared_lock lk(s.mu);
-    const u64* v = s.tree.find(key);
+    const u64* v = s.tree.find(k);  // by view: no key copied
     if (!v) return std::nullopt;
     return *v;
   }
@@ -59,16 +58,23 @@ class StringBuffer {
     const std::string key(k);
     Shard& s = shards_[shard_of(h)];
     std::unique_lock lk(s.mu);
-    // decide() reads only the Middle and the base: the slot stays valid until the insert.
-    u64* cur = s.tree.find(key);
-    std::optional<u64> out = decide(static_cast<const u64*>(cur));
+    // One descent finds k's slot or adds k; no reader sees an added k before the lock is
+    // released, and one that gets no value is taken out again. decide() reads only the Middle
+    // and the base: the slot stays valid until it is written.
+    auto [cur, added] = s.tree.find_or_insert(key, 0);
+    std::optional<u64> out;
+    try {
+      out = decide(added ? nullptr : static_cast<const u64*>(cur));
+      if (out) append(s, shard_of(h), k, *out);
+    } catch (...) {
+      if (added) s.tree.erase(key);
+      throw;
+    }
     if (out) {
-      append(s, shard_of(h), k, *out);
-      if (cur)
-        *cur = *out;
-      else
-        s.tree.insert(key, *out);
+      *cur = *out;
       bloom_.add_hashed(h);
+    } else if (added) {
+      s.tree.erase(key);
     }
     entries = s.tree.size();
     return out;

@@ -125,7 +125,7 @@ bool DPTreeCore::Impl::check_log(int v, const std::unordered_set<u64>& owned, st
   }
   if (npages != log->pages().size()) r.fail("log page count differs from the volatile PLog state");
   std::map<u64, u64> buf;
-  for (auto it = buffer.begin(); it.valid(); it.next()) {
+  for (auto it = buffer.begin(); it.valid(); ++it) {
     buf[it.key()] = it.value();
     if (!bloom.may_contain(it.key()))
       r.fail("bloom filter misses buffer key " + std::to_string(it.key()));

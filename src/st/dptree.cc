@@ -1,6 +1,7 @@
 // DPTree, single-threaded (§2): the public class. The parts live in files named after what
-// they hold: plog (§2.1 log), buffer_tree (§2.1 buffer tree, bloom filter), base_leaf and
-// base_tree (§2.2), merge (§2.3, Algorithms 1-3), recovery (Algorithm 4), check.
+// they hold: plog (§2.1 log), bloom (§2.1 filter over the buffer tree, which is btree.h's
+// B+-tree: dptree_impl.h), base_leaf and base_tree (§2.2), merge (§2.3, Algorithms 1-3), recovery
+// (Algorithm 4), check.
 #include "dptree/dptree.h"
 
 #include <algorithm>
@@ -155,7 +156,7 @@ void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
     PhaseScope ph(DPTreePhase::log_append);
     log->append(&root->log_head[cv()], cv(), k, v);  // durable first: the acknowledgement
   }
-  buffer.upsert(k, v);
+  buffer.insert_or_assign(k, v);
   bloom.add(k);
   merge_block.after_write((v & kTombstone) != 0,
                           [this] { return buffer.size() >= merge_threshold(); },
@@ -188,7 +189,7 @@ std::size_t DPTreeCore::Impl::scan(u64 start, std::size_t count, std::vector<KV>
         out.emplace_back(bi.key(), bi.value());
         ++got;
       }
-      bi.next();
+      ++bi;
     } else {
       out.emplace_back(bc.key(), bc.value());
       ++got;
@@ -200,7 +201,7 @@ std::size_t DPTreeCore::Impl::scan(u64 start, std::size_t count, std::vector<KV>
 
 std::size_t DPTreeCore::Impl::size() const {
   long long n = static_cast<long long>(base->base_count());
-  for (auto it = buffer.begin(); it.valid(); it.next()) {
+  for (auto it = buffer.begin(); it.valid(); ++it) {
     bool in_base = base->lookup(it.key(), ProbeMode::both).has_value();
     if (it.value() & kTombstone)
       n -= in_base;
@@ -218,7 +219,7 @@ void DPTreeCore::Impl::merge() {
   std::vector<KVPair>& ents = merge_entries;  // reused: no fresh pages for 16 bytes an entry
   ents.clear();
   ents.reserve(buffer.size());
-  for (auto it = buffer.begin(); it.valid(); it.next()) ents.emplace_back(it.key(), it.value());
+  for (auto it = buffer.begin(); it.valid(); ++it) ents.emplace_back(it.key(), it.value());
   MergeContext cx{pool, *dir, *pending, L};
   cx.fill_rate = opt.fill_rate;
   cx.consolidate_threshold = opt.consolidate_threshold;
@@ -378,7 +379,7 @@ DPTreeStats DPTreeCore::stats() const {
   s.free_log_pages = m.pages->size(0) + m.pages->size(1);
   s.restart_count = m.root->restart_count;
   s.pm_bytes = m.pm_bytes();
-  s.dram_bytes = sizeof(Impl) + m.buffer.dram_bytes() + m.bloom.dram_bytes() +
+  s.dram_bytes = sizeof(Impl) + m.buffer.nodes().held_bytes() + m.bloom.dram_bytes() +
                  m.base->dram_bytes() + m.dir->dram_bytes() + m.pages->dram_bytes() +
                  8 * m.log->pages().capacity();
   return s;

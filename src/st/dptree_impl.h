@@ -1,19 +1,20 @@
 // DPTreeCore::Impl: the parts of one single-threaded DPTree (dptree.h) put together: the
-// buffer tree and its bloom filter (buffer_tree.h), the PM log (plog.h), the base tree
-// (base_tree.h), the merge driver over them (merge.h), recovery (recovery.cc, Algorithm 4)
-// and check (check.cc).
+// buffer tree (btree.h over an arena) and its bloom filter (bloom.h), the PM log (plog.h), the base
+// tree (base_tree.h), the merge driver over them (merge.h), recovery (recovery.cc, Algorithm 4) and
+// check (check.cc).
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "btree/btree.h"
+#include "btree/node_arena.h"
 #include "dptree/dptree.h"
 #include "dptree/pm/pool.h"
 #include "format/layout.h"
 #include "st/base_tree.h"
 #include "st/bloom.h"
-#include "st/buffer_tree.h"
 #include "st/family.h"
 #include "st/merge.h"
 #include "st/owner_dir.h"
@@ -23,6 +24,18 @@ namespace dptree::pm {
 class Pool;
 class Allocator;
 }  // namespace dptree::pm
+
+namespace dptree::detail {
+
+// The buffer tree (§2.1): a small DRAM B+-tree of upserts, volatile (the PM log replays it on
+// recovery); values carry the tombstone bit untouched. Every merge empties it and it refills
+// to the same size, so its nodes come from an arena that clear() rewinds: no allocation, free
+// or fresh page fault per node after the first merge cycle. Its nodes are searched branch-free
+// (btree::NodeSearch: faster on this small tree of random keys).
+using BufferTree = btree::BPlusTree<u64, u64, 32, 32, std::less<u64>, btree::ArenaNodes,
+                                    btree::NodeSearch::branch_free>;
+
+}  // namespace dptree::detail
 
 namespace dptree {
 

@@ -21,7 +21,7 @@ void DPTreeCore::Impl::recover() {
   reset_bloom();
   buffer.clear();
   log->replay(&root->log_head[cv()], cv(), [&](u64 k, u64 v) {  // line 6
-    buffer.upsert(k, v);
+    buffer.insert_or_assign(k, v);
     bloom.add(k);
   });
   pages->sweep({log->pages().begin(), log->pages().end()});

@@ -140,7 +140,7 @@ std::optional<u64> StringDPTree::find(std::string_view k) const {
   const u64 h = hash_string(k);
   const std::size_t leaf = base_.prefetch_leaf(t_.pool, k);  // loads while the buffer is probed
   if (bloom_.may_contain_hashed(h))
-    if (const u64* v = buffer_.find(std::string(k))) {
+    if (const u64* v = buffer_.find(k)) {
       if (*v & kTombstone) return std::nullopt;
       return *v;
     }
@@ -189,7 +189,7 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
                                std::vector<StringKV>& out) const {
   check_string_key(start, kStringTreeMaxKey, "dptree");
   std::size_t got = 0;
-  auto bi = buffer_.lower_bound(std::string(start));
+  auto bi = buffer_.lower_bound(start);
   const std::vector<u64>& leaves = base_.leaves;
   std::size_t li = base_.index_of(start), pos = 0;
   if (!leaves.empty()) {

@@ -10,7 +10,6 @@
 #include <string>
 
 #include "baselines/fastfair/layout.h"
-#include "baselines/fptree/inner_tree.h"
 #include "baselines/peers.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
@@ -35,72 +34,6 @@ std::map<std::string, std::string> options_of(const Variant& v) {
 std::string variant_name(const Variant& v) {
   std::string s = std::string(v.index) + (v.option ? std::string("_") + v.value : "");
   return s;
-}
-
-// FPTree's DRAM inner nodes with fanout 4 (every few splits split inner nodes and grow the
-// root) against an ordered map of low keys: built from leaves, then grown by leaf splits in
-// random order; every key routes to the leaf whose range holds it. `key_of` maps the numbers
-// to separators in the same order.
-template <class K, class KeyOf>
-void inner_tree_routes_like_a_map(KeyOf key_of) {
-  struct Ref {
-    int id;
-  };
-  std::vector<std::unique_ptr<Ref>> refs;
-  std::map<K, Ref*> model;
-  std::vector<std::pair<K, Ref*>> start;
-  for (Key k : {Key{0}, Key{1000}, Key{5000}}) {
-    refs.push_back(std::make_unique<Ref>(Ref{static_cast<int>(refs.size())}));
-    model[key_of(k)] = refs.back().get();
-    start.emplace_back(key_of(k), refs.back().get());
-  }
-  baselines::InnerTree<Ref, K, 4> t;
-  t.build(start);
-  std::mt19937_64 rng(3);
-  auto routes_ok = [&] {
-    for (int i = 0; i < 300; ++i) {
-      K k = key_of(rng() % 12000);
-      if (t.find(k) != std::prev(model.upper_bound(k))->second) return false;
-    }
-    for (const auto& [k, r] : model)
-      if (t.find(k) != r) return false;
-    std::vector<Ref*> order, want;
-    t.for_each_leaf([&](Ref* r) { order.push_back(r); });
-    for (const auto& kv : model) want.push_back(kv.second);
-    return order == want;
-  };
-  ASSERT_TRUE(routes_ok());
-  for (int i = 0; i < 600; ++i) {
-    K sep = key_of(rng() % 12000);
-    if (model.count(sep)) continue;
-    refs.push_back(std::make_unique<Ref>(Ref{static_cast<int>(refs.size())}));
-    t.insert(sep, refs.back().get());  // the leaf holding sep splits at sep
-    model[sep] = refs.back().get();
-    if (i % 50 == 0) {
-      ASSERT_TRUE(routes_ok()) << "after " << i << " splits";
-    }
-  }
-  ASSERT_TRUE(routes_ok());
-  EXPECT_GE(t.height(), 4u) << "fanout 4 over ~600 leaves must have grown several levels";
-  // A rebuild from the same leaves routes the same way.
-  std::vector<std::pair<K, Ref*>> all(model.begin(), model.end());
-  t.build(all);
-  EXPECT_TRUE(routes_ok());
-  t.build({{key_of(0), refs[0].get()}});  // one leaf: a single bottom node
-  EXPECT_EQ(t.find(key_of(11999)), refs[0].get());
-}
-
-TEST(FPTreeInnerTree, RoutesLikeAnOrderedMapThroughSplits) {
-  inner_tree_routes_like_a_map<Key>([](Key k) { return k; });
-}
-
-// The string form's separators: strings too long for std::string's inline buffer, so every
-// move of a separator in a node split moves heap memory (ASan sees a bad one).
-TEST(FPTreeInnerTree, StringSeparatorsRouteLikeAnOrderedMap) {
-  inner_tree_routes_like_a_map<std::string>([](Key k) {
-    std::string digits = std::to_string(k);
-    return std::string(24, 'p') + std::string(6 - digits.size(), '0') + digits;
-  });
 }
 
 std::map<Key, Value> contents(const Index& idx) {

@@ -1,14 +1,22 @@
-// The volatile B+-tree template, the registered volatile indexes against a std::map model,
-// the registry, and the btree index under concurrent use.
+// The volatile B+-tree template (over the heap, and over an arena as DPTree's buffer tree), its
+// lookups by floor (FPTree's inner nodes) and by key view, find-or-insert, its bottom-up build, the
+// registered volatile indexes against a std::map model, the registry, and the btree index under
+// concurrent use.
 #include "btree/btree.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <random>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "btree/node_arena.h"
 #include "dptree/error.h"
 #include "dptree/registry.h"
 
@@ -35,10 +43,18 @@ TEST(BPlusTree, RandomOperationsMatchStdMap) {
   std::mt19937_64 rng(5);
   for (int i = 0; i < 30000; ++i) {
     const std::uint64_t k = rng() % 600, v = rng();
-    switch (rng() % 5) {
+    switch (rng() % 6) {
       case 0:
         EXPECT_EQ(t.insert(k, v), m.emplace(k, v).second);
         break;
+      case 5: {  // k's slot, found or added; an existing value is left as it was
+        auto [slot, added] = t.find_or_insert(k, v);
+        auto [mi, m_added] = m.emplace(k, v);
+        ASSERT_EQ(added, m_added);
+        ASSERT_EQ(*slot, mi->second);
+        *slot = mi->second = v + 1;  // the slot is k's value in the tree
+        break;
+      }
       case 1:
         EXPECT_EQ(t.insert_or_assign(k, v), m.insert_or_assign(k, v).second);
         break;
@@ -107,6 +123,212 @@ TEST(BPlusTree, MoveLeavesTheSourceEmpty) {
   EXPECT_EQ(b.size(), 100u);
   EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move): moved-from state is specified
   EXPECT_TRUE(b.check().empty());
+}
+
+// DPTree's buffer tree (§2.1): 32-slot nodes from an arena that clear() rewinds, searched
+// branch-free.
+using ArenaTree = btree::BPlusTree<std::uint64_t, std::uint64_t, 32, 32, std::less<std::uint64_t>,
+                                   btree::ArenaNodes, btree::NodeSearch::branch_free>;
+
+template <class Tree>
+void expect_same_order(const Tree& t, const std::map<std::uint64_t, std::uint64_t>& model,
+                       std::uint64_t from) {
+  auto it = t.lower_bound(from);
+  for (auto m = model.lower_bound(from); m != model.end(); ++m, ++it) {
+    ASSERT_TRUE(it.valid()) << "iteration ends early at " << m->first;
+    ASSERT_EQ(it.key(), m->first);
+    ASSERT_EQ(it.value(), m->second);
+  }
+  EXPECT_FALSE(it.valid()) << "iteration goes past the last key";
+}
+
+TEST(ArenaTree, MatchesAMapThroughFillAndClearCycles) {
+  ArenaTree t;
+  std::mt19937_64 rng(5);
+  for (int cycle = 0; cycle < 4; ++cycle) {
+    std::map<std::uint64_t, std::uint64_t> model;
+    const std::size_t n = 5000 + 7000 * static_cast<std::size_t>(cycle % 2);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t k = rng() % 20000, v = rng();
+      EXPECT_EQ(t.insert_or_assign(k, v), model.count(k) == 0) << "reports whether k is new";
+      model[k] = v;
+    }
+    ASSERT_EQ(t.size(), model.size());
+    ASSERT_TRUE(t.check().empty());
+    for (std::uint64_t k = 0; k < 20000; ++k) {
+      const std::uint64_t* p = t.find(k);
+      auto m = model.find(k);
+      ASSERT_EQ(p != nullptr, m != model.end()) << "key " << k;
+      if (p) {
+        ASSERT_EQ(*p, m->second);
+      }
+    }
+    expect_same_order(t, model, 0);
+    expect_same_order(t, model, 12345);
+    expect_same_order(t, model, ~std::uint64_t{0});
+    const std::size_t held = t.nodes().held_bytes();
+    t.clear();
+    EXPECT_TRUE(t.empty());
+    EXPECT_FALSE(t.begin().valid());
+    EXPECT_EQ(t.find(model.begin()->first), nullptr);
+    EXPECT_EQ(t.nodes().held_bytes(), held) << "clear keeps the nodes for the next cycle";
+  }
+}
+
+TEST(ArenaTree, RefillingToTheSameSizeTakesNoMoreMemory) {
+  ArenaTree t;
+  std::size_t held = 0;
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    for (std::uint64_t k = 0; k < 10000; ++k) t.insert_or_assign(k * 7919 % 10007, k);
+    if (cycle == 0) held = t.nodes().held_bytes();
+    EXPECT_EQ(t.nodes().held_bytes(), held) << "cycle " << cycle << " made new chunks";
+    t.clear();
+  }
+  EXPECT_GT(held, 0u);
+}
+
+TEST(ArenaTree, ExtremeKeysAndSequentialRuns) {
+  ArenaTree t;
+  std::map<std::uint64_t, std::uint64_t> model;
+  for (std::uint64_t k = 0; k < 3000; ++k) {  // ascending and descending runs split the ends
+    t.insert_or_assign(k, k);
+    t.insert_or_assign(~std::uint64_t{0} - k, k);
+    model[k] = k;
+    model[~std::uint64_t{0} - k] = k;
+  }
+  EXPECT_TRUE(t.check().empty());
+  expect_same_order(t, model, 0);
+  ASSERT_NE(t.find(~std::uint64_t{0}), nullptr);
+  EXPECT_EQ(*t.find(~std::uint64_t{0}), 0u);
+}
+
+TEST(BPlusTree, FindFloorIsTheGreatestKeyNotAbove) {
+  btree::BPlusTree<std::uint64_t, std::uint64_t, 4, 4, std::less<>> t;
+  std::map<std::uint64_t, std::uint64_t> m;
+  EXPECT_EQ(t.find_floor(std::uint64_t{5}), nullptr);
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 400; ++i) {
+    const std::uint64_t k = 10 + rng() % 5000;
+    t.insert_or_assign(k, k * 3);
+    m[k] = k * 3;
+    if (i % 7 == 0) {  // erasing leaves sparse leaves: the floor may end the leaf before
+      const std::uint64_t e = 10 + rng() % 5000;
+      EXPECT_EQ(t.erase(e), m.erase(e) == 1);
+    }
+  }
+  for (std::uint64_t k = 0; k < 5100; ++k) {
+    auto it = m.upper_bound(k);
+    const std::uint64_t* got = t.find_floor(k);
+    if (it == m.begin()) {
+      ASSERT_EQ(got, nullptr) << k;
+    } else {
+      ASSERT_NE(got, nullptr) << k;
+      ASSERT_EQ(*got, std::prev(it)->second) << k;
+    }
+  }
+}
+
+// A tree of range starts as FPTree keeps its DRAM inner nodes (each leaf's low key to the
+// leaf), with nodes of 4 so that splits grow several levels, against an ordered map: built
+// bottom-up from the leaves, then grown by leaf splits in random order; every key routes (by
+// find_floor) to the leaf whose range holds it. `key_of` maps the numbers to keys in order.
+template <class K, class KeyOf>
+void range_starts_route_like_a_map(KeyOf key_of) {
+  struct Ref {
+    int id;
+  };
+  std::vector<std::unique_ptr<Ref>> refs;
+  std::map<K, Ref*> model;
+  std::vector<std::pair<K, Ref*>> start;
+  for (std::uint64_t k : {0, 1000, 5000}) {
+    refs.push_back(std::make_unique<Ref>(Ref{static_cast<int>(refs.size())}));
+    model[key_of(k)] = refs.back().get();
+    start.emplace_back(key_of(k), refs.back().get());
+  }
+  btree::BPlusTree<K, Ref*, 4, 4, std::less<>> t;
+  t.assign_sorted(start);
+  std::mt19937_64 rng(3);
+  auto routes_ok = [&] {
+    for (int i = 0; i < 300; ++i) {
+      K k = key_of(rng() % 12000);
+      if (*t.find_floor(k) != std::prev(model.upper_bound(k))->second) return false;
+    }
+    for (const auto& [k, r] : model)
+      if (*t.find_floor(k) != r) return false;
+    std::vector<Ref*> order, want;
+    for (auto it = t.begin(); it.valid(); ++it) order.push_back(it.value());
+    for (const auto& kv : model) want.push_back(kv.second);
+    return order == want && t.check().empty();
+  };
+  ASSERT_TRUE(routes_ok());
+  for (int i = 0; i < 600; ++i) {
+    K sep = key_of(rng() % 12000);
+    if (model.count(sep)) continue;
+    refs.push_back(std::make_unique<Ref>(Ref{static_cast<int>(refs.size())}));
+    t.insert(sep, refs.back().get());  // the leaf holding sep splits at sep
+    model[sep] = refs.back().get();
+    if (i % 50 == 0) {
+      ASSERT_TRUE(routes_ok()) << "after " << i << " splits";
+    }
+  }
+  ASSERT_TRUE(routes_ok());
+  EXPECT_GE(t.height(), 4u) << "nodes of 4 over ~600 leaves must have grown several levels";
+  // A rebuild from the same leaves routes the same way.
+  std::vector<std::pair<K, Ref*>> all(model.begin(), model.end());
+  t.assign_sorted(all);
+  EXPECT_TRUE(routes_ok());
+  t.assign_sorted({{key_of(0), refs[0].get()}});  // one leaf
+  EXPECT_EQ(*t.find_floor(key_of(11999)), refs[0].get());
+}
+
+TEST(BPlusTree, RangeStartsRouteLikeAnOrderedMapThroughSplits) {
+  range_starts_route_like_a_map<std::uint64_t>([](std::uint64_t k) { return k; });
+}
+
+// Keys too long for std::string's inline buffer, so every move of a key in a split or a
+// rebuild moves heap memory (ASan sees a bad one).
+TEST(BPlusTree, LongStringRangeStartsRouteLikeAnOrderedMap) {
+  range_starts_route_like_a_map<std::string>([](std::uint64_t k) {
+    std::string digits = std::to_string(k);
+    return std::string(24, 'p') + std::string(6 - digits.size(), '0') + digits;
+  });
+}
+
+TEST(BPlusTree, StringKeysAreFoundByView) {
+  btree::BPlusTree<std::string, int, 4, 4, std::less<>> t;
+  for (int i = 0; i < 300; ++i) t.insert("key" + std::to_string(i * 2), i);
+  const std::string_view hit = "key246", miss = "key247";
+  ASSERT_NE(t.find(hit), nullptr);
+  EXPECT_EQ(*t.find(hit), 123);
+  EXPECT_EQ(t.find(miss), nullptr);
+  EXPECT_EQ(*t.find_floor(miss), 123);
+  EXPECT_EQ(t.lower_bound(miss).key(), "key248");
+  std::size_t keys = 0;
+  t.for_each_stored_key([&](const std::string& k) { keys += k.rfind("key", 0) == 0; });
+  EXPECT_GT(keys, t.size()) << "separators are visited besides the leaves' keys";
+}
+
+TEST(BPlusTree, AssignSortedBuildsFullNodes) {
+  for (std::size_t n : {0u, 1u, 4u, 5u, 21u, 22u, 1000u}) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> sorted;
+    std::map<std::uint64_t, std::uint64_t> m;
+    for (std::uint64_t k = 0; k < n; ++k) {
+      sorted.emplace_back(k * 3, k);
+      m[k * 3] = k;
+    }
+    SmallTree t;
+    t.insert(7, 7);  // replaced
+    t.assign_sorted(sorted);
+    EXPECT_TRUE(t.check().empty()) << n;
+    expect_equal(t, m);
+    EXPECT_EQ(t.leaf_count(), (n + 3) / 4) << "leaves are full";
+    for (std::uint64_t k = 0; k < 3 * n + 2; ++k) {  // it stays a working tree
+      t.insert_or_assign(k, k);
+      m[k] = k;
+    }
+    EXPECT_TRUE(t.check().empty()) << n;
+    expect_equal(t, m);
+  }
 }
 
 TEST(Registry, ListsTheVolatileIndexes) {

@@ -8,29 +8,31 @@
 // leaf, new leaf) that recovery redoes or undoes. The DRAM inner index is rebuilt from the leaf
 // list on open.
 //
-// The DRAM inner nodes are a B+-tree over the leaves' low keys (inner_tree.h), built bottom-up
-// from the leaf list on open. Simplifications (docs/peers.md): empty leaves are kept (no
-// delete micro-log). Concurrency is the paper's lock fallback only (no RTM path; the CPU
-// this was written on has no RTM): leaf operations share the inner lock and take the leaf's
+// The DRAM inner nodes are the project's B+-tree (btree.h) from each leaf's low key to the
+// leaf, built bottom-up from the leaf list on open. Simplifications (docs/peers.md): empty leaves
+// are kept (no delete micro-log). Concurrency is the paper's lock fallback only (no RTM path; the
+// CPU this was written on has no RTM): leaf operations share the inner lock and take the leaf's
 // lock, splits take the inner lock alone.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "baselines/common.h"
-#include "baselines/fptree/inner_tree.h"
 #include "baselines/fptree/key_forms.h"
 #include "baselines/fptree/layout.h"
 #include "baselines/node_chain.h"
 #include "baselines/slab/version_lock.h"
+#include "btree/btree.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
@@ -63,7 +65,7 @@ class Tree {
     pm::CategoryScope cat(pm::Category::node);
     for (;;) {
       std::shared_lock g(inner_mu_);
-      auto* ref = inner_.find(k);
+      auto* ref = route(k);
       std::unique_lock lk(ref->mu);
       auto* l = leaf(ref->off);
       int old = find_slot(l, k);
@@ -76,7 +78,7 @@ class Tree {
         lk.unlock();
         g.unlock();
         std::unique_lock x(inner_mu_);
-        auto* r = inner_.find(k);
+        auto* r = route(k);
         if (leaf(r->off)->bitmap == full_) split(r);
         continue;
       }
@@ -100,7 +102,7 @@ class Tree {
   bool remove(Arg k) {
     pm::CategoryScope cat(pm::Category::node);
     std::shared_lock g(inner_mu_);
-    auto* ref = inner_.find(k);
+    auto* ref = route(k);
     std::lock_guard lk(ref->mu);
     auto* l = leaf(ref->off);
     int i = find_slot(l, k);
@@ -113,7 +115,7 @@ class Tree {
 
   std::optional<Value> lookup(Arg k) const {
     std::shared_lock g(inner_mu_);
-    auto* ref = inner_.find(k);
+    auto* ref = route(k);
     std::lock_guard lk(ref->mu);
     const auto* l = leaf(ref->off);
     int i = find_slot(l, k);
@@ -127,7 +129,7 @@ class Tree {
     std::size_t got = 0;
     std::vector<std::pair<Arg, Value>> buf;
     std::shared_lock g(inner_mu_);
-    for (auto* ref = inner_.find(start); ref && got < count; ref = ref->next) {
+    for (auto* ref = route(start); ref && got < count; ref = ref->next) {
       std::lock_guard lk(ref->mu);
       const auto* l = leaf(ref->off);
       buf.clear();
@@ -155,9 +157,9 @@ class Tree {
     }
     s.pm_bytes = leaves * pm::Allocator::block_size_for(leaf_bytes_) +
                  pool_.allocator().block_size(*pool_.root_word()) + keys_->pm_bytes();
-    s.dram_bytes = inner_.memory_bytes() + refs_.size() * sizeof(LeafRef);
+    s.dram_bytes = inner_bytes() + refs_.size() * sizeof(LeafRef);
     s.extra = {{"leaves", double(leaves)},
-               {"inner_nodes", double(inner_.nodes())},
+               {"inner_nodes", double(inner_.leaf_count() + inner_.inner_count())},
                {"inner_height", double(inner_.height())}};
     return s;
   }
@@ -175,6 +177,20 @@ class Tree {
     Switchable<std::mutex> mu;
     LeafRef* next = nullptr;
   };
+
+  // The leaf whose range holds k (the first leaf's low key is the smallest key: there is one).
+  LeafRef* route(Arg k) const { return *inner_.find_floor(k); }
+  // The inner nodes, and the separators' own heap bytes (a std::string beyond its inline buffer).
+  std::size_t inner_bytes() const {
+    std::size_t n = inner_.memory_bytes();
+    if constexpr (std::is_same_v<typename Keys::Stored, std::string>)
+      inner_.for_each_stored_key([&](const std::string& k) {
+        const auto* in = reinterpret_cast<const char*>(&k);
+        const std::less<const char*> lt;  // a total order also for unrelated pointers
+        if (lt(k.data(), in) || !lt(k.data(), in + sizeof(k))) n += k.capacity() + 1;
+      });
+    return n;
+  }
 
   // Callers hold the leaf's lock.
   int find_slot(const Leaf* l, Arg k) const {
@@ -363,7 +379,7 @@ class Tree {
       sorted.emplace_back(keys_->view(l->low_key), refs_.back().get());
     }
     keys_->finish();
-    inner_.build(sorted);
+    inner_.assign_sorted(sorted);
   }
 
   // check()'s parts: one leaf (its key words and records added to the totals), the three lists
@@ -383,8 +399,12 @@ class Tree {
   // the leaf locks, when one thread uses the index (IndexConfig::threads == 1).
   const bool shared_;
   mutable Switchable<std::shared_mutex> inner_mu_;
-  InnerTree<LeafRef, typename Keys::Stored> inner_;  // DRAM inner nodes over the leaves
-  std::vector<std::unique_ptr<LeafRef>> refs_;       // owns the LeafRefs the inner nodes point at
+  // The DRAM inner nodes: each leaf's low key to the leaf. A key's leaf is the one with the
+  // greatest low key not above it; std::less<> finds std::string separators by string_view.
+  btree::BPlusTree<typename Keys::Stored, LeafRef*, 64, 64, std::less<>, btree::HeapNodes,
+                   btree::NodeSearch::plain>
+      inner_;
+  std::vector<std::unique_ptr<LeafRef>> refs_;  // owns the LeafRefs the inner nodes point at
 };
 
 template <class Keys>
@@ -418,7 +438,7 @@ void Tree<Keys>::check_leaf(std::uint64_t off, std::vector<u64>& key_words, std:
   if (l->low_key) key_words.push_back(l->low_key);
   if (l->bitmap & ~full_) r.fail(at + " has bits past its capacity");
   const Arg low = keys_->view(l->low_key);
-  if (inner_.find(low)->off != off)
+  if (route(low)->off != off)
     r.fail("inner nodes do not route low key " + Keys::show(low) + " to its leaf");
   const Arg hi = l->next ? keys_->view(leaf(l->next)->low_key) : Arg{};
   if (l->next && hi <= low) r.fail("leaf low keys are not increasing");
@@ -442,8 +462,8 @@ void Tree<Keys>::check_leaf_lists(const std::set<std::uint64_t>& leaves, CheckRe
   std::vector<std::uint64_t> listed, routed, linked;
   for (auto off = root_->chain.first; off && listed.size() <= leaves.size(); off = leaf(off)->next)
     listed.push_back(off);
-  inner_.for_each_leaf([&](const LeafRef* x) { routed.push_back(x->off); });
-  for (const LeafRef* x = inner_.find(Arg{}); x && linked.size() <= leaves.size(); x = x->next)
+  for (auto it = inner_.begin(); it.valid(); ++it) routed.push_back(it.value()->off);
+  for (const LeafRef* x = route(Arg{}); x && linked.size() <= leaves.size(); x = x->next)
     linked.push_back(x->off);
   if (routed != listed) r.fail("the inner nodes' leaves differ from the leaf list");
   if (linked != listed) r.fail("the DRAM leaf links differ from the leaf list");

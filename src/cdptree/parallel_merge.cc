@@ -12,6 +12,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
+#include "st/overlay.h"
 
 namespace dptree {
 
@@ -43,22 +44,12 @@ std::vector<KVPair> entries_to_merge(const cdp::Cpbt* m, const cdp::Cpbt* newer)
   if (!newer) return es;
   // Writers may still take removes in the Front: an optimistic scan sees each key's value at
   // one moment (only values already logged: the log is written first, §3.1).
-  std::vector<KVPair> fr, both;
+  std::vector<KVPair> fr;
   newer->tree.scan(0, [&](u64 k, u64 v) {
     fr.emplace_back(k, v);
     return true;
   });
-  both.reserve(es.size() + fr.size());
-  std::size_t i = 0, j = 0;
-  while (i < es.size() || j < fr.size()) {
-    if (j == fr.size() || (i < es.size() && es[i].first < fr[j].first)) {
-      both.push_back(es[i++]);
-    } else {
-      if (i < es.size() && es[i].first == fr[j].first) ++i;  // the Front's is newer
-      both.push_back(fr[j++]);
-    }
-  }
-  return both;
+  return overlay_sorted(std::move(es), fr);
 }
 
 // Algorithm 9 line 1: partitions of `ps` consecutive leaves of `old`, each with the entries

@@ -14,6 +14,7 @@
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
 #include "st/merge.h"
+#include "st/overlay.h"
 
 namespace dptree::cdp {
 
@@ -27,19 +28,7 @@ namespace {
 StringEntries entries_to_merge(const StringBuffer& m, const StringBuffer* newer) {
   StringEntries es = m.entries();
   if (!newer) return es;
-  const StringEntries fr = newer->entries();
-  StringEntries both;
-  both.reserve(es.size() + fr.size());
-  std::size_t i = 0, j = 0;
-  while (i < es.size() || j < fr.size()) {
-    if (j == fr.size() || (i < es.size() && es[i].first < fr[j].first)) {
-      both.push_back(std::move(es[i++]));
-    } else {
-      if (i < es.size() && es[i].first == fr[j].first) ++i;  // the Front's is newer
-      both.push_back(fr[j++]);
-    }
-  }
-  return both;
+  return overlay_sorted(std::move(es), newer->entries());
 }
 
 }  // namespace

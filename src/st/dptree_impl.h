@@ -20,11 +20,6 @@
 #include "st/owner_dir.h"
 #include "st/plog.h"
 
-namespace dptree::pm {
-class Pool;
-class Allocator;
-}  // namespace dptree::pm
-
 namespace dptree::detail {
 
 // The buffer tree (§2.1): a small DRAM B+-tree of upserts, volatile (the PM log replays it on

@@ -19,7 +19,6 @@
 
 namespace dptree::pm {
 class Pool;
-class Allocator;
 }  // namespace dptree::pm
 
 namespace dptree::detail {

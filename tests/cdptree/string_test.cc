@@ -12,6 +12,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "fixtures/expect_error.h"
 #include "fixtures/full_pool.h"
 #include "fixtures/key_kinds.h"
 #include "fixtures/named_stats.h"
@@ -90,13 +91,8 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& d
     idx->upsert("log", 2);
   }
   damage(*pool, *pool->at<detail::CRoot>(*pool->root_word()));
-  try {
-    make_string_index("cdptree", pool.get(), small());
-    ADD_FAILURE() << "a damaged pool opened: " << says;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::corrupt) << e.what();
-    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-  }
+  expect_error([&] { make_string_index("cdptree", pool.get(), small()); }, Errc::corrupt, says,
+               "a damaged pool opened");
 }
 
 detail::StringLeaf first_leaf(pm::Pool& p, detail::CRoot& r) {

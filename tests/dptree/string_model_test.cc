@@ -13,6 +13,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "dptree/testing/phases.h"
+#include "fixtures/expect_error.h"
 #include "fixtures/full_pool.h"
 #include "fixtures/key_kinds.h"
 #include "fixtures/named_stats.h"
@@ -192,23 +193,13 @@ TEST(DPTreeStrings, EachFormRefusesTheOthersPool) {
   auto ints = pm::Pool::create_in_memory(4 << 20);
   c.pool = ints.get();
   { info.create(c)->upsert(1, 2); }
-  try {
-    info.create_string(c);
-    ADD_FAILURE() << "an integer pool opened as strings";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::wrong_index) << e.what();
-    EXPECT_NE(std::string(e.what()).find("integer"), std::string::npos) << e.what();
-  }
+  expect_error([&] { info.create_string(c); }, Errc::wrong_index, "integer",
+               "an integer pool opened as strings");
   auto strs = pm::Pool::create_in_memory(4 << 20);
   c.pool = strs.get();
   { info.create_string(c)->upsert("k", 2); }
-  try {
-    info.create(c);
-    ADD_FAILURE() << "a string pool opened as integers";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::wrong_index) << e.what();
-    EXPECT_NE(std::string(e.what()).find("string"), std::string::npos) << e.what();
-  }
+  expect_error([&] { info.create(c); }, Errc::wrong_index, "string",
+               "a string pool opened as integers");
   // Still usable after the refusals.
   EXPECT_EQ(info.create_string(c)->lookup("k"), std::optional<Value>(2));
 }
@@ -244,13 +235,8 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::Root&)>& da
     idx->upsert("log", 2);
   }
   damage(*pool, *pool->at<Root>(*pool->root_word()));
-  try {
-    make_string_index("dptree", pool.get(), small_string_options());
-    ADD_FAILURE() << "a damaged pool opened: " << says;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::corrupt) << e.what();
-    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-  }
+  expect_error([&] { make_string_index("dptree", pool.get(), small_string_options()); },
+               Errc::corrupt, says, "a damaged pool opened");
 }
 
 TEST(DPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {

@@ -24,9 +24,7 @@ StringBuffer::StringBuffer(pm::Pool& pool, const RecordCodec& codec, LogPageCach
 
 void StringBuffer::append(Shard& s, std::size_t p, std::string_view k, u64 v) {
   PhaseScope ph(CDPTreePhase::log_append);
-  u64 rec[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];
-  encode_string_record(k, v, log_valid_bit(ver_), rec);
-  s.log->append_words(&table_[p], ver_, rec, string_record_words(k.size()));
+  append_string_record(*s.log, &table_[p], ver_, k, v);
 }
 
 void StringBuffer::replay(std::size_t p, const char* tree) {

@@ -92,6 +92,11 @@ void merge_string_leaves(TreeParts& t, std::size_t leaf_capacity, std::size_t sm
 // The list of version nv through each leaf's next word of version nv, written back.
 void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv);
 
+// Appends k's record (format/string_leaf.h) to the log at `head` of version `ver`: the log
+// write of an upsert in both string forms, and of an entry a merge part leaves in the buffer.
+// May throw pool_full (nothing written then).
+void append_string_record(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v);
+
 // Replay's length of the record whose first word is `w` with `room` words left on its page
 // (0: a pad word, the rest of the page); Error(corrupt) naming `tree` for a length above the
 // limit or a record running past its page.

@@ -204,11 +204,7 @@ thread_local bool g_in_part = false;       // dptree_string_merge_in_part
 // Appends a record of each of `es` to the log at `head` of version `ver`. May throw pool_full.
 void log_entries(PLog& log, LogPagePtr* head, int ver, Span es) {
   PhaseScope ph(DPTreePhase::log_append);
-  u64 rec[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];
-  for (const auto& [k, v] : es) {
-    encode_string_record(k, v, log_valid_bit(ver), rec);
-    log.append_words(head, ver, rec, string_record_words(k.size()));
-  }
+  for (const auto& [k, v] : es) append_string_record(log, head, ver, k, v);
 }
 }  // namespace
 

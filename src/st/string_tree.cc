@@ -125,9 +125,7 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
   const int cv = static_cast<int>(root_->gv & kVersionBit);
   {
     PhaseScope ph(DPTreePhase::log_append);
-    u64 rec[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];
-    encode_string_record(k, v, log_valid_bit(cv), rec);
-    log_->append_words(&root_->log_head[cv], cv, rec, string_record_words(k.size()));
+    append_string_record(*log_, &root_->log_head[cv], cv, k, v);
   }
   buffer_.insert_or_assign(std::string(k), v);
   bloom_.add_hashed(hash_string(k));

@@ -29,17 +29,17 @@
 
 namespace {
 
+using Stats = std::vector<std::pair<std::string, double>>;
+
 // What `dptree check` found in a pool: printed as text, or as one JSON object with --json.
 struct Found {
   std::string index;  // "dptree" or "cdptree"
   std::string keys;   // "u64" or "string"
   std::string what;   // the tree and its form, as the text report names it
   std::string text;   // the text report's stat lines
-  std::vector<std::pair<std::string, double>> stats;
+  Stats stats;
   dptree::CheckReport report;
 };
-
-using Stats = std::vector<std::pair<std::string, double>>;
 double num(std::size_t x) {
   return static_cast<double>(x);
 }
@@ -123,14 +123,15 @@ bool check_string_pool(dptree::pm::Pool& pool, Found& f, const char* index,
   f.stats = Stats{{"records", num(s.records)},
                   {"pm_bytes", num(s.pm_bytes)},
                   {"dram_bytes", num(s.dram_bytes)}};
+  for (auto& figure : s.extra) f.stats.push_back(std::move(figure));
   return true;
 }
 
 bool check_string_dptree_pool(dptree::pm::Pool& pool, Found& f) {
-  namespace dd = dptree::detail;
-  return check_string_pool(pool, f, "dptree", dd::kStringRootMagic, sizeof(dd::Root),
+  namespace d = dptree::detail;
+  return check_string_pool(pool, f, "dptree", d::kStringRootMagic, sizeof(d::Root),
                            "DPTree of string keys") ||
-         check_string_pool(pool, f, "cdptree", dd::kCStringRootMagic, sizeof(dd::CRoot),
+         check_string_pool(pool, f, "cdptree", d::kCStringRootMagic, sizeof(d::CRoot),
                            "concurrent DPTree (cdptree) of string keys");
 }
 
@@ -148,15 +149,9 @@ void check_cdptree(dptree::pm::Pool& pool, Found& f) {
       s.records, s.base_records, s.front_entries, s.leaves, s.log_pages, s.free_log_pages,
       s.restart_count, s.last_recovery_seconds, s.pm_bytes, s.dram_bytes);
   f.stats = Stats{{"records", num(s.records)},
-                  {"base_records", num(s.base_records)},
-                  {"front_entries", num(s.front_entries)},
-                  {"leaves", num(s.leaves)},
-                  {"log_pages", num(s.log_pages)},
-                  {"free_log_pages", num(s.free_log_pages)},
-                  {"restart_count", num(s.restart_count)},
-                  {"recovery_seconds", s.last_recovery_seconds},
                   {"pm_bytes", num(s.pm_bytes)},
                   {"dram_bytes", num(s.dram_bytes)}};
+  for (auto& figure : dptree::named_figures(s)) f.stats.push_back(std::move(figure));
 }
 
 bool another_index(const dptree::Error& e) {

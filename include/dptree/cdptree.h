@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dptree/dptree_options.h"  // kMaxMergeRecords
@@ -83,6 +84,9 @@ struct CDPTreeStats {
   double last_recovery_seconds = 0;
   std::size_t pm_bytes = 0, dram_bytes = 0;
 };
+// The figures the registry's `cdptree` entry reports beside records, pm_bytes and dram_bytes
+// (IndexStats' own fields), named as `dptree bench` and `dptree check --json` report them.
+std::vector<std::pair<std::string, double>> named_figures(const CDPTreeStats& s);
 
 class CDPTree {
  public:

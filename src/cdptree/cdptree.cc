@@ -465,6 +465,19 @@ const CDPTreeOptions& CDPTree::options() const {
   return impl_->opt;
 }
 
+std::vector<std::pair<std::string, double>> named_figures(const CDPTreeStats& s) {
+  auto d = [](std::size_t x) { return static_cast<double>(x); };
+  return {{"front_entries", d(s.front_entries)},         {"middle_entries", d(s.middle_entries)},
+          {"base_records", d(s.base_records)},           {"leaves", d(s.leaves)},
+          {"leaf_capacity", d(s.leaf_capacity)},         {"merges", d(s.merges)},
+          {"merge_partitions", d(s.merge_partitions)},   {"splits", d(s.splits)},
+          {"consolidations", d(s.consolidations)},       {"leaves_created", d(s.leaves_created)},
+          {"leaves_freed", d(s.leaves_freed)},           {"lazy_rebuilds", d(s.lazy_rebuilds)},
+          {"inplace_updates", d(s.inplace_updates)},     {"log_pages", d(s.log_pages)},
+          {"free_log_pages", d(s.free_log_pages)},       {"restart_count", d(s.restart_count)},
+          {"recovery_seconds", s.last_recovery_seconds}, {"inplace_deletes", d(s.inplace_deletes)}};
+}
+
 CDPTreeStats CDPTree::stats() const {
   const Impl& m = *impl_;
   CDPTreeStats s;

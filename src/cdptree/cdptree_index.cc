@@ -23,20 +23,7 @@ class CDPTreeIndex final : public detail::FamilyIndex<CDPTree> {
   explicit CDPTreeIndex(std::unique_ptr<CDPTree> t) : FamilyIndex("cdptree", std::move(t)) {}
 
  private:
-  Extra extra(const CDPTreeStats& s) const override {
-    Extra e = {
-        {"front_entries", d(s.front_entries)},        {"middle_entries", d(s.middle_entries)},
-        {"base_records", d(s.base_records)},          {"leaves", d(s.leaves)},
-        {"leaf_capacity", d(s.leaf_capacity)},        {"merges", d(s.merges)},
-        {"merge_partitions", d(s.merge_partitions)},  {"splits", d(s.splits)},
-        {"consolidations", d(s.consolidations)},      {"leaves_created", d(s.leaves_created)},
-        {"leaves_freed", d(s.leaves_freed)},          {"lazy_rebuilds", d(s.lazy_rebuilds)},
-        {"inplace_updates", d(s.inplace_updates)},    {"log_pages", d(s.log_pages)},
-        {"free_log_pages", d(s.free_log_pages)},      {"restart_count", d(s.restart_count)},
-        {"recovery_seconds", s.last_recovery_seconds}};
-    e.emplace_back("inplace_deletes", d(s.inplace_deletes));
-    return e;
-  }
+  Extra extra(const CDPTreeStats& s) const override { return named_figures(s); }
 };
 
 // Every thread the tree uses counts in the caller's thread count: as many merge and recovery

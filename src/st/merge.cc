@@ -155,8 +155,8 @@ bool split_keep_last(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   leaf_upsert(lf, nv, std::span(rest, es.end()), d.slots);
   leaf_clear_unreached_deleted(lf, nv);  // in the bitmap line written back anyway
   pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
-  pm::store(&cx.leaf(nl.back()).next(nv),
-            LeafPtr(cur));  // cur's next and max key (version nv) stay
+  // cur's next and max key (version nv) stay.
+  pm::store(&cx.leaf(nl.back()).next(nv), LeafPtr(cur));
   ++r.counters.splits;
   ++r.counters.kept_splits;
   note_kept_split();

@@ -37,7 +37,8 @@ ConcurrentCrashConfig config(const std::string& index) {
 // The counts depend on the interleaving: `at_least` and `mid_run` are floors near half of the
 // fewest two runs at load 10 gave (FPTree 1177 / 851 mid-run, CAWBT 1590 / 1502, FAST_FAIR
 // 800 / 282, TIPS 1604 / 566), so a change that captures far fewer shows, with room for
-// scheduling.
+// scheduling. FAST_FAIR's total went as low as 394 in a run beside other crash tests on 2
+// cores (16 runs alone: 425-737), so its floor is 250.
 void expect_images(const ConcurrentCrashResult& r, std::size_t at_least, std::size_t mid_run,
                    bool recovery_writes = true) {
   std::printf(
@@ -76,7 +77,7 @@ TEST(ConcurrentCrash, CAWBTGlobalWriteLock) {
 
 // FAST_FAIR assumes in-order persistence within a line: 64-byte unit only (docs/peers.md).
 TEST(ConcurrentCrash, FastFairNodeLocks) {
-  expect_images(run_concurrent_crash(config("fastfair")), 400, 140, false);
+  expect_images(run_concurrent_crash(config("fastfair")), 250, 140, false);
 }
 
 // TIPS with its background replay writers running while the workers write: crashes land in

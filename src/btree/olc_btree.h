@@ -13,7 +13,9 @@
 // cannot model); a reader's result counts only when that check finds the version unchanged.
 //
 // Deleting keys (erase) never merges nodes. Nodes are freed only by the destructor, so an
-// optimistic reader can always dereference the pointer it read.
+// optimistic reader can always dereference the pointer it read. They come from the heap, or
+// from a NodeChunks (node_pool.h) when the tree is built on one: then the destructor hands
+// their chunks on to the next tree instead of freeing each node.
 //
 // upsert_with(k, fn) calls fn while it holds the write lock of the leaf that holds or will
 // hold k: the concurrent DPTree appends the log record and updates its bloom filter there, so
@@ -24,11 +26,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "btree/node_pool.h"
 
 namespace dptree::btree {
 
@@ -42,12 +48,13 @@ class BasicOlcBTree {
   static constexpr int kLeafSlots = LeafSlots;
   static constexpr int kInnerSlots = InnerSlots;
 
-  BasicOlcBTree() {
-    auto* l = new Leaf;
-    nodes_.fetch_add(1, std::memory_order_relaxed);
-    root_.store(l, std::memory_order_release);
+  BasicOlcBTree() { root_.store(make<Leaf>(), std::memory_order_release); }
+  explicit BasicOlcBTree(NodeChunks& chunks) : pooled_(std::make_unique<PooledNodes>(chunks)) {
+    root_.store(make<Leaf>(), std::memory_order_release);
   }
-  ~BasicOlcBTree() { destroy(root_.load(std::memory_order_acquire)); }
+  ~BasicOlcBTree() {
+    if (!pooled_) destroy(root_.load(std::memory_order_acquire));
+  }
   BasicOlcBTree(const BasicOlcBTree&) = delete;
   BasicOlcBTree& operator=(const BasicOlcBTree&) = delete;
 
@@ -396,7 +403,7 @@ class BasicOlcBTree {
     Node* right = nullptr;
     if (nd->leaf) {
       auto* l = static_cast<Leaf*>(nd);
-      auto* r = new Leaf;
+      auto* r = make<Leaf>();
       int n = l->count.load(std::memory_order_acquire), keep = n / 2;
       for (int i = keep; i < n; ++i) {
         r->keys[i - keep].store(ld(l->keys[i]), std::memory_order_release);
@@ -410,7 +417,7 @@ class BasicOlcBTree {
       right = r;
     } else {
       auto* in = static_cast<Inner*>(nd);
-      auto* r = new Inner;
+      auto* r = make<Inner>();
       int n = in->count.load(std::memory_order_acquire), keep = n / 2;
       sep = ld(in->keys[keep]);
       for (int i = keep + 1; i < n; ++i)
@@ -422,12 +429,10 @@ class BasicOlcBTree {
       in->count.store(keep, std::memory_order_release);
       right = r;
     }
-    nodes_.fetch_add(1, std::memory_order_relaxed);
     if (parent) {
       parent->insert_child(sep, right);
     } else {
-      auto* root = new Inner;
-      nodes_.fetch_add(1, std::memory_order_relaxed);
+      auto* root = make<Inner>();
       root->keys[0].store(sep, std::memory_order_release);
       root->child[0].store(nd, std::memory_order_release);
       root->child[1].store(right, std::memory_order_release);
@@ -467,6 +472,16 @@ class BasicOlcBTree {
     }
   }
 
+  // A new node, counted; from the tree's chunks when it has them (nothing to destroy there:
+  // nodes hold only atomics and pointers).
+  template <class T>
+  T* make() {
+    static_assert(std::is_trivially_destructible_v<T> && sizeof(T) <= NodeChunks::kChunkBytes);
+    nodes_.fetch_add(1, std::memory_order_relaxed);
+    if (pooled_) return new (pooled_->take(sizeof(T))) T();
+    return new T;
+  }
+
   static void destroy(Node* nd) {
     if (nd->leaf) {
       delete static_cast<Leaf*>(nd);
@@ -478,6 +493,7 @@ class BasicOlcBTree {
     delete in;
   }
 
+  std::unique_ptr<PooledNodes> pooled_;  // null: nodes from the heap
   std::atomic<Node*> root_;
   std::atomic<std::size_t> nodes_{0};
 };

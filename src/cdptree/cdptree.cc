@@ -110,7 +110,7 @@ std::size_t CDPTree::Impl::threshold(std::size_t base_count) const {
 cdp::Cpbt* CDPTree::Impl::new_cpbt(int ver) const {
   // The buffer may outgrow the trigger while the previous merge runs: room for twice it.
   std::size_t expected = 2 * merge_thresh.load() + opt.log_partitions * codec.G.per_page;
-  return new cdp::Cpbt(*shared, table(ver), ver, expected, opt.bloom_error_rate);
+  return new cdp::Cpbt(*shared, table(ver), ver, expected, opt.bloom_error_rate, node_chunks);
 }
 
 namespace {
@@ -518,7 +518,8 @@ CDPTreeStats CDPTree::stats() const {
   s.restart_count = m.root->base.restart_count;
   s.last_recovery_seconds = m.last_recovery_seconds;
   s.pm_bytes = m.pm_bytes();
-  s.dram_bytes += sizeof(Impl) + m.dir->dram_bytes() + m.pages->dram_bytes();
+  s.dram_bytes +=
+      sizeof(Impl) + m.dir->dram_bytes() + m.pages->dram_bytes() + m.node_chunks.spare_bytes();
   return s;
 }
 

@@ -22,8 +22,8 @@ using detail::ConcurrentBloom;
 
 struct Cpbt {
   Cpbt(const LogShared& sh, detail::LogPagePtr* table, int ver, std::size_t expected,
-       double bloom_error)
-      : log(sh, table, ver), bloom(expected, bloom_error) {}
+       double bloom_error, btree::NodeChunks& chunks)
+      : tree(chunks), log(sh, table, ver), bloom(expected, bloom_error) {}
 
   // The value of k here (tombstones included), if any.
   std::optional<u64> find(u64 k) const {

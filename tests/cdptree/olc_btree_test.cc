@@ -2,6 +2,8 @@
 // threads (oversubscribed, run under ThreadSanitizer too): disjoint inserts all land, the
 // callback of upsert_with runs exactly once under the leaf lock (a read-modify-write counter
 // loses no increment), and readers never see a value go backwards or a scan out of order.
+// The same on trees whose nodes come from a NodeChunks (btree/node_pool.h), one after another
+// on the same chunks, as the concurrent DPTree's buffers are.
 #include "btree/olc_btree.h"
 
 #include <gtest/gtest.h>
@@ -21,8 +23,9 @@ namespace {
 using btree::OlcBTree;
 using SmallTree = btree::BasicOlcBTree<4, 4>;  // small nodes: many splits at every level
 
-TEST(OlcBTree, RandomOperationsMatchStdMap) {
-  SmallTree t;
+// Random inserts, upserts, updates, erases, lookups and scans on keys below 3,000, each
+// checked against std::map, then the whole tree.
+void random_operations_match_std_map(SmallTree& t) {
   std::map<std::uint64_t, std::uint64_t> m;
   std::mt19937_64 rng(3);
   for (int i = 0; i < 60000; ++i) {
@@ -68,7 +71,7 @@ TEST(OlcBTree, RandomOperationsMatchStdMap) {
         EXPECT_TRUE(out.size() == 20 || it == m.end());
       }
     }
-    if (HasFailure()) return;
+    if (::testing::Test::HasFailure()) return;
   }
   EXPECT_TRUE(t.check().empty());
   EXPECT_EQ(t.size(), m.size());
@@ -79,6 +82,30 @@ TEST(OlcBTree, RandomOperationsMatchStdMap) {
   EXPECT_GT(t.height(), 4);
 }
 
+TEST(OlcBTree, RandomOperationsMatchStdMap) {
+  SmallTree t;
+  random_operations_match_std_map(t);
+}
+
+// The second tree is built on the nodes the first left behind: it makes no chunk of its own
+// and gives back every one it took.
+TEST(OlcBTree, NodeChunksPassFromOneTreeToTheNext) {
+  btree::NodeChunks chunks;
+  {
+    SmallTree t(chunks);
+    random_operations_match_std_map(t);
+    EXPECT_EQ(chunks.spare_bytes(), 0u);
+  }
+  const std::size_t held = chunks.spare_bytes();
+  EXPECT_GT(held, btree::NodeChunks::kChunkBytes) << "the run fills more than one chunk";
+  {
+    SmallTree t(chunks);
+    random_operations_match_std_map(t);  // the same run: the same nodes
+    EXPECT_EQ(chunks.spare_bytes(), 0u);
+  }
+  EXPECT_EQ(chunks.spare_bytes(), held);
+}
+
 TEST(OlcBTree, RegisteredIndexPassesTheModelFixture) {
   testing::ModelConfig c;
   c.index = "olc-btree";
@@ -87,8 +114,7 @@ TEST(OlcBTree, RegisteredIndexPassesTheModelFixture) {
   testing::run_model(c);
 }
 
-TEST(OlcBTree, ConcurrentDisjointInsertsAllLand) {
-  SmallTree t;
+void concurrent_disjoint_inserts_all_land(SmallTree& t) {
   const unsigned threads = 6;
   const std::uint64_t per = 8000;
   std::vector<std::thread> ts;
@@ -110,6 +136,22 @@ TEST(OlcBTree, ConcurrentDisjointInsertsAllLand) {
   });
   EXPECT_TRUE(ok);
   EXPECT_EQ(expect, threads * per);
+}
+
+TEST(OlcBTree, ConcurrentDisjointInsertsAllLand) {
+  SmallTree t;
+  concurrent_disjoint_inserts_all_land(t);
+}
+
+// Splits on several threads take nodes from the tree's chunks at once.
+TEST(OlcBTree, ConcurrentDisjointInsertsAllLandOnNodeChunks) {
+  btree::NodeChunks chunks;
+  {
+    SmallTree first(chunks);
+    concurrent_disjoint_inserts_all_land(first);
+  }
+  SmallTree t(chunks);
+  concurrent_disjoint_inserts_all_land(t);
 }
 
 TEST(OlcBTree, UpsertCallbackRunsOnceUnderTheLeafLock) {

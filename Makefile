@@ -71,7 +71,7 @@ bench: build
 
 # DPTree, the concurrent DPTree, FAST_FAIR and LB+-Tree as ratios to absl::btree_map at 10M keys,
 # 1 and 2 threads, beside the project's targets, median of 3 rounds: docs/results/yardstick.md
-# (about 11 minutes).
+# (about 12 minutes).
 yardstick: build
 	/usr/bin/python3 scripts/reproduce --keys $(or $(KEYS),10M) --seconds 4 --rounds 3 --only yardstick
 

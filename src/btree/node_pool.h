@@ -1,9 +1,9 @@
 // Node memory for a family of concurrent trees that replace one another: 64 KiB chunks a tree
 // takes while it grows and gives back when it is destroyed, for the next tree to refill. The
 // concurrent DPTree builds a new Front every merge cycle and destroys the merged Middle
-// (DPTree paper §3.2). From the heap, each Front's nodes were fresh pages: about one insert in
-// 200 paid a page fault, which set the two-thread p99.9 latency. From a NodeChunks, a Front
-// reuses the pages the last Middle faulted in.
+// (DPTree paper §3.2). From the heap, each Front's nodes were fresh pages whose first-touch
+// faults fell on the writers; from a NodeChunks, a Front reuses the pages the last Middle
+// faulted in (the two-thread insert p99.9: docs/cdptree.md, "Where the time goes").
 #pragma once
 
 #include <cstddef>
@@ -76,14 +76,10 @@ class PooledNodes {
     used_ += bytes;
     return p;
   }
-  std::size_t held_bytes() const {
-    std::lock_guard g(mu_);
-    return mine_.size() * NodeChunks::kChunkBytes;
-  }
 
  private:
   NodeChunks& src_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::vector<std::byte*> mine_;
   std::size_t used_ = 0;
 };

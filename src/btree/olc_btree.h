@@ -14,7 +14,7 @@
 //
 // Deleting keys (erase) never merges nodes. Nodes are freed only by the destructor, so an
 // optimistic reader can always dereference the pointer it read. They come from the heap, or
-// from a NodeChunks (node_pool.h) when the tree is built on one: then the destructor hands
+// from a NodeChunks (chunk_memory.h) when the tree is built on one: then the destructor hands
 // their chunks on to the next tree instead of freeing each node.
 //
 // upsert_with(k, fn) calls fn while it holds the write lock of the leaf that holds or will

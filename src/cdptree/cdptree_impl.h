@@ -60,7 +60,8 @@ struct CDPTree::Impl : detail::TreeParts {
   std::unique_ptr<cdp::LogShared> shared;
 
   mutable cdp::SyncManager sm;
-  // The buffers' node memory, handed from each merged Middle to the next Front (node_pool.h).
+  // The buffers' node memory, handed from each merged Middle to the next Front
+  // (btree/chunk_memory.h).
   mutable btree::NodeChunks node_chunks;
   std::atomic<cdp::Cpbt*> gp_f{nullptr}, gp_m{nullptr};  // GP_F, GP_M (§3.2)
   std::atomic<cdp::BaseSnapshot*> gp_b{nullptr};         // GP_B

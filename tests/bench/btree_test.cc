@@ -1,7 +1,7 @@
 // The volatile B+-tree template (over the heap, and over an arena as DPTree's buffer tree), its
 // lookups by floor (FPTree's inner nodes) and by key view, find-or-insert, its bottom-up build, the
 // registered volatile indexes against a std::map model, the registry, and the btree index under
-// concurrent use.
+// concurrent use; the chunks node memory comes from.
 #include "btree/btree.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "btree/chunk_memory.h"
 #include "btree/node_arena.h"
 #include "dptree/error.h"
 #include "dptree/registry.h"
@@ -185,6 +186,56 @@ TEST(ArenaTree, RefillingToTheSameSizeTakesNoMoreMemory) {
     t.clear();
   }
   EXPECT_GT(held, 0u);
+}
+
+// Chunks grow from 64 KiB to 2 MiB and the 2 MiB ones start on a huge-page boundary; what take()
+// hands out is line-aligned and never overlaps; rewind() hands out the same memory again.
+TEST(BumpChunks, GrowToHugeChunksAndRewind) {
+  btree::BumpChunks b;
+  std::map<std::uintptr_t, std::size_t> given;  // start -> bytes
+  auto take_all = [&](std::size_t total) {
+    given.clear();
+    for (std::size_t n = 0, i = 0; n < total; ++i) {
+      const std::size_t bytes = 100 + 300 * (i % 7);
+      auto* p = static_cast<std::byte*>(b.take(bytes));
+      const auto at = reinterpret_cast<std::uintptr_t>(p);
+      EXPECT_EQ(at % btree::kNodeAlign, 0u);
+      std::fill(p, p + bytes, std::byte{0x5a});  // writable, all of it
+      given[at] = bytes;
+      n += bytes;
+    }
+    for (auto it = given.begin(); std::next(it) != given.end(); ++it)
+      ASSERT_LE(it->first + it->second, std::next(it)->first) << "two takes overlap";
+  };
+  take_all(std::size_t{8} << 20);
+  // 64 + 128 + ... + 1024 KiB, then 2 MiB chunks: 8 MiB needs at least three of them.
+  EXPECT_GE(b.held_bytes(), (std::size_t{2} << 20) * 3 + (std::size_t{2} << 20) - (64 << 10));
+  const std::size_t held = b.held_bytes();
+  auto first = given.begin()->first;
+  b.rewind();
+  take_all(std::size_t{8} << 20);
+  EXPECT_EQ(b.held_bytes(), held) << "the refill made a chunk";
+  EXPECT_EQ(given.begin()->first, first);
+  // A take larger than a chunk gets a chunk of its own, a huge-page-aligned mapping.
+  auto* big = b.take(std::size_t{3} << 20);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big) % btree::kHugeChunk, 0u);
+  EXPECT_EQ(b.held_bytes(), held + (std::size_t{4} << 20));
+}
+
+// With a NodeChunks behind it, a BumpChunks takes 2 MiB chunks from it and gives them all back.
+TEST(BumpChunks, SharedChunksComeBack) {
+  btree::NodeChunks src;
+  {
+    btree::BumpChunks b(&src);
+    for (int i = 0; i < 5000; ++i) b.take(1000);  // about 5 MB: three chunks
+    EXPECT_EQ(b.held_bytes(), 3 * btree::NodeChunks::kChunkBytes);
+    EXPECT_EQ(src.spare_bytes(), 0u);
+    EXPECT_THROW(b.take(btree::NodeChunks::kChunkBytes + 1), std::bad_alloc);
+  }
+  EXPECT_EQ(src.spare_bytes(), 3 * btree::NodeChunks::kChunkBytes);
+  btree::BumpChunks again(&src);
+  again.take(64);
+  EXPECT_EQ(src.spare_bytes(), 2 * btree::NodeChunks::kChunkBytes) << "a spare chunk is reused";
 }
 
 TEST(ArenaTree, ExtremeKeysAndSequentialRuns) {

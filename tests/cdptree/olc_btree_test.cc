@@ -2,7 +2,7 @@
 // threads (oversubscribed, run under ThreadSanitizer too): disjoint inserts all land, the
 // callback of upsert_with runs exactly once under the leaf lock (a read-modify-write counter
 // loses no increment), and readers never see a value go backwards or a scan out of order.
-// The same on trees whose nodes come from a NodeChunks (btree/node_pool.h), one after another
+// The same on trees whose nodes come from a NodeChunks (btree/chunk_memory.h), one after another
 // on the same chunks, as the concurrent DPTree's buffers are.
 #include "btree/olc_btree.h"
 
@@ -89,20 +89,21 @@ TEST(OlcBTree, RandomOperationsMatchStdMap) {
 
 // The second tree is built on the nodes the first left behind: it makes no chunk of its own
 // and gives back every one it took.
+// Each tree then grows by 100,000 ascending keys, so that it fills more than one chunk.
 TEST(OlcBTree, NodeChunksPassFromOneTreeToTheNext) {
   btree::NodeChunks chunks;
-  {
+  auto run = [&] {
     SmallTree t(chunks);
     random_operations_match_std_map(t);
+    for (std::uint64_t k = 3000; k < 103000; ++k) ASSERT_TRUE(t.insert(k, k + 1));
+    EXPECT_TRUE(t.check().empty());
+    EXPECT_EQ(t.lookup(50000), std::optional<std::uint64_t>(50001));
     EXPECT_EQ(chunks.spare_bytes(), 0u);
-  }
+  };
+  run();
   const std::size_t held = chunks.spare_bytes();
   EXPECT_GT(held, btree::NodeChunks::kChunkBytes) << "the run fills more than one chunk";
-  {
-    SmallTree t(chunks);
-    random_operations_match_std_map(t);  // the same run: the same nodes
-    EXPECT_EQ(chunks.spare_bytes(), 0u);
-  }
+  run();  // the same run: the same nodes
   EXPECT_EQ(chunks.spare_bytes(), held);
 }
 

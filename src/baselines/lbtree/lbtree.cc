@@ -11,8 +11,8 @@
 //   - Log-less split: the upper half goes to a new leaf, which is persisted and then named in
 //     the *inactive* sibling pointer; one 8-byte header store then drops the moved slots from
 //     the bitmap and flips the alternate bit, making the new leaf reachable. No log.
-//   - Inner nodes are a volatile B+-tree from a leaf's lower bound to the leaf; recovery walks
-//     the leaf chain and rebuilds them.
+//   - Inner nodes are a volatile B+-tree of the paper's 256-byte nodes (inner_nodes.h) from a
+//     leaf's lower bound to the leaf; recovery walks the leaf chain and rebuilds them.
 // What it assumes: a write-back carries the whole line as it stood (stores to one line reach
 // PM in program order), so the line-0 insert needs one flush; tested under the simulator's
 // 64-byte unit.
@@ -41,9 +41,9 @@
 #include <string>
 
 #include "baselines/common.h"
+#include "baselines/lbtree/inner_nodes.h"
 #include "baselines/slab/slab_arena.h"
 #include "baselines/slab/version_lock.h"
-#include "btree/btree.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -95,10 +95,6 @@ static_assert(sizeof(Root) == 64);
 std::uint8_t fingerprint(Key k) {
   return static_cast<std::uint8_t>((k * 0x9E3779B97F4A7C15ull) >> 56);
 }
-
-// Inner nodes: lower bound of a leaf -> leaf, in descending order so lower_bound(k) finds the
-// leaf whose range holds k.
-using Inner = btree::BPlusTree<Key, std::uint64_t, 64, 64, std::greater<Key>>;
 
 class LBTree final : public PutIndex<LBTree> {
   friend class PutIndex<LBTree>;  // its name, upsert, insert and update
@@ -199,8 +195,7 @@ class LBTree final : public PutIndex<LBTree> {
         Key k = l.ent[s].key;
         keys.push_back(k);
         if (l.fp[s] != fingerprint(k)) r.fail(at + " slot " + std::to_string(s) + " fingerprint");
-        const std::uint64_t* routed = route(k);
-        if (!routed || *routed != off)
+        if (route(k) != off)
           r.fail(at + ": key " + std::to_string(k) + " is not routed to its leaf");
       }
       std::sort(keys.begin(), keys.end());
@@ -212,9 +207,10 @@ class LBTree final : public PutIndex<LBTree> {
       }
       records += keys.size();
     }
-    for (auto it = inner_.begin(); it.valid(); ++it)
-      if (!chain.contains(it.value()))
-        r.fail("inner nodes name leaf " + std::to_string(it.value()) + " outside the chain");
+    inner_.for_each([&](Key, std::uint64_t off) {
+      if (!chain.contains(off))
+        r.fail("inner nodes name leaf " + std::to_string(off) + " outside the chain");
+    });
     if (records != records_.load())
       r.fail("record count " + std::to_string(records_.load()) + ", leaves hold " +
              std::to_string(records));
@@ -231,14 +227,11 @@ class LBTree final : public PutIndex<LBTree> {
  private:
   const Leaf* leaf(std::uint64_t off) const { return pool_.at<Leaf>(off); }
   Leaf* leaf(std::uint64_t off) { return pool_.at<Leaf>(off); }
-  const std::uint64_t* route(Key k) const {
-    auto it = inner_.lower_bound(k);
-    return it.valid() ? &it.value() : nullptr;
-  }
+  std::uint64_t route(Key k) const { return inner_.find(k); }
   // The leaf's four lines are loaded together: a lookup reads the header line (bitmap,
   // fingerprints) and then the entry's line, two misses in a row without the prefetch.
   Leaf* leaf_for(Key k) const {
-    auto* l = pool_.at<Leaf>(*route(k));
+    auto* l = pool_.at<Leaf>(route(k));
     for (int line = 0; line < 4; ++line)
       __builtin_prefetch(reinterpret_cast<const char*>(l) + 64 * line);
     return l;
@@ -380,21 +373,15 @@ class LBTree final : public PutIndex<LBTree> {
       pm::persist(&root_->head, 8);
       leaves_->open();
     }
-    inner_.clear();
-    records_ = 0;  // single-threaded: the constructor
-    bool first = true;
+    inner_.reset(root_->head);  // the leftmost leaf covers every key below the next one
+    records_ = 0;               // single-threaded: the constructor
     for (std::uint64_t off = root_->head; off; off = leaf(off)->sibling()) {
       if (!leaves_->mark_used(off))
         problem("leaf " + std::to_string(off) + " is not a leaf slot or is reached twice");
       const Leaf& l = *leaf(off);
       int n = std::popcount(static_cast<unsigned>(l.valid()));
       records_.fetch_add(static_cast<std::size_t>(n), std::memory_order_relaxed);
-      if (first) {
-        inner_.insert(0, off);  // the leftmost leaf covers every key below the next one
-        first = false;
-        continue;
-      }
-      if (n == 0) continue;
+      if (off == root_->head || n == 0) continue;
       Key lo = ~Key{0};
       for (std::uint16_t b = l.valid(); b; b &= b - 1)
         lo = std::min(lo, l.ent[std::countr_zero(b)].key);
@@ -410,7 +397,7 @@ class LBTree final : public PutIndex<LBTree> {
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::unique_ptr<SlabArena> leaves_;
-  Inner inner_;
+  LBInnerNodes inner_;
   // Stands in for the paper's HTM over the inner nodes: shared by every operation, held alone
   // by a split.
   // Off, with the leaf locks, when one thread uses the index (IndexConfig::threads == 1).

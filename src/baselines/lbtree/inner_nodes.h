@@ -1,0 +1,199 @@
+// LB+-Tree's inner nodes (the paper's non-leaf nodes, §3): a volatile B+-tree of 256-byte
+// nodes, each sixteen 16-byte entries of a key and the child whose range starts at that key,
+// over the PM leaves. A search loads a node's four lines together and finds its child in the
+// line of the key it stopped at, so each level costs one overlapped miss. (The generic
+// btree::BPlusTree keeps keys and values in separate arrays: on a tree larger than L2 a lookup
+// waited a second miss, for the leaf's offset, after the key search of its last level.)
+//
+// A node: e[0].key is its number of keys n (at most 15), e[0].child the child of the range below
+// e[1].key; e[i].child (1 <= i <= n) holds the keys from e[i].key up to e[i + 1].key. At the
+// bottom level children are leaf offsets, above it node addresses. The tree maps the start of
+// each leaf's key range to the leaf; the leftmost range starts below every key, so it has no
+// key of its own (reset()). Inserts only: empty leaves keep their entry, as in the paper.
+// Not thread-safe: LB+-Tree's inner-node lock guards it.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "btree/chunk_memory.h"
+#include "dptree/index.h"
+
+namespace dptree::baselines {
+
+class LBInnerNodes {
+ public:
+  static constexpr unsigned kMaxKeys = 15;
+
+  // Empties the tree and makes `first` the child of every key.
+  void reset(std::uint64_t first) {
+    memory_.rewind();
+    root_ = make();
+    root_->e[0] = {0, first};
+    height_ = 1;
+  }
+
+  // The child whose range holds k.
+  std::uint64_t find(Key k) const {
+    const Node* n = root_;
+    for (std::size_t level = height_;; --level) {
+      const std::uint64_t c = n->e[floor_slot(*n, k)].child;
+      if (level == 1) return c;
+      n = node(c);
+      prefetch(n);
+    }
+  }
+
+  // Starts a new range at k, held by child: false (and no change) if a range starts at k.
+  bool insert(Key k, std::uint64_t child) {
+    if (k == 0) return false;  // the leftmost range starts at 0
+    std::array<Node*, kMaxHeight> path{};
+    Node* n = root_;
+    for (std::size_t level = height_;; --level) {
+      path[level - 1] = n;
+      const unsigned s = floor_slot(*n, k);
+      // A split moves a bottom node's first key up a level, so k may start a range there.
+      if (s > 0 && n->e[s].key == k) return false;
+      if (level == 1) break;
+      n = node_mut(n->e[s].child);
+    }
+    Entry up{k, child};
+    for (std::size_t level = 1; level <= height_; ++level) {
+      Node* at = path[level - 1];
+      if (!add(*at, up)) return true;  // room in this node: done
+    }
+    grow(up);  // the root split
+    return true;
+  }
+
+  std::size_t height() const { return height_; }
+  std::size_t memory_bytes() const { return sizeof(*this) + memory_.held_bytes(); }
+
+  // Calls f(start, child) for every bottom-level range in ascending order; the leftmost one's
+  // start is 0.
+  template <class F>
+  void for_each(F&& f) const {
+    if (root_) visit(*root_, height_, 0, f);
+  }
+
+  // Keys ascending within each node and inside the range its parent gives it, counts in
+  // bounds: what a search relies on.
+  std::vector<std::string> check() const {
+    std::vector<std::string> problems;
+    if (root_) check_node(*root_, height_, 0, ~Key{0}, problems);
+    return problems;
+  }
+
+ private:
+  static constexpr std::size_t kMaxHeight = 16;  // 15-way nodes: far beyond 2^64 ranges
+  struct Entry {
+    Key key;
+    std::uint64_t child;
+  };
+  struct alignas(64) Node {
+    Entry e[kMaxKeys + 1];
+  };
+  static_assert(sizeof(Node) == 256);
+
+  // Above the bottom level a child word holds a node's address: one entry is a key and its
+  // child in 16 bytes, as in the paper.
+  static const Node* node(std::uint64_t c) { return reinterpret_cast<const Node*>(c); }
+  static Node* node_mut(std::uint64_t c) { return reinterpret_cast<Node*>(c); }
+  static std::uint64_t word(const Node* n) { return reinterpret_cast<std::uint64_t>(n); }
+  static void prefetch(const Node* n) {
+    for (int line = 0; line < 4; ++line)
+      __builtin_prefetch(reinterpret_cast<const char*>(n) + 64 * line);
+  }
+  // The number of keys <= k, which is the entry of k's range: a count without branches, since
+  // on random keys a binary search's branches mispredict about half the time.
+  static unsigned floor_slot(const Node& n, Key k) {
+    const unsigned count = static_cast<unsigned>(n.e[0].key);
+    unsigned s = 0;
+    for (unsigned i = 1; i <= count; ++i) s += n.e[i].key <= k;
+    return s;
+  }
+
+  Node* make() { return new (memory_.take(sizeof(Node))) Node{}; }
+
+  // Puts `up` in n. When n is full it splits: n keeps the lower eight keys, a new node the
+  // rest but its first key, which goes up with the new node in `up`; returns whether it split.
+  bool add(Node& n, Entry& up) {
+    const unsigned count = static_cast<unsigned>(n.e[0].key);
+    std::array<Entry, kMaxKeys + 2> all;  // e[0] and the keys, up among them
+    unsigned pos = 1;
+    while (pos <= count && n.e[pos].key < up.key) ++pos;
+    if (count < kMaxKeys) {
+      for (unsigned i = count + 1; i > pos; --i) n.e[i] = n.e[i - 1];
+      n.e[pos] = up;
+      n.e[0].key = count + 1;
+      return false;
+    }
+    for (unsigned i = 0, j = 0; i <= count + 1; ++i) all[i] = i == pos ? up : n.e[j++];
+    constexpr unsigned kLeft = (kMaxKeys + 1) / 2;  // keys staying in n
+    Node* right = make();
+    right->e[0] = {kMaxKeys - kLeft, all[kLeft + 1].child};
+    for (unsigned i = kLeft + 2; i <= kMaxKeys + 1; ++i) right->e[i - kLeft - 1] = all[i];
+    for (unsigned i = 1; i <= kLeft; ++i) n.e[i] = all[i];
+    n.e[0].key = kLeft;
+    up = {all[kLeft + 1].key, word(right)};
+    return true;
+  }
+
+  void grow(const Entry& up) {
+    if (height_ == kMaxHeight) throw std::logic_error("LB+-Tree inner nodes: too many levels");
+    Node* r = make();
+    r->e[0] = {1, word(root_)};
+    r->e[1] = up;
+    root_ = r;
+    ++height_;
+  }
+
+  template <class F>
+  static void visit(const Node& n, std::size_t level, Key lo, F& f) {
+    const unsigned count = static_cast<unsigned>(n.e[0].key);
+    for (unsigned i = 0; i <= count; ++i) {
+      const Key start = i == 0 ? lo : n.e[i].key;
+      if (level == 1)
+        f(start, n.e[i].child);
+      else
+        visit(*node(n.e[i].child), level - 1, start, f);
+    }
+  }
+
+  // Checks the subtree of n, whose range is [lo, hi]: its keys lie above lo (the start of its
+  // first child's range, named by its parent or, on the leftmost path, 0) and up to hi.
+  static void check_node(const Node& n, std::size_t level, Key lo, Key hi,
+                         std::vector<std::string>& problems) {
+    if (problems.size() >= 20) return;
+    const Key count = n.e[0].key;
+    const std::string at = "node at level " + std::to_string(level);
+    if (count > kMaxKeys) {
+      problems.push_back(at + " holds " + std::to_string(count) + " keys");
+      return;
+    }
+    for (unsigned i = 1; i <= count; ++i) {
+      const Key k = n.e[i].key;
+      if ((i > 1 && k <= n.e[i - 1].key) || k <= lo || k > hi)
+        problems.push_back(at + ": key " + std::to_string(k) + " out of order or range");
+    }
+    if (level == 1) return;
+    for (unsigned i = 0; i <= count; ++i) {
+      const Key clo = i == 0 ? lo : n.e[i].key;
+      const Key chi = i == count ? hi : n.e[i + 1].key - 1;
+      check_node(*node(n.e[i].child), level - 1, clo, chi, problems);
+    }
+  }
+
+  Node* root_ = nullptr;
+  std::size_t height_ = 0;
+  // The nodes, on huge pages once the tree passes 2 MiB: at 10M keys it is about 25 MB, and
+  // with 4 KiB pages a lookup paid TLB misses on its lower levels.
+  btree::BumpChunks memory_;
+};
+
+}  // namespace dptree::baselines

@@ -74,6 +74,9 @@ PAPER_WORT = {"lookup": 2.19, "scan": 10.98}
 YARDSTICK_TARGETS = {("dptree", 1): (1.2, 1.7), ("cdptree", 1): (1.2, 1.2),
                      ("cdptree", 2): (2.0, 3.1), ("fastfair", 1): (0.65, 0.85),
                      ("lbtree", 1): (1.0, 1.3)}
+# (index, threads) -> the insert p99.9 it aims for, in ns (the single-threaded DPTree's tail
+# is about 1 us; two threads on two cores share them with the merge workers).
+YARDSTICK_P999 = {("cdptree", 2): 5000}
 
 MODE_NOTE = ("Modes: `pmem` issues the real flush instruction and `sfence` for every persist "
              "(on this machine's DRAM: there is no Optane here), `dram` issues neither; "
@@ -643,9 +646,19 @@ def body_yardstick(d, cfg):
                 ok = med["ri"] >= want[0] and med["rr"] >= want[1]
                 met, missed = met + ok, missed + (not ok)
                 verdict = f"{want[0]}x / {want[1]}x: " + ("met" if ok else "missed")
+                verdict += rounds_met(got, lambda g: g["ri"] is not None and g["rr"] is not None
+                                      and g["ri"] >= want[0] and g["rr"] >= want[1])
+            tail = fmt_ns(med["p999"])
+            want_tail = YARDSTICK_P999.get((i, t))
+            if want_tail and med["p999"] is not None:
+                ok = med["p999"] <= want_tail
+                met, missed = met + ok, missed + (not ok)
+                tail += (f" (target {fmt_ns(want_tail)}: {'met' if ok else 'missed'}"
+                         + rounds_met(got, lambda g: g["p999"] is not None
+                                      and g["p999"] <= want_tail) + ")")
             load = ", ".join(g["load"] for g in got)
             rows.append([NAMES.get(i, i), t, f"{med['ins']:.3f}", rx(med["ri"]),
-                         f"{med['rd']:.3f}", rx(med["rr"]), verdict, fmt_ns(med["p999"]),
+                         f"{med['rd']:.3f}", rx(med["rr"]), verdict, tail,
                          f"{med['fl']:.2f}", f"{med['pmb']:.1f}", load])
             if i != "absl-btree":
                 per_round.append([NAMES.get(i, i), t] +
@@ -664,6 +677,12 @@ def body_yardstick(d, cfg):
     text += yardstick_prefault(runs, pmem, first)
     text += yardstick_dram(runs, d.get("persist_costs"))
     return text, f"targets met: {met} of {met + missed}"
+
+
+def rounds_met(got, ok):
+    """", met in k of n rounds" when there were rounds: a median near its target is met in
+    some rounds and missed in others, since absl-btree's own speed moves between rounds."""
+    return f", {sum(1 for g in got if ok(g))} of {len(got)} rounds" if len(got) > 1 else ""
 
 
 def of_round(runs, k):

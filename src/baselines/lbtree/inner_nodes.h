@@ -1,11 +1,11 @@
-// LB+-Tree's inner nodes (the paper's non-leaf nodes, §3): a volatile B+-tree of 256-byte
-// nodes, each sixteen 16-byte entries of a key and the child whose range starts at that key,
-// over the PM leaves. A search loads a node's four lines together and finds its child in the
-// line of the key it stopped at, so each level costs one overlapped miss. (The generic
-// btree::BPlusTree keeps keys and values in separate arrays: on a tree larger than L2 a lookup
-// waited a second miss, for the leaf's offset, after the key search of its last level.)
+// LB+-Tree's inner nodes (the paper's non-leaf nodes, §3): a volatile B+-tree of nodes whose
+// entries are a key and the child whose range starts at that key, 16 bytes each as in the
+// paper, over the PM leaves. A search loads a node's lines together and finds its child in the
+// line of the key it stopped at, so each level costs one overlapped miss. The paper's nodes are
+// 256 bytes; 512-byte nodes (32 entries) make the tree a level shorter at 10M keys, and its
+// lookups ran about 7% faster (docs/indexes.md, LB+-Tree).
 //
-// A node: e[0].key is its number of keys n (at most 15), e[0].child the child of the range below
+// A node: e[0].key is its number of keys n (at most 31), e[0].child the child of the range below
 // e[1].key; e[i].child (1 <= i <= n) holds the keys from e[i].key up to e[i + 1].key. At the
 // bottom level children are leaf offsets, above it node addresses. The tree maps the start of
 // each leaf's key range to the leaf; the leftmost range starts below every key, so it has no
@@ -28,7 +28,7 @@ namespace dptree::baselines {
 
 class LBInnerNodes {
  public:
-  static constexpr unsigned kMaxKeys = 15;
+  static constexpr unsigned kMaxKeys = 31;
 
   // Empties the tree and makes `first` the child of every key.
   void reset(std::uint64_t first) {
@@ -90,7 +90,7 @@ class LBInnerNodes {
   }
 
  private:
-  static constexpr std::size_t kMaxHeight = 16;  // 15-way nodes: far beyond 2^64 ranges
+  static constexpr std::size_t kMaxHeight = 16;  // 16 levels of 16-way nodes: 2^64 ranges
   struct Entry {
     Key key;
     std::uint64_t child;
@@ -98,7 +98,7 @@ class LBInnerNodes {
   struct alignas(64) Node {
     Entry e[kMaxKeys + 1];
   };
-  static_assert(sizeof(Node) == 256);
+  static_assert(sizeof(Node) == 512);
 
   // Above the bottom level a child word holds a node's address: one entry is a key and its
   // child in 16 bytes, as in the paper.
@@ -106,7 +106,7 @@ class LBInnerNodes {
   static Node* node_mut(std::uint64_t c) { return reinterpret_cast<Node*>(c); }
   static std::uint64_t word(const Node* n) { return reinterpret_cast<std::uint64_t>(n); }
   static void prefetch(const Node* n) {
-    for (int line = 0; line < 4; ++line)
+    for (std::size_t line = 0; line < sizeof(Node) / 64; ++line)
       __builtin_prefetch(reinterpret_cast<const char*>(n) + 64 * line);
   }
   // The number of keys <= k, which is the entry of k's range: a count without branches, since

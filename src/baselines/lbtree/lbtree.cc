@@ -11,7 +11,7 @@
 //   - Log-less split: the upper half goes to a new leaf, which is persisted and then named in
 //     the *inactive* sibling pointer; one 8-byte header store then drops the moved slots from
 //     the bitmap and flips the alternate bit, making the new leaf reachable. No log.
-//   - Inner nodes are a volatile B+-tree of the paper's 256-byte nodes (inner_nodes.h) from a
+//   - Inner nodes are a volatile B+-tree of interleaved keys and children (inner_nodes.h) from a
 //     leaf's lower bound to the leaf; recovery walks the leaf chain and rebuilds them.
 // What it assumes: a write-back carries the whole line as it stood (stores to one line reach
 // PM in program order), so the line-0 insert needs one flush; tested under the simulator's

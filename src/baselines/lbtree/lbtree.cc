@@ -117,7 +117,7 @@ class LBTree final : public PutIndex<LBTree> {
     pm::CategoryScope cat(pm::Category::node);
     st(l->bits, static_cast<std::uint16_t>(l->bits & ~(1u << s)));  // one 8-byte header word
     pm::persist(l, 8);
-    records_.fetch_sub(1, std::memory_order_relaxed);
+    add(records_, -1);
     return true;
   }
 
@@ -236,6 +236,15 @@ class LBTree final : public PutIndex<LBTree> {
       __builtin_prefetch(reinterpret_cast<const char*>(l) + 64 * line);
     return l;
   }
+  // A counter's change: an atomic add when threads share the index; with one thread a load and
+  // a store, as a locked add right after a persist waits for the flush to complete.
+  void add(std::atomic<std::size_t>& c, long d) const {
+    if (shared_)
+      c.fetch_add(static_cast<std::size_t>(d), std::memory_order_relaxed);
+    else
+      c.store(c.load(std::memory_order_relaxed) + static_cast<std::size_t>(d),
+              std::memory_order_relaxed);
+  }
   // A leaf's lock: one of a fixed table, chosen by address (a writer holds one at a time).
   // A writer's hold on a leaf's lock (none when one thread uses the index).
   std::unique_lock<VersionLock> write_lock(const Leaf* l) const {
@@ -273,7 +282,7 @@ class LBTree final : public PutIndex<LBTree> {
         if (!may_insert) return false;
         if (l->valid() != kAllSlots) {
           insert_into(l, k, v);
-          records_.fetch_add(1, std::memory_order_relaxed);
+          add(records_, 1);
           return true;
         }
       }
@@ -326,7 +335,7 @@ class LBTree final : public PutIndex<LBTree> {
     for (int i = 0; i < kSlots; ++i) st(l->fp[i], fps[i]);
     st(l->bits, static_cast<std::uint16_t>((l->bits | set) & ~cleared));
     pm::persist(l, 64);
-    moves_.fetch_add(1, std::memory_order_relaxed);
+    add(moves_, 1);
   }
 
   // Log-less split: new leaf persisted, named in the inactive sibling pointer, then one

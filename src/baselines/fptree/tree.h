@@ -11,7 +11,7 @@
 // The DRAM inner nodes are the project's B+-tree (btree.h) from each leaf's low key to the
 // leaf, built bottom-up from the leaf list on open. Simplifications (docs/peers.md): empty leaves
 // are kept (no delete micro-log). Concurrency is the paper's lock fallback only (no RTM path; the
-// CPU this was written on has no RTM): leaf operations share the inner lock and take the leaf's
+// CPUs this was written on had no RTM): leaf operations share the inner lock and take the leaf's
 // lock, splits take the inner lock alone.
 #pragma once
 

@@ -17,7 +17,7 @@
 // PM in program order), so the line-0 insert needs one flush; tested under the simulator's
 // 64-byte unit.
 //
-// Concurrency, the paper's scheme without HTM (this project's machines have no RTM): the
+// Concurrency, the paper's scheme without HTM (no RTM code here; see docs/indexes.md): the
 // paper runs the inner-node search and the leaf's lock-bit check in one hardware
 // transaction. Here a reader-writer lock stands in for the transaction: every operation holds
 // it shared, a split (the only change to the inner nodes) holds it alone (writer first). Leaves are
@@ -428,8 +428,7 @@ void register_lbtree_index() {
       "LB+-Tree (Liu et al., VLDB 2020): DRAM inner nodes over 256-byte PM leaves (header "
       "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
       "line reaches PM whole (64-byte unit); concurrent: leaf locks + optimistic leaf reads, "
-      "inner nodes under a reader-writer lock (the paper's fallback: this CPU has no RTM, "
-      "so no HTM path)",
+      "inner nodes under a reader-writer lock (the paper's fallback: no HTM path)",
       true, "its leaves are 256 bytes", [](pm::Pool& pool, const IndexConfig& cfg) {
         return std::make_unique<baselines::LBTree>(pool, cfg.threads != 1);
       });

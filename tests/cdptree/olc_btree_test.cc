@@ -88,8 +88,8 @@ TEST(OlcBTree, RandomOperationsMatchStdMap) {
 }
 
 // The second tree is built on the nodes the first left behind: it makes no chunk of its own
-// and gives back every one it took.
-// Each tree then grows by 100,000 ascending keys, so that it fills more than one chunk.
+// and gives back every one it took. Each tree grows by 100,000 ascending keys after the random
+// operations, so that it fills more than one chunk.
 TEST(OlcBTree, NodeChunksPassFromOneTreeToTheNext) {
   btree::NodeChunks chunks;
   auto run = [&] {

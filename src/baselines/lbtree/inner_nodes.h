@@ -14,9 +14,8 @@
 #pragma once
 
 #include <array>
-#include <bit>
 #include <cstdint>
-#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -120,7 +119,7 @@ class LBInnerNodes {
 
   Node* make() { return new (memory_.take(sizeof(Node))) Node{}; }
 
-  // Puts `up` in n. When n is full it splits: n keeps the lower eight keys, a new node the
+  // Puts `up` in n. When n is full it splits: n keeps the lower half of the keys, a new node the
   // rest but its first key, which goes up with the new node in `up`; returns whether it split.
   bool add(Node& n, Entry& up) {
     const unsigned count = static_cast<unsigned>(n.e[0].key);

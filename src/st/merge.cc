@@ -10,6 +10,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
+#include "format/string_leaf.h"
 #include "st/phase.h"
 
 namespace dptree::detail {
@@ -407,6 +408,19 @@ LeafNext leaf_next(const pm::Pool& pool, const LeafLayout& L) {
   return [&pool, &L](u64 l, int v) { return Leaf{pool.at(l), &L}.next(v).off; };
 }
 
+namespace {
+
+// Whether the block at `b` is a leaf (of either form). Garbage collection and the undoing of
+// a merge free leaves while the concurrent trees' writers take log pages: such a page may get
+// the slot or the block of a leaf freed a moment before. A crash before pendingLeaves is
+// destroyed reruns the collection, which must then not take that page for the leaf.
+bool is_leaf(const pm::Pool& pool, u64 b) {
+  const u64 type = pool.get(LeafPtr(b))->type;
+  return type == kLeafType || type == kStringLeafType;
+}
+
+}  // namespace
+
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
                             const LeafNext& next, int old, int cur) {
   auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot; };
@@ -417,7 +431,9 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
   auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
   std::vector<u64> lold;
   for (u64 l = root->head[old].off; l; l = next(l, old)) {
-    if (owned_by(owner_slot(l)) != l) break;  // freed by an interrupted run: the rest is done too
+    // Freed by an interrupted run (its slot or block may hold a log page since): the rest
+    // of the list was freed before it.
+    if (!is_leaf(pool, l) || owned_by(owner_slot(l)) != l) break;
     lold.push_back(l);
   }
   std::size_t freed = 0;
@@ -428,7 +444,7 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
     }
   for (u64 slot : pending.slots()) {
     u64 l = owned_by(OwnerSlotPtr(slot));
-    if (l && !kept(l)) {
+    if (l && !kept(l) && is_leaf(pool, l)) {
       dir.free_owned(slot);
       ++freed;
     }
@@ -442,8 +458,10 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
 }
 
 void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending) {
-  (void)pool;
-  for (u64 slot : pending.slots()) dir.free_owned(slot);
+  for (u64 slot : pending.slots()) {
+    const u64 l = pool.get(OwnerSlotPtr(slot))->off;
+    if (l && is_leaf(pool, l)) dir.free_owned(slot);  // not a log page that took the slot since
+  }
   pending.destroy();
   pm::store(&root->gv, root->gv & ~kInMerge);
   pm::CategoryScope cat(pm::Category::node);

@@ -122,7 +122,8 @@ void commit_merge(Root* root, int nv, LeafPtr head, u64 count);
 using LeafNext = std::function<u64(u64 leaf, int v)>;
 LeafNext leaf_next(const pm::Pool& pool, const LeafLayout& L);
 
-// Phase 7. Returns the number of leaves freed.
+// Phase 7. Returns the number of leaves freed. Run again after a crash, it frees only blocks
+// that are still leaves: a concurrent writer's log page may hold a slot or block freed before.
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
                             const LeafNext& next, int old, int cur);
 inline std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir,
@@ -132,8 +133,8 @@ inline std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir,
 // Undoes a merge that threw: writes back the version nv metadata the ranges changed (so a
 // later merge may trust its "durable" copies), frees the created leaves, clears in_merge.
 void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const> ranges);
-// Algorithm 4 lines 2-4: frees the leaves pendingLeaves records, destroys it, clears
-// in_merge.
+// Algorithm 4 lines 2-4: frees the leaves pendingLeaves records (not a log page that took a
+// slot freed by an earlier run), destroys it, clears in_merge.
 void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending);
 // Algorithm 4 lines 2-5: reclaims a merge the crash interrupted before its flip, or finishes
 // the garbage collection of one interrupted after it (kInGc; or pendingLeaves left by a pool

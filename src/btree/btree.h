@@ -368,10 +368,11 @@ class BPlusTree {
     return count_before(in->keys, in->n, [&](const K& x) { return !less_(k, x); });
   }
   // Loads every line of a node's keys ahead of its search (see NodeSearch).
-  static void prefetch_keys(const K* keys, std::uint32_t n) {
+  static void prefetch_keys(const K* keys, std::uint32_t n) { prefetch_bytes(keys, n * sizeof(K)); }
+  static void prefetch_bytes(const void* at, std::size_t bytes) {
     if constexpr (Search != NodeSearch::plain) {
-      const char* p = reinterpret_cast<const char*>(keys);
-      for (std::size_t b = 0; b < n * sizeof(K); b += 64) __builtin_prefetch(p + b);
+      const char* p = static_cast<const char*>(at);
+      for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
     }
   }
   template <class Q>
@@ -419,6 +420,9 @@ class BPlusTree {
   std::optional<Split> put_in(Node* n, const K& k, const V& v, bool assign, bool& inserted) {
     if (n->leaf) {
       Leaf* l = static_cast<Leaf*>(n);
+      // The values' lines too: an insert shifts them, and their misses then overlap the keys'.
+      prefetch_keys(l->keys, l->n);
+      prefetch_bytes(l->vals, (l->n + 1) * sizeof(V));
       std::uint32_t i = lower(l, k);
       if (i < l->n && equal(l->keys[i], k)) {
         if (assign) {
@@ -435,6 +439,7 @@ class BPlusTree {
       return split_leaf(l, i, k, v);
     }
     Inner* in = static_cast<Inner*>(n);
+    prefetch_keys(in->keys, in->n);
     const std::uint32_t c = route(in, k);
     std::optional<Split> s = put_in(in->child[c], k, v, assign, inserted);
     if (!s) return std::nullopt;

@@ -152,12 +152,14 @@ void DPTreeCore::Impl::write_allowed() {
 }
 
 void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
+  const u64 h = hash_key(k);
+  bloom.prefetch(h);  // its miss overlaps the log append's write-back
   {
     PhaseScope ph(DPTreePhase::log_append);
     log->append(&root->log_head[cv()], cv(), k, v);  // durable first: the acknowledgement
   }
   buffer.insert_or_assign(k, v);
-  bloom.add(k);
+  bloom.add_hashed(h);
   merge_block.after_write((v & kTombstone) != 0,
                           [this] { return buffer.size() >= merge_threshold(); },
                           [this] { merge(); });

@@ -245,7 +245,12 @@ class BasicOlcBTree {
         if (try_upgrade(v)) return;
       }
     }
-    void unlock() const { version.fetch_add(2, std::memory_order_release); }
+    // Only the holder changes a locked version (a locker's CAS fails on it without writing),
+    // so a plain store unlocks: a locked add would also wait for the holder's last flush
+    // (the concurrent DPTree's log append) to complete.
+    void unlock() const {
+      version.store(version.load(std::memory_order_relaxed) + 2, std::memory_order_release);
+    }
   };
   // First position whose key >= k among keys[0, n). n is clamped by the caller to the
   // node's size: a racing reader may see any n; its result is discarded by validation, but

@@ -35,11 +35,15 @@ struct Cpbt {
   template <class F>
   std::optional<u64> upsert_with(u64 k, F&& decide) {
     std::optional<u64> out;
+    const u64 h = detail::hash_key(k);
+    bloom.prefetch_for_add(h);  // its miss overlaps the tree's descent
     tree.upsert_with(k, [&](const u64* cur) -> std::optional<u64> {
       out = decide(cur);
       if (out) {
+        // The filter first: its locked OR would wait for the append's flush to complete. A
+        // bit set for a write that then fails is a false positive, which readers tolerate.
+        bloom.add_hashed(h);
         log.append(k, *out);
-        bloom.add(k);
       }
       return out;
     });

@@ -100,6 +100,8 @@ class ConcurrentBloom {
     shape_.for_each_bit(
         h, [&](std::size_t w, u64 m) { blk[w].fetch_or(m, std::memory_order_release); });
   }
+  // Requested for writing: an add's locked OR then does not wait for the line.
+  void prefetch_for_add(u64 h) const { __builtin_prefetch(bits_.get() + shape_.block_word(h), 1); }
   bool may_contain_hashed(u64 h) const {
     const std::atomic<u64>* blk = bits_.get() + shape_.block_word(h);
     bool all = true;

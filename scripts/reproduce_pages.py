@@ -12,7 +12,8 @@ PROBES = ["linear", "fingerprint", "both"]  # Fig. 10: lp, fp, lp+fp
 PEERS = ["dptree", "fastfair", "fptree"]
 NAMES = {"dptree": "DPTree", "fastfair": "FAST_FAIR", "fptree": "FPTree",
          "cdptree": "DPTree (concurrent)", "lbtree": "LB+-Tree", "utree": "uTree",
-         "cawbt": "CAWBT", "btree": "B+-tree (DRAM)", "olc-btree": "OLC B+-tree (DRAM)", "absl-btree": "absl::btree_map",
+         "cawbt": "CAWBT", "btree": "B+-tree (DRAM)", "olc-btree": "OLC B+-tree (DRAM)",
+         "absl-btree": "absl::btree_map",
          "bm-btree": "2-Tier-BM", "wort": "WORT", "roart": "ROART", "pactree": "PACTree", "tips-btree": "TIPS (B+-tree)"}
 DRAM_PCTS = [10, 25, 50, 75, 100]  # Fig. 11: the share of 2-Tier-BM's leaves in DRAM
 # The `peers` experiment: every persistent index of the project, then the volatile B+-trees

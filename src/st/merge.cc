@@ -429,6 +429,13 @@ bool is_leaf(const pm::Pool& pool, u64 b) {
   return type == kLeafType || type == kStringLeafType;
 }
 
+// The leaf a pendingLeaves slot still owns; 0 when it owns nothing, or a log page that took
+// the slot after an interrupted run freed its leaf.
+u64 created_leaf(const pm::Pool& pool, u64 slot) {
+  const u64 b = pool.get(OwnerSlotPtr(slot))->off;
+  return b && is_leaf(pool, b) ? b : 0;
+}
+
 }  // namespace
 
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
@@ -453,8 +460,8 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
       ++freed;
     }
   for (u64 slot : pending.slots()) {
-    u64 l = owned_by(OwnerSlotPtr(slot));
-    if (l && !kept(l) && is_leaf(pool, l)) {
+    const u64 l = created_leaf(pool, slot);
+    if (l && !kept(l)) {
       dir.free_owned(slot);
       ++freed;
     }
@@ -468,10 +475,8 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
 }
 
 void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending) {
-  for (u64 slot : pending.slots()) {
-    const u64 l = pool.get(OwnerSlotPtr(slot))->off;
-    if (l && is_leaf(pool, l)) dir.free_owned(slot);  // not a log page that took the slot since
-  }
+  for (u64 slot : pending.slots())
+    if (created_leaf(pool, slot)) dir.free_owned(slot);
   pending.destroy();
   pm::store(&root->gv, root->gv & ~kInMerge);
   pm::CategoryScope cat(pm::Category::node);

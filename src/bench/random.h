@@ -37,14 +37,24 @@ class Rng {
     }
   }
   std::uint64_t next() {
-    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
+    std::uint64_t s0 = s_[0], s1 = s_[1], s2 = s_[2], s3 = s_[3];
+    // Word by word: a vectorised load spanning two words stored apart by the last call
+    // cannot be forwarded from the store buffer and waits for it to drain, behind the
+    // fence of a persistent index's last persist (a cost of the benchmark, not the index).
+    asm("" : "+r"(s0), "+r"(s1), "+r"(s2), "+r"(s3));
+    const std::uint64_t result = rotl(s1 * 5, 7) * 9;
+    const std::uint64_t t = s1 << 17;
+    s2 ^= s0;
+    s3 ^= s1;
+    s1 ^= s2;
+    s0 ^= s3;
+    s2 ^= t;
+    s3 = rotl(s3, 45);
+    asm("" : "+r"(s0), "+r"(s1), "+r"(s2), "+r"(s3));
+    s_[0] = s0;
+    s_[1] = s1;
+    s_[2] = s2;
+    s_[3] = s3;
     return result;
   }
   // Uniform in [0, n) (Lemire's multiply-shift; the tiny bias is irrelevant here). n > 0.

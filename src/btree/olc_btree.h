@@ -74,6 +74,9 @@ class BasicOlcBTree {
   bool upsert_with(u64 k, F&& fn) {
     return at_key(k, [&](Leaf* leaf, int n, int pos, bool present) {
       u64 cur = present ? leaf->vals[pos].load(std::memory_order_acquire) : 0;
+      // The shift of an insert stores to every value line from pos on: request them now,
+      // so that their misses overlap fn's work (the concurrent DPTree's log persist).
+      if (!present) leaf->prefetch_values(pos, n);
       std::optional<u64> v;
       try {
         v = fn(present ? &cur : nullptr);
@@ -276,6 +279,10 @@ class BasicOlcBTree {
     std::atomic<Leaf*> next{nullptr};
 
     int lower(u64 k, int n) const { return lower_bound_of(keys, std::min(n, kLeafSlots), k); }
+    void prefetch_values(int pos, int n) {
+      for (int i = pos & ~7; i <= std::min(n, kLeafSlots - 1); i += 8)
+        __builtin_prefetch(vals + i, 1);
+    }
     void insert_at(int pos, int n, u64 k, u64 v) {
       for (int j = n; j > pos; --j) {
         keys[j].store(keys[j - 1].load(std::memory_order_acquire), std::memory_order_release);

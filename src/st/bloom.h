@@ -95,10 +95,16 @@ class ConcurrentBloom {
   void add(u64 key) { add_hashed(hash_key(key)); }
   bool may_contain(u64 key) const { return may_contain_hashed(hash_key(key)); }
   // A key hashed by the caller (the string form: hash_string).
+  // One locked OR per word that lacks a bit, not one per bit: each locked OR is a full
+  // barrier, and a key's k bits share few of the block's 8 words. A word that has them all
+  // is read with acquire, so whoever set them happens before this add's caller returns.
   void add_hashed(u64 h) {
     std::atomic<u64>* blk = bits_.get() + shape_.block_word(h);
-    shape_.for_each_bit(
-        h, [&](std::size_t w, u64 m) { blk[w].fetch_or(m, std::memory_order_release); });
+    u64 mask[BloomShape::kWordsPerBlock] = {};
+    shape_.for_each_bit(h, [&](std::size_t w, u64 m) { mask[w] |= m; });
+    for (std::size_t w = 0; w < BloomShape::kWordsPerBlock; ++w)
+      if ((blk[w].load(std::memory_order_acquire) & mask[w]) != mask[w])
+        blk[w].fetch_or(mask[w], std::memory_order_release);
   }
   // Requested for writing: an add's locked OR then does not wait for the line.
   void prefetch_for_add(u64 h) const { __builtin_prefetch(bits_.get() + shape_.block_word(h), 1); }

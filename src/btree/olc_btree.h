@@ -68,10 +68,11 @@ class BasicOlcBTree {
 
   // Calls fn(const u64* current) under the write lock of k's leaf; current is null when k
   // is absent. If fn returns a value, k is set to it (inserted or overwritten). fn runs
-  // exactly once; if it throws, the tree is unchanged and the exception propagates. Returns
-  // whether k was inserted.
-  template <class F>
-  bool upsert_with(u64 k, F&& fn) {
+  // exactly once; if it throws, the tree is unchanged and the exception propagates. Then,
+  // still under the lock, before_unlock() runs (whether or not fn returned a value).
+  // Returns whether k was inserted.
+  template <class F, class G>
+  bool upsert_with(u64 k, F&& fn, G&& before_unlock) {
     return at_key(k, [&](Leaf* leaf, int n, int pos, bool present) {
       u64 cur = present ? leaf->vals[pos].load(std::memory_order_acquire) : 0;
       // The shift of an insert stores to every value line from pos on: request them now,
@@ -93,9 +94,14 @@ class BasicOlcBTree {
           inserted = true;
         }
       }
+      before_unlock();
       leaf->unlock();
       return inserted;
     });
+  }
+  template <class F>
+  bool upsert_with(u64 k, F&& fn) {
+    return upsert_with(k, std::forward<F>(fn), [] {});
   }
   // Inserts or overwrites; returns whether k was new.
   bool upsert(u64 k, u64 v) {

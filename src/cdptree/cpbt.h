@@ -1,7 +1,8 @@
 // The concurrent persistent buffer tree, CPBT (DPTree paper §3.1): an OLC B+-tree in DRAM, a
 // partitioned PM log (plog.h) and a bloom filter over its keys. An upsert holds the B+-tree
-// leaf's write lock across the log append, the leaf change and the bloom update, so the log
-// order of a key matches its order in the tree (§3.1, "Concurrent Modification").
+// leaf's write lock across the bloom update, the log append, the leaf change and the
+// append's fence, so the log order of a key matches its order in the tree (§3.1, "Concurrent
+// Modification"), and the value is durable before anyone can read it.
 #pragma once
 
 #include <atomic>
@@ -37,16 +38,25 @@ struct Cpbt {
     std::optional<u64> out;
     const u64 h = detail::hash_key(k);
     bloom.prefetch_for_add(h);  // its miss overlaps the tree's descent
-    tree.upsert_with(k, [&](const u64* cur) -> std::optional<u64> {
-      out = decide(cur);
-      if (out) {
-        // The filter first: its locked OR would wait for the append's flush to complete. A
-        // bit set for a write that then fails is a false positive, which readers tolerate.
-        bloom.add_hashed(h);
-        log.append(k, *out);
-      }
-      return out;
-    });
+    tree.upsert_with(
+        k,
+        [&](const u64* cur) -> std::optional<u64> {
+          out = decide(cur);
+          if (out) {
+            // The filter first: its locked OR would wait for the append's write-back to
+            // complete. A bit set for a write that then fails is a false positive, which
+            // readers tolerate.
+            bloom.add_hashed(h);
+            log.append(k, *out);
+          }
+          return out;
+        },
+        [&] {
+          // The record's fence comes after the leaf's change, so the change's stores overlap
+          // the write-back; it comes before the unlock, so no reader (all validate against
+          // the lock) and no later writer of k sees the value before it is durable.
+          if (out) PartitionedLog::fence_append();
+        });
     return out;
   }
   // Recovery's replay (the log already holds the record).

@@ -40,12 +40,17 @@ void PartitionedLog::append(u64 k, u64 v) {
       if (slot < G.per_page) {                                      // line 5
         u64* dst = record(t->off, slot);
         pm::store_bytes(dst, rec, G.words * 8);
-        pm::persist(dst, G.words * 8);  // line 6: one line, one fence
+        pm::flush(dst, G.words * 8);  // line 6: one line; its fence is fence_append()
         return;
       }
     }
     new_page(p, t);  // lines 8-14
   }
+}
+
+void PartitionedLog::fence_append() {
+  PhaseScope ph(CDPTreePhase::log_append);
+  pm::fence();
 }
 
 void PartitionedLog::new_page(std::size_t p, Page* seen) {

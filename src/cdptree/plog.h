@@ -52,7 +52,10 @@ class PartitionedLog {
   int version() const { return ver_; }
   std::size_t partition_of(u64 k) const;
   // Algorithm 5. May throw Error(pool_full) when a page is needed; nothing is logged then.
+  // The record's line is written back but not fenced: the caller calls fence_append() before
+  // anyone can see the write (before it releases the key's leaf lock) and before it returns.
   void append(u64 k, u64 v);
+  static void fence_append();
   // Records, counted per allocated page (Algorithm 5 line 13).
   std::size_t approx_size() const { return size_.load(std::memory_order_relaxed); }
 

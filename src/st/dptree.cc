@@ -156,10 +156,16 @@ void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
   bloom.prefetch(h);  // its miss overlaps the log append's write-back
   {
     PhaseScope ph(DPTreePhase::log_append);
-    log->append(&root->log_head[cv()], cv(), k, v);  // durable first: the acknowledgement
+    log->append_unfenced(&root->log_head[cv()], cv(), k, v);
   }
   buffer.insert_or_assign(k, v);
   bloom.add_hashed(h);
+  {
+    // The record's fence: the buffer's insert above overlapped its write-back. The write is
+    // durable before it is acknowledged and before a merge reads the buffer.
+    PhaseScope ph(DPTreePhase::log_append);
+    pm::fence();
+  }
   merge_block.after_write((v & kTombstone) != 0,
                           [this] { return buffer.size() >= merge_threshold(); },
                           [this] { merge(); });

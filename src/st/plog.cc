@@ -134,14 +134,14 @@ void PLog::invalidate_if_torn(u64* rec, u64 vb) {
   pm::persist(rec, codec_.G.words * 8);
 }
 
-void PLog::append(LogPagePtr* head, int ver, u64 k, u64 v) {
+void PLog::append_unfenced(LogPagePtr* head, int ver, u64 k, u64 v) {
   pm::CategoryScope cat(pm::Category::log);
   if (pages_.empty() || pos_ == codec_.G.per_page) next_page(head, ver);
   u64 rec[16];
   codec_.encode(k, v, log_valid_bit(ver), rec);
   u64* dst = record(pages_[page_idx_], pos_);
   pm::store_bytes(dst, rec, codec_.G.words * 8);
-  pm::persist(dst, codec_.G.words * 8);  // one line, one fence (LogGeometry)
+  pm::flush(dst, codec_.G.words * 8);  // one line (LogGeometry); the caller fences
   ++pos_;
 }
 

@@ -57,10 +57,11 @@ class PLog {
  public:
   // `head` is the persistent first-page word of this log (Root::log_head[ver]).
   PLog(pm::Pool& pool, const RecordCodec& codec, LogPageCache& cache);
-  // Appends one record to the log whose head word is `head`, of version `ver`: one flush and
-  // one fence when the record fits a line (layout above). May throw pool_full when a new
-  // page is needed; the log is unchanged then.
-  void append(LogPagePtr* head, int ver, u64 k, u64 v);
+  // Appends one record to the log whose head word is `head`, of version `ver`: one flush when
+  // the record fits a line (layout above), and no fence: the caller fences (pm::fence) before
+  // it acknowledges the write, so that its other work overlaps the write-back. May throw
+  // pool_full when a new page is needed; the log is unchanged then.
+  void append_unfenced(LogPagePtr* head, int ver, u64 k, u64 v);
   // Reads the log at `head` of version `ver` into fn(k, v) in order; the first torn or absent
   // record ends it and is where appending continues (it is invalidated first when torn).
   template <class F>

@@ -1,11 +1,22 @@
 // Synchronizing tree components (DPTree paper §3.2, Algorithms 6-8): four thread-local sync
 // words per thread, W_FW / W_FR / W_MR / W_BR, registered with a sync manager (SM). Bit 0 of
 // a word is the active bit; the rest hold the pointer the thread is using (Front writer,
-// Front reader, Middle reader, base inner index reader). A thread sets the active bit with a
-// sequentially consistent store BEFORE it loads the global pointer, so a thread that
-// publishes a new pointer and then scans the words (SpinUntilNoRef, Algorithm 8) cannot miss
-// a reference to the old one: it sees either the active bit with a null pointer (the reader
-// has not stored what it loaded yet: wait) or the pointer itself.
+// Front reader, Middle reader, base inner index reader). A thread sets the active bit BEFORE
+// it loads the global pointer (ordered as below), so a thread that publishes a new pointer
+// and then scans the words (SpinUntilNoRef, Algorithm 8) cannot miss a reference to the old
+// one: it sees either the active bit with a null pointer (the reader has not stored what it
+// loaded yet: wait) or the pointer itself.
+//
+// The active bit's store and the pointer's load, and the publisher's store and its scan, are
+// each a store followed by a load that must not pass it. A sequentially consistent store
+// orders them with a locked instruction on every read and write, and that instruction also
+// waits until every earlier store and write-back of the thread is complete: in the
+// concurrent DPTree, the last insert's log persist. Where Linux offers membarrier, the fence
+// is asymmetric instead: a guard keeps only the compiler from reordering, and a scan, which
+// runs a few times per merge, first makes every running thread of the process execute a
+// full fence (heavy_fence). A guard whose active bit was stored before that fence is seen by
+// the scan; one that stores it later loads the pointer after the fence, so it loads the new
+// pointer. Without membarrier the guards keep their locked stores.
 //
 // Words live per tree instance (the crash tests open a second tree while the first runs), one
 // cache line per thread; a thread finds its slot through a small thread-local cache keyed by
@@ -24,10 +35,19 @@ namespace dptree::cdp {
 
 enum WType : int { kFW = 0, kFR = 1, kMR = 2, kBR = 3 };
 
+// Whether guards use the asymmetric fence (membarrier registered for the process on the first
+// call; the answer never changes after it).
+bool asymmetric_fences();
+// The scan's fence, between the caller's sequentially consistent store of the new pointer and
+// its sequentially consistent loads of the words: with asymmetric fences, every running thread
+// of the process executes a full fence before it returns; without them, nothing is needed.
+void heavy_fence();
+
 class SyncManager {
  public:
   struct alignas(64) Slot {
     std::atomic<std::uintptr_t> w[4] = {0, 0, 0, 0};
+    const bool asymmetric = asymmetric_fences();  // on the words' line: no miss of its own
   };
 
   SyncManager() : id_(next_id().fetch_add(1) + 1) {}
@@ -63,6 +83,8 @@ class SyncManager {
       std::lock_guard g(mu_);
       all = list_;
     }
+    // After the caller published the new pointer: see the header comment.
+    heavy_fence();
     for (;;) {
       bool wait = false;
       for (Slot* s : all) {
@@ -113,10 +135,17 @@ template <class T>
 class Guard {
  public:
   Guard(SyncManager::Slot& s, WType t, const std::atomic<T*>& gp) : w_(s.w[t]) {
-    w_.store(1, std::memory_order_seq_cst);
+    if (s.asymmetric) {
+      w_.store(1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // heavy_fence makes it a full one
+    } else {
+      w_.store(1, std::memory_order_seq_cst);
+    }
     p_ = gp.load(std::memory_order_seq_cst);
     // Nothing to reference (no Middle): leave at once (Algorithm 6 line 8 searches nothing).
-    w_.store(p_ ? reinterpret_cast<std::uintptr_t>(p_) | 1 : 0, std::memory_order_seq_cst);
+    // Only the active bit pairs with a scan, which waits while it sees the bit without the
+    // pointer, so this store needs no ordering beyond release.
+    w_.store(p_ ? reinterpret_cast<std::uintptr_t>(p_) | 1 : 0, std::memory_order_release);
   }
   ~Guard() { w_.store(0, std::memory_order_release); }
   Guard(const Guard&) = delete;

@@ -28,6 +28,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -42,6 +43,18 @@ bool asymmetric_fences();
 // its sequentially consistent loads of the words: with asymmetric fences, every running thread
 // of the process executes a full fence before it returns; without them, nothing is needed.
 void heavy_fence();
+
+// A guard's store of its active bit, ordered before the guard's next load: by the compiler
+// alone when `asymmetric` (heavy_fence makes it a full fence), else by a locked store.
+template <class T>
+void store_active(std::atomic<T>& w, std::type_identity_t<T> v, bool asymmetric) {
+  if (asymmetric) {
+    w.store(v, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    w.store(v, std::memory_order_seq_cst);
+  }
+}
 
 class SyncManager {
  public:
@@ -135,12 +148,7 @@ template <class T>
 class Guard {
  public:
   Guard(SyncManager::Slot& s, WType t, const std::atomic<T*>& gp) : w_(s.w[t]) {
-    if (s.asymmetric) {
-      w_.store(1, std::memory_order_relaxed);
-      std::atomic_signal_fence(std::memory_order_seq_cst);  // heavy_fence makes it a full one
-    } else {
-      w_.store(1, std::memory_order_seq_cst);
-    }
+    store_active(w_, 1, s.asymmetric);
     p_ = gp.load(std::memory_order_seq_cst);
     // Nothing to reference (no Middle): leave at once (Algorithm 6 line 8 searches nothing).
     // Only the active bit pairs with a scan, which waits while it sees the bit without the

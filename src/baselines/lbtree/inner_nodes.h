@@ -6,15 +6,13 @@
 // lookups ran about 7% faster (docs/indexes.md, LB+-Tree).
 //
 // A node: e[0].key is its number of keys n (at most 31), e[0].child the child of the range below
-// e[1].key; e[i].child (1 <= i <= n) holds the keys from e[i].key up to e[i + 1].key; the keys of
-// e[n + 1..31] are kPad. At the
+// e[1].key; e[i].child (1 <= i <= n) holds the keys from e[i].key up to e[i + 1].key. At the
 // bottom level children are leaf offsets, above it node addresses. The tree maps the start of
 // each leaf's key range to the leaf; the leftmost range starts below every key, so it has no
 // key of its own (reset()). Inserts only: empty leaves keep their entry, as in the paper.
 // Not thread-safe: LB+-Tree's inner-node lock guards it.
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <new>
@@ -83,7 +81,7 @@ class LBInnerNodes {
   }
 
   // Keys ascending within each node and inside the range its parent gives it, counts in
-  // bounds, unused slots padded: what a search relies on.
+  // bounds: what a search relies on.
   std::vector<std::string> check() const {
     std::vector<std::string> problems;
     if (root_) check_node(*root_, height_, 0, ~Key{0}, problems);
@@ -92,7 +90,6 @@ class LBInnerNodes {
 
  private:
   static constexpr std::size_t kMaxHeight = 16;  // 16 levels of 16-way nodes: 2^64 ranges
-  static constexpr Key kPad = ~Key{0};           // the key of every unused slot
   struct Entry {
     Key key;
     std::uint64_t child;
@@ -112,29 +109,15 @@ class LBInnerNodes {
       __builtin_prefetch(reinterpret_cast<const char*>(n) + 64 * line);
   }
   // The number of keys <= k, which is the entry of k's range: a count without branches, since
-  // on random keys a binary search's branches mispredict about half the time. It counts every
-  // slot, whose number is fixed, so the loop unrolls and does not wait for the count: unused
-  // slots hold kPad, which only a key of kPad reaches, and the count bounds that case.
-  // Four partial counts let the comparisons run in parallel rather than as one chain of 31
-  // adds; the empty asm keeps the compiler from folding them back into one chain.
+  // on random keys a binary search's branches mispredict about half the time.
   static unsigned floor_slot(const Node& n, Key k) {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-#pragma GCC unroll 8
-    for (unsigned i = 1; i <= kMaxKeys; i += 4) {
-      a += n.e[i].key <= k;
-      b += n.e[i + 1].key <= k;
-      c += n.e[i + 2].key <= k;
-      if (i + 3 <= kMaxKeys) d += n.e[i + 3].key <= k;
-    }
-    asm("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d));
-    return std::min(a + b + c + d, static_cast<unsigned>(n.e[0].key));
+    const unsigned count = static_cast<unsigned>(n.e[0].key);
+    unsigned s = 0;
+    for (unsigned i = 1; i <= count; ++i) s += n.e[i].key <= k;
+    return s;
   }
 
-  Node* make() {
-    Node* n = new (memory_.take(sizeof(Node))) Node{};
-    for (unsigned i = 1; i <= kMaxKeys; ++i) n->e[i].key = kPad;
-    return n;
-  }
+  Node* make() { return new (memory_.take(sizeof(Node))) Node{}; }
 
   // Puts `up` in n. When n is full it splits: n keeps the lower half of the keys, a new node the
   // rest but its first key, which goes up with the new node in `up`; returns whether it split.
@@ -155,7 +138,6 @@ class LBInnerNodes {
     right->e[0] = {kMaxKeys - kLeft, all[kLeft + 1].child};
     for (unsigned i = kLeft + 2; i <= kMaxKeys + 1; ++i) right->e[i - kLeft - 1] = all[i];
     for (unsigned i = 1; i <= kLeft; ++i) n.e[i] = all[i];
-    for (unsigned i = kLeft + 1; i <= kMaxKeys; ++i) n.e[i] = {kPad, 0};
     n.e[0].key = kLeft;
     up = {all[kLeft + 1].key, word(right)};
     return true;
@@ -198,9 +180,6 @@ class LBInnerNodes {
       if ((i > 1 && k <= n.e[i - 1].key) || k <= lo || k > hi)
         problems.push_back(at + ": key " + std::to_string(k) + " out of order or range");
     }
-    for (unsigned i = count + 1; i <= kMaxKeys; ++i)
-      if (n.e[i].key != kPad)
-        problems.push_back(at + ": unused slot " + std::to_string(i) + " is not padded");
     if (level == 1) return;
     for (unsigned i = 0; i <= count; ++i) {
       const Key clo = i == 0 ? lo : n.e[i].key;

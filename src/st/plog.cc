@@ -160,6 +160,12 @@ void PLog::next_page(LogPagePtr* head, int ver) {
 }
 
 void PLog::append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n) {
+  append_words_unfenced(head, ver, rec, n);
+  pm::CategoryScope cat(pm::Category::log);
+  pm::fence();
+}
+
+void PLog::append_words_unfenced(LogPagePtr* head, int ver, const u64* rec, std::size_t n) {
   pm::CategoryScope cat(pm::Category::log);
   if (pages_.empty() || pos_ + n > codec_.G.per_page) {
     if (!pages_.empty()) pad_rest(log_valid_bit(ver));  // durable with the next fence
@@ -167,7 +173,7 @@ void PLog::append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n
   }
   u64* dst = record(pages_[page_idx_], pos_);
   pm::store_bytes(dst, rec, n * 8);
-  pm::persist(dst, n * 8);
+  pm::flush(dst, n * 8);
   pos_ += n;
 }
 

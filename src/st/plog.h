@@ -87,6 +87,9 @@ class PLog {
   // next page, the rest of this one filled with pad words (valid, payload 0), so every page
   // but the last is full, as hand_over expects. One fence when no page is linked.
   void append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n);
+  // append_words without its last fence, as append_unfenced: the caller fences before it
+  // acknowledges the write.
+  void append_words_unfenced(LogPagePtr* head, int ver, const u64* rec, std::size_t n);
   // Reads such a log: fn(first word, n) per record, `words_of(first word, words left)` giving a
   // record's length in words (0: a pad word; the rest of the page must be pads too, else the log
   // ends at the first of them). The first torn or

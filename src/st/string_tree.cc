@@ -121,14 +121,22 @@ void StringDPTree::write_allowed() {
   merge_block_.before_value([this] { merge(); });
 }
 
+// As DPTreeCore::upsert_raw, the record is fenced after the buffer has taken the entry, so
+// that the buffer's insert overlaps the record's write-back; the write is acknowledged only
+// after the fence.
 void StringDPTree::upsert_raw(std::string_view k, u64 v) {
   const int cv = static_cast<int>(root_->gv & kVersionBit);
   {
     PhaseScope ph(DPTreePhase::log_append);
-    append_string_record(*log_, &root_->log_head[cv], cv, k, v);
+    append_string_record_unfenced(*log_, &root_->log_head[cv], cv, k, v);
   }
   buffer_.insert_or_assign(std::string(k), v);
   bloom_.add_hashed(hash_string(k));
+  {
+    PhaseScope ph(DPTreePhase::log_append);
+    pm::CategoryScope cat(pm::Category::log);
+    pm::fence();
+  }
   merge_block_.after_write((v & kTombstone) != 0,
                            [this] { return buffer_.size() >= merge_threshold(); },
                            [this] { merge(); });

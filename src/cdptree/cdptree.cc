@@ -518,8 +518,9 @@ CDPTreeStats CDPTree::stats() const {
   s.restart_count = m.root->base.restart_count;
   s.last_recovery_seconds = m.last_recovery_seconds;
   s.pm_bytes = m.pm_bytes();
-  s.dram_bytes +=
-      sizeof(Impl) + m.dir->dram_bytes() + m.pages->dram_bytes() + m.node_chunks.spare_bytes();
+  s.dram_bytes += sizeof(Impl) + m.dir->dram_bytes() + m.pages->dram_bytes() +
+                  m.node_chunks.spare_bytes() +
+                  m.merge_entries_bytes.load(std::memory_order_relaxed);
   return s;
 }
 

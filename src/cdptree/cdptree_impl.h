@@ -63,6 +63,10 @@ struct CDPTree::Impl : detail::TreeParts {
   // The buffers' node memory, handed from each merged Middle to the next Front
   // (btree/chunk_memory.h).
   mutable btree::NodeChunks node_chunks;
+  // The Middle's entries in key order, kept across merges (one merge runs at a time): a fresh
+  // vector of 16 bytes an entry was fresh pages, and their first-touch faults, every merge.
+  std::vector<detail::KVPair> merge_entries;
+  std::atomic<std::size_t> merge_entries_bytes{0};       // its capacity, for stats() meanwhile
   std::atomic<cdp::Cpbt*> gp_f{nullptr}, gp_m{nullptr};  // GP_F, GP_M (§3.2)
   std::atomic<cdp::BaseSnapshot*> gp_b{nullptr};         // GP_B
   std::atomic<int> merge_state{cdp::kNoMerge};

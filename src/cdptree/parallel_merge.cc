@@ -38,10 +38,10 @@ struct FenceOnExit {
 // and delete base entries, so the retried merge needs fewer leaves. The Front keeps them (and
 // its log), so reads and a replay after a crash still find them first; merging them again
 // later writes the same values.
-std::vector<KVPair> entries_to_merge(const cdp::Cpbt* m, const cdp::Cpbt* newer) {
-  std::vector<KVPair> es;
+void entries_to_merge(const cdp::Cpbt* m, const cdp::Cpbt* newer, std::vector<KVPair>& es) {
+  es.clear();
   m->tree.for_each_frozen([&](u64 k, u64 v) { es.emplace_back(k, v); });
-  if (!newer) return es;
+  if (!newer) return;
   // Writers may still take removes in the Front: an optimistic scan sees each key's value at
   // one moment (only values already logged: the log is written first, §3.1).
   std::vector<KVPair> fr;
@@ -49,7 +49,7 @@ std::vector<KVPair> entries_to_merge(const cdp::Cpbt* m, const cdp::Cpbt* newer)
     fr.emplace_back(k, v);
     return true;
   });
-  return overlay_sorted(std::move(es), fr);
+  es = overlay_sorted(std::move(es), fr);
 }
 
 // Algorithm 9 line 1: partitions of `ps` consecutive leaves of `old`, each with the entries
@@ -219,7 +219,9 @@ void CDPTree::Impl::wait_idle() const {
 // Algorithm 9, kept in one function (about 100 lines) so that its numbered lines read in order
 // from the start of the merge to the version flip and garbage collection.
 void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
-  const std::vector<KVPair> es = entries_to_merge(m, newer);
+  std::vector<KVPair>& es = merge_entries;
+  entries_to_merge(m, newer, es);
+  merge_entries_bytes.store(es.capacity() * sizeof(KVPair), std::memory_order_relaxed);
   cdp::BaseSnapshot* old = gp_b.load(std::memory_order_seq_cst);
   const int cvv = cv(), nv = 1 - cvv;
   {

@@ -389,7 +389,7 @@ DPTreeStats DPTreeCore::stats() const {
   s.pm_bytes = m.pm_bytes();
   s.dram_bytes = sizeof(Impl) + m.buffer.nodes().held_bytes() + m.bloom.dram_bytes() +
                  m.base->dram_bytes() + m.dir->dram_bytes() + m.pages->dram_bytes() +
-                 8 * m.log->pages().capacity();
+                 8 * m.log->pages().capacity() + m.merge_entries.capacity() * sizeof(KVPair);
   return s;
 }
 

@@ -220,21 +220,34 @@ std::size_t leaf_delete(Leaf lf, int nv, std::span<const u64> ks) {
   return hit;
 }
 
+// A slot is on an entry's probe path when it lies in [home, slot) of that entry, cyclically.
+// Each path adds 1 at its start and takes it off at its end in a difference array, and a
+// running sum over the slots then counts the paths over each: one pass over the slots, where
+// walking every path cost its length, which grows steeply as a leaf fills.
 std::size_t leaf_clear_unreached_deleted(Leaf lf, int v) {
   const std::size_t cap = lf.L->cap;
-  thread_local std::vector<std::uint8_t> on_path;  // no flush here: see flush_occupied_slots
-  on_path.assign(cap, 0);
+  thread_local std::vector<int> starts;  // no flush here: see flush_occupied_slots
+  starts.assign(cap + 1, 0);
   for (std::size_t s = 0; s < cap; ++s) {
     if (lf.state(v, s) != kOccupied) continue;
-    for (std::size_t p = home_slot(hash_key(lf.key(s)), cap); p != s; p = p + 1 == cap ? 0 : p + 1)
-      on_path[p] = 1;
+    const std::size_t home = home_slot(hash_key(lf.key(s)), cap);
+    if (home == s) continue;
+    ++starts[home];
+    --starts[s];
+    if (home > s) {  // the path wraps past the last slot
+      --starts[cap];
+      ++starts[0];
+    }
   }
   std::size_t n = 0;
-  for (std::size_t s = 0; s < cap; ++s)
-    if (lf.state(v, s) == kDeleted && !on_path[s]) {
+  int paths = 0;
+  for (std::size_t s = 0; s < cap; ++s) {
+    paths += starts[s];
+    if (paths == 0 && lf.state(v, s) == kDeleted) {
       lf.set_state(v, s, kEmpty);
       ++n;
     }
+  }
   return n;
 }
 

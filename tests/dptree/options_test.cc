@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 
 #include "dptree/cdptree.h"
@@ -320,6 +321,48 @@ TEST(DPTreeMergeMode, OutOfPlaceRewritesTheBaseTreeEveryMerge) {
   }
   EXPECT_GT(node_lines[1], 2 * node_lines[0])
       << "in place " << node_lines[0] << " out of place " << node_lines[1];
+}
+
+// The deleted slots that split=keep_last empties are exactly those no entry's probe path
+// crosses: on full and nearly full leaves of random keys (long and wrapping paths), after
+// random deletes, the set cleared is the one a walk of every path finds.
+TEST(DPTreeSplit, ClearsExactlyTheDeletedSlotsNoPathCrosses) {
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 40; ++round) {
+    HandLeaf h(64);
+    auto& [L, mem, lf] = h;
+    std::vector<detail::KVPair> es;
+    const std::size_t n = 40 + static_cast<std::size_t>(rng() % 25);  // up to a full leaf
+    std::set<detail::u64> keys;
+    while (keys.size() < n) keys.insert(rng() >> 1);
+    for (detail::u64 k : keys) es.emplace_back(k, 1);
+    detail::leaf_fill(lf, 1, es);
+    std::vector<detail::u64> gone;
+    for (const auto& e : es)
+      if (rng() % 3 == 0) gone.push_back(e.first);
+    detail::leaf_delete(lf, 1, gone);
+    std::vector<bool> crossed(L.cap, false);
+    for (std::size_t s = 0; s < L.cap; ++s) {
+      if (lf.state(1, s) != detail::kOccupied) continue;
+      for (std::size_t p = detail::home_slot(detail::hash_key(lf.key(s)), L.cap); p != s;
+           p = (p + 1) % L.cap)
+        crossed[p] = true;
+    }
+    std::vector<unsigned> before(L.cap);
+    for (std::size_t s = 0; s < L.cap; ++s) before[s] = lf.state(1, s);
+    const std::size_t cleared = detail::leaf_clear_unreached_deleted(lf, 1);
+    std::size_t expected = 0;
+    for (std::size_t s = 0; s < L.cap; ++s) {
+      const bool clear = before[s] == detail::kDeleted && !crossed[s];
+      expected += clear;
+      EXPECT_EQ(lf.state(1, s), clear ? detail::kEmpty : before[s])
+          << "round " << round << " slot " << s;
+    }
+    EXPECT_EQ(cleared, expected) << "round " << round;
+    for (const auto& e : es)
+      EXPECT_EQ(detail::leaf_find(lf, 1, e.first) >= 0,
+                !std::binary_search(gone.begin(), gone.end(), e.first));
+  }
 }
 
 // split=keep_last on hand-made leaves: after a split drops half a leaf's keys from version 1,

@@ -265,6 +265,9 @@ void prefetch_leaf(const MergeContext& cx, u64 off) {
 
 void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
   const int cvv = cx.cv, nv = cx.nv;
+  // Whether es holds a tombstone: without one the delete merge's walk of the range's leaves,
+  // a miss on each, has nothing to do.
+  bool deletes = false;
   {
     PhaseScope ph(DPTreePhase::upsert_merge);
     pm::CategoryScope cat(pm::Category::node);
@@ -279,8 +282,12 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
       u64 mk = lf.max_key(cvv), nxt = lf.next(cvv).off;
       if (i + 1 < r.nleaves) prefetch_leaf(cx, nxt);
       sel.clear();
-      for (; it < es.size() && es[it].first <= mk; ++it)
-        if (!(es[it].second & kTombstone)) sel.push_back(es[it]);
+      for (; it < es.size() && es[it].first <= mk; ++it) {
+        if (es[it].second & kTombstone)
+          deletes = true;
+        else
+          sel.push_back(es[it]);
+      }
       prev = leaf_upsert_merge(cx, r, prev, cur, sel);
       cur = nxt;
     }
@@ -290,7 +297,10 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
     for (; it < es.size(); ++it) {
       if (r.nleaves)
         throw std::logic_error("merge_range: an entry beyond the range's last max key");
-      if (!(es[it].second & kTombstone)) sel.push_back(es[it]);
+      if (es[it].second & kTombstone)
+        deletes = true;
+      else
+        sel.push_back(es[it]);
     }
     if (!sel.empty()) {
       auto nl = build_leaves(cx, r, sel, ~u64{0}, cx.fill_rate);
@@ -298,7 +308,7 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
       pm::store(&cx.leaf(nl.back()).next(nv), LeafPtr(r.end));
     }
   }
-  {
+  if (deletes) {
     PhaseScope ph(DPTreePhase::delete_merge);
     pm::CategoryScope cat(pm::Category::node);
     std::size_t it = 0;

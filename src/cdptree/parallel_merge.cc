@@ -247,6 +247,7 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
   std::vector<std::span<const KVPair>> input(np);
   partition(*old, ps, es, ranges, input);
   const auto bcx = base_ctx();
+  const cdp::BaseSnapshot* snap = nullptr;  // the new inner index, once made
   try {
     // Lines 3-7: upsert merge, delete merge and consolidation per partition. The leaves'
     // metadata of version cv is made current first under its lock bit (§3.2): readers may
@@ -286,8 +287,9 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
       mc += r.counters;
     }
     // Line 13: the inner index rebuilt and published atomically.
-    auto* snap = cdp::make_snapshot(bcx, head, nv, count);
-    gp_b.store(snap, std::memory_order_seq_cst);
+    auto* made = cdp::make_snapshot(bcx, head, nv, count);
+    gp_b.store(made, std::memory_order_seq_cst);
+    snap = made;
     // Line 14: readers of the old inner index (and so of version cv's metadata, which the
     // next merge rewrites) are waited out.
     sm.spin_until_no_ref(cdp::kBR, old);
@@ -307,7 +309,8 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
   }
   {
     cdp::PhaseScope ph(CDPTreePhase::garbage_collection);  // line 16
-    freed += collect_garbage(pool, &root->base, *dir, *pending, L, cvv, nv);
+    // Both inner indexes list their version's leaves in order: no walk of either list.
+    freed += collect_garbage(pool, &root->base, *dir, *pending, old->leaf, snap->leaf);
   }
   m->log.release();  // the Middle's log: its pages to the freelist of the next flavor
   delete old;

@@ -256,12 +256,15 @@ void DPTreeCore::Impl::merge() {
     merge_block.fail(e);
   }
   commit_merge(root, nv, r.head, r.count);
+  // The inner index lists the leaves of version cv in order; kept for the collection below.
+  std::vector<u64>& old_leaves = merge_old_leaves;
+  old_leaves.assign(base->leaves().begin(), base->leaves().end());
   base->rebuild_inner();  // phase 5 (after the flip: nothing reads the tree in between)
   ++merges;
   counters += r.counters;
   {
     PhaseScope ph(DPTreePhase::garbage_collection);
-    freed += collect_garbage(pool, root, *dir, *pending, L, cvv, nv);
+    freed += collect_garbage(pool, root, *dir, *pending, old_leaves, base->leaves());
     PLog::release_chain(pool, &root->log_head[cvv], cvv);
     log->hand_over(cvv);  // the next log (version nv) starts empty, from freelist_nv
     buffer.clear();

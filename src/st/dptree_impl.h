@@ -46,6 +46,7 @@ struct DPTreeCore::Impl : detail::TreeParts {
   detail::BufferTree buffer;
   detail::Bloom bloom;
   std::vector<detail::KVPair> merge_entries;  // the buffer in key order, kept across merges
+  std::vector<detail::u64> merge_old_leaves;  // a merge's old leaf list, for its collection
 
   // Counters for stats().
   std::size_t merges = 0, failed_merges = 0, undone_leaves = 0, freed = 0;

@@ -446,23 +446,13 @@ u64 created_leaf(const pm::Pool& pool, u64 slot) {
   return b && is_leaf(pool, b) ? b : 0;
 }
 
-}  // namespace
-
-std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
-                            const LeafNext& next, int old, int cur) {
+// Frees the leaves of `lold` (the old list, in list order) that `keep` (the new list, sorted)
+// lacks, from the last one back, so that a rerun after a crash finds the freed ones at the end
+// of the list; then the created leaves the new list lacks; ends the collection.
+std::size_t free_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
+                         std::span<const u64> keep, std::span<const u64> lold) {
   auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot; };
-  auto owned_by = [&](OwnerSlotPtr s) { return pool.get(s)->off; };
-  std::vector<u64> keep;  // sorted: one allocation, not one per leaf
-  for (u64 l = root->head[cur].off; l; l = next(l, cur)) keep.push_back(l);
-  std::sort(keep.begin(), keep.end());
   auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
-  std::vector<u64> lold;
-  for (u64 l = root->head[old].off; l; l = next(l, old)) {
-    // Freed by an interrupted run (its slot or block may hold a log page since): the rest
-    // of the list was freed before it.
-    if (!is_leaf(pool, l) || owned_by(owner_slot(l)) != l) break;
-    lold.push_back(l);
-  }
   std::size_t freed = 0;
   for (auto it = lold.rbegin(); it != lold.rend(); ++it)
     if (!kept(*it)) {
@@ -482,6 +472,32 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
   pm::CategoryScope cat(pm::Category::node);
   pm::persist(&root->gv, 8);
   return freed;
+}
+
+}  // namespace
+
+std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
+                            const LeafNext& next, int old, int cur) {
+  auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot; };
+  auto owned_by = [&](OwnerSlotPtr s) { return pool.get(s)->off; };
+  std::vector<u64> keep;  // sorted: one allocation, not one per leaf
+  for (u64 l = root->head[cur].off; l; l = next(l, cur)) keep.push_back(l);
+  std::sort(keep.begin(), keep.end());
+  std::vector<u64> lold;
+  for (u64 l = root->head[old].off; l; l = next(l, old)) {
+    // Freed by an interrupted run (its slot or block may hold a log page since): the rest
+    // of the list was freed before it.
+    if (!is_leaf(pool, l) || owned_by(owner_slot(l)) != l) break;
+    lold.push_back(l);
+  }
+  return free_garbage(pool, root, dir, pending, keep, lold);
+}
+
+std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
+                            std::span<const u64> old_list, std::span<const u64> cur_list) {
+  std::vector<u64> keep(cur_list.begin(), cur_list.end());
+  std::sort(keep.begin(), keep.end());
+  return free_garbage(pool, root, dir, pending, keep, old_list);
 }
 
 void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending) {

@@ -68,11 +68,11 @@ class FastFair final : public Index {
     }
 
    private:
-    // Inner nodes have two children or more: 48 levels would be 2^47 nodes, more than any pool
-    // holds, so only a damaged level field gets there.
-    static constexpr std::size_t kMaxLevels = 48;
+    // Levels 0-64, the ones the open accepts (recovery.cc). Inner nodes have two children or
+    // more, so a real tree stays far below: 48 levels would be 2^47 nodes.
+    static constexpr std::size_t kMaxLevels = 65;
     static void check(std::size_t n) {
-      if (n > kMaxLevels) throw Error(Errc::corrupt, "fastfair: the tree is deeper than 48 levels");
+      if (n > kMaxLevels) throw Error(Errc::corrupt, "fastfair: the tree is deeper than 65 levels");
     }
     std::array<std::uint64_t, kMaxLevels> at_;
     std::size_t n_ = 0;

@@ -50,6 +50,7 @@ void PartitionedLog::append(u64 k, u64 v) {
 
 void PartitionedLog::fence_append() {
   PhaseScope ph(CDPTreePhase::log_append);
+  pm::CategoryScope cat(pm::Category::log);  // as when append() fenced its record itself
   pm::fence();
 }
 

@@ -164,7 +164,7 @@ void DPTreeCore::Impl::upsert_raw(u64 k, u64 v) {
     // The record's fence: the buffer's insert above overlapped its write-back. The write is
     // durable before it is acknowledged and before a merge reads the buffer.
     PhaseScope ph(DPTreePhase::log_append);
-    pm::fence();
+    PLog::fence_append();
   }
   merge_block.after_write((v & kTombstone) != 0,
                           [this] { return buffer.size() >= merge_threshold(); },

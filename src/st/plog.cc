@@ -159,10 +159,14 @@ void PLog::next_page(LogPagePtr* head, int ver) {
   pos_ = 0;
 }
 
-void PLog::append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n) {
-  append_words_unfenced(head, ver, rec, n);
+void PLog::fence_append() {
   pm::CategoryScope cat(pm::Category::log);
   pm::fence();
+}
+
+void PLog::append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n) {
+  append_words_unfenced(head, ver, rec, n);
+  fence_append();
 }
 
 void PLog::append_words_unfenced(LogPagePtr* head, int ver, const u64* rec, std::size_t n) {

@@ -58,10 +58,12 @@ class PLog {
   // `head` is the persistent first-page word of this log (Root::log_head[ver]).
   PLog(pm::Pool& pool, const RecordCodec& codec, LogPageCache& cache);
   // Appends one record to the log whose head word is `head`, of version `ver`: one flush when
-  // the record fits a line (layout above), and no fence: the caller fences (pm::fence) before
+  // the record fits a line (layout above), and no fence: the caller calls fence_append() before
   // it acknowledges the write, so that its other work overlaps the write-back. May throw
   // pool_full when a new page is needed; the log is unchanged then.
   void append_unfenced(LogPagePtr* head, int ver, u64 k, u64 v);
+  // The fence that makes the records appended without one durable, counted as the log's.
+  static void fence_append();
   // Reads the log at `head` of version `ver` into fn(k, v) in order; the first torn or absent
   // record ends it and is where appending continues (it is invalidated first when torn).
   template <class F>
@@ -87,8 +89,8 @@ class PLog {
   // next page, the rest of this one filled with pad words (valid, payload 0), so every page
   // but the last is full, as hand_over expects. One fence when no page is linked.
   void append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n);
-  // append_words without its last fence, as append_unfenced: the caller fences before it
-  // acknowledges the write.
+  // append_words without its last fence, as append_unfenced: the caller calls fence_append()
+  // before it acknowledges the write.
   void append_words_unfenced(LogPagePtr* head, int ver, const u64* rec, std::size_t n);
   // Reads such a log: fn(first word, n) per record, `words_of(first word, words left)` giving a
   // record's length in words (0: a pad word; the rest of the page must be pads too, else the log

@@ -96,8 +96,8 @@ void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv);
 // write of an upsert in both string forms, and of an entry a merge part leaves in the buffer.
 // May throw pool_full (nothing written then).
 void append_string_record(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v);
-// The same without the last fence (PLog::append_words_unfenced): the caller fences before it
-// acknowledges the write.
+// The same without the last fence (PLog::append_words_unfenced): the caller calls
+// PLog::fence_append() before it acknowledges the write.
 void append_string_record_unfenced(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v);
 
 // Replay's length of the record whose first word is `w` with `room` words left on its page

@@ -134,8 +134,7 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
   bloom_.add_hashed(hash_string(k));
   {
     PhaseScope ph(DPTreePhase::log_append);
-    pm::CategoryScope cat(pm::Category::log);
-    pm::fence();
+    PLog::fence_append();
   }
   merge_block_.after_write((v & kTombstone) != 0,
                            [this] { return buffer_.size() >= merge_threshold(); },

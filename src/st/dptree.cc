@@ -392,7 +392,8 @@ DPTreeStats DPTreeCore::stats() const {
   s.pm_bytes = m.pm_bytes();
   s.dram_bytes = sizeof(Impl) + m.buffer.nodes().held_bytes() + m.bloom.dram_bytes() +
                  m.base->dram_bytes() + m.dir->dram_bytes() + m.pages->dram_bytes() +
-                 8 * m.log->pages().capacity() + m.merge_entries.capacity() * sizeof(KVPair);
+                 8 * m.log->pages().capacity() + m.merge_entries.capacity() * sizeof(KVPair) +
+                 m.merge_old_leaves.capacity() * sizeof(u64);
   return s;
 }
 

@@ -23,10 +23,6 @@ std::atomic_ref<u64> value_ref(Leaf lf, std::size_t s) {
 
 }  // namespace
 
-std::size_t BaseSnapshot::index_of(u64 k) const {
-  return static_cast<std::size_t>(std::lower_bound(max.begin(), max.end(), k) - max.begin());
-}
-
 Leaf BaseCtx::leaf(u64 off) const {
   return Leaf{pool.at(off), &L};
 }
@@ -39,6 +35,7 @@ BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 
     s->max.push_back(cx.leaf(l).max_key(v));
     s->leaf.push_back(l);
   }
+  s->search.build(s->max);
   s->tombstoned = std::make_unique<std::atomic<bool>[]>(s->leaf.size());
   s->fresh = std::make_unique<std::atomic<std::uint8_t>[]>(s->leaf.size());
   for (std::size_t i = 0; i < s->leaf.size(); ++i) {

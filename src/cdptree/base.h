@@ -24,6 +24,7 @@
 
 #include "format/layout.h"
 #include "st/base_leaf.h"
+#include "st/key_search.h"
 
 namespace dptree::pm {
 class Pool;
@@ -51,7 +52,8 @@ struct BaseSnapshot {
   // key when the snapshot is made, set by the first reader that rebuilds it, so a lookup
   // reads the restart counter of a leaf once per run, not once per lookup.
   std::unique_ptr<std::atomic<std::uint8_t>[]> fresh;
-  std::size_t index_of(u64 k) const;
+  detail::KeySearch search;  // over max, built once the snapshot is complete
+  std::size_t index_of(u64 k) const { return search.find(k, leaf.data()); }
   u64 live() const { return count - std::min<u64>(count, tombstones.load()); }
 };
 

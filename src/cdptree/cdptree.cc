@@ -500,7 +500,7 @@ CDPTreeStats CDPTree::stats() const {
     Guard<cdp::BaseSnapshot> g(sync, cdp::kBR, m.gp_b);
     s.leaves = g.get()->leaf.size();
     s.base_records = g.get()->live();
-    s.dram_bytes += 16 * g.get()->leaf.capacity();
+    s.dram_bytes += 16 * g.get()->leaf.capacity() + g.get()->search.dram_bytes();
   }
   s.leaf_capacity = m.L.cap;
   s.merges = m.merges.load();

@@ -24,10 +24,11 @@ void BaseTree::rebuild_inner() {
     leaf_.push_back(l);
     fresh_.push_back(leaf(l).rc(v) == root_->restart_count);
   }
+  search_.build(max_);
 }
 
 std::size_t BaseTree::leaf_index(u64 k) const {
-  return static_cast<std::size_t>(std::lower_bound(max_.begin(), max_.end(), k) - max_.begin());
+  return search_.find(k, leaf_.data());
 }
 
 void BaseTree::ensure_meta(std::size_t i) const {

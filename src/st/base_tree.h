@@ -11,6 +11,7 @@
 #include "dptree/index.h"
 #include "format/layout.h"
 #include "st/base_leaf.h"
+#include "st/key_search.h"
 
 namespace dptree::pm {
 class Pool;
@@ -64,7 +65,7 @@ class BaseTree {
 
   std::size_t lazy_rebuilds() const { return lazy_rebuilds_; }
   std::size_t dram_bytes() const {
-    return 8 * (max_.capacity() + leaf_.capacity()) + fresh_.capacity();
+    return 8 * (max_.capacity() + leaf_.capacity()) + fresh_.capacity() + search_.dram_bytes();
   }
 
  private:
@@ -72,6 +73,7 @@ class BaseTree {
   Root* root_;
   const LeafLayout& L_;
   std::vector<u64> max_, leaf_;
+  KeySearch search_;                         // over max_
   mutable std::vector<std::uint8_t> fresh_;  // leaf_[i]'s metadata is current (§2.2)
   mutable std::size_t lazy_rebuilds_ = 0;
 };

@@ -19,6 +19,14 @@ class KeySearch {
  public:
   static constexpr std::size_t kFan = 8;  // keys of a node: one 64-byte line
 
+  // A copy would search the original's keys; a move keeps them, as a vector's move keeps its
+  // elements where they are.
+  KeySearch() = default;
+  KeySearch(const KeySearch&) = delete;
+  KeySearch& operator=(const KeySearch&) = delete;
+  KeySearch(KeySearch&&) = default;
+  KeySearch& operator=(KeySearch&&) = default;
+
   // Builds the levels over `keys` (non-decreasing), which must neither move nor change until
   // the next build.
   void build(std::span<const std::uint64_t> keys) {

@@ -113,14 +113,15 @@ void StringBase::build(const pm::Pool& pool, LeafPtr head, int v, u64 keys) {
     last_prefix.push_back(lf.entries()[lf.count() - 1].prefix);
     counts.push_back(static_cast<std::uint32_t>(lf.count()));
   }
+  search.build(last_prefix);
 }
 
 std::size_t StringBase::index_of(std::string_view k) const {
   if (leaves.empty()) return 0;
   // The leaves whose last key shares k's prefix lie together: compare bytes only among them.
   const u64 p = key_prefix(k);
-  const auto lo = std::lower_bound(last_prefix.begin(), last_prefix.end(), p);
-  auto i = static_cast<std::size_t>(lo - last_prefix.begin());
+  auto i = search.find(p, leaves.data());
+  const auto lo = last_prefix.begin() + static_cast<std::ptrdiff_t>(i);
   if (i < last_prefix.size() && last_prefix[i] == p) {
     const auto hi = std::upper_bound(lo, last_prefix.end(), p);
     const auto end = last.begin() + (hi - last_prefix.begin());
@@ -170,7 +171,7 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
 }
 
 std::size_t StringBase::dram_bytes() const {
-  std::size_t b = 16 * leaves.capacity() + 4 * counts.capacity();
+  std::size_t b = 16 * leaves.capacity() + 4 * counts.capacity() + search.dram_bytes();
   for (const auto& k : last) b += sizeof(std::string) + k.capacity();
   return b;
 }

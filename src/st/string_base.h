@@ -21,6 +21,7 @@
 #include "dptree/index.h"
 #include "format/string_leaf.h"
 #include "st/family.h"
+#include "st/key_search.h"
 #include "st/merge.h"
 #include "st/validate.h"
 
@@ -51,6 +52,7 @@ struct StringBase {
   std::vector<u64> leaves;
   std::vector<std::string> last;
   std::vector<u64> last_prefix;       // key_prefix of last: most searches compare only these
+  KeySearch search;                   // over last_prefix
   std::vector<std::uint32_t> counts;  // entries of each leaf: where its entries start
   u64 count = 0;                      // keys in the leaves (Root::base_count of the version)
 

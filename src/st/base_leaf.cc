@@ -120,12 +120,37 @@ long leaf_find(Leaf lf, int v, u64 k, u64 h, ProbeMode mode) {
   return -1;
 }
 
+// A scan's start: a binary search through the order array, whose every step reads a key at
+// a slot the hash chose, a miss each. The order array's lines are requested at once, and
+// each step requests the keys of the step after next (four candidates), so the misses of
+// three steps overlap instead of following each other. The halving is branch-free: the
+// candidates are known only by position, and a mispredicted step would waste them.
 std::size_t leaf_lower_bound(Leaf lf, int v, u64 k) {
-  auto* o = lf.order(v);
-  return static_cast<std::size_t>(
-      std::lower_bound(o, o + lf.count(v), k,
-                       [&](std::uint16_t s, u64 key) { return lf.key(s) < key; }) -
-      o);
+  const std::uint16_t* o = lf.order(v);
+  std::size_t n = lf.count(v);
+  if (n == 0) return 0;
+  const char* ob = reinterpret_cast<const char*>(o);
+  for (std::size_t b = 0; b < n * sizeof *o; b += 64) __builtin_prefetch(ob + b);
+  auto want = [&](const std::uint16_t* at) { __builtin_prefetch(lf.entry(*at)); };
+  const std::uint16_t* base = o;
+  {  // the first two steps' keys
+    const std::size_t h0 = n / 2, h1 = (n - h0) / 2;
+    want(base + h0);
+    want(base + h1);
+    want(base + h0 + h1);
+  }
+  while (n > 1) {
+    const std::size_t half = n / 2, n1 = n - half, h1 = n1 / 2, h2 = (n1 - h1) / 2;
+    if (n1 > 1) {  // the step after next compares one of these
+      want(base + h2);
+      want(base + h1 + h2);
+      want(base + half + h2);
+      want(base + half + h1 + h2);
+    }
+    base = lf.key(base[half]) < k ? base + half : base;
+    n = n1;
+  }
+  return static_cast<std::size_t>(base - o) + (lf.key(*base) < k);
 }
 
 void leaf_entries(Leaf lf, int v, std::vector<KVPair>& out) {

@@ -52,6 +52,13 @@ inline long leaf_find(Leaf lf, int v, u64 k, ProbeMode mode = ProbeMode::both) {
 void leaf_prefetch(Leaf lf, int v, u64 h);
 // Position in version v's order array of the first key >= k.
 std::size_t leaf_lower_bound(Leaf lf, int v, u64 k);
+// Requests the entry at position i of version v's order array (none past its count). A scan
+// reads entries in key order from slots the hash chose, a miss each; requesting them this
+// many positions ahead of the one it reads lets their misses overlap.
+inline constexpr std::size_t kScanAhead = 8;
+inline void leaf_prefetch_at(Leaf lf, int v, std::size_t i) {
+  if (i < lf.count(v)) __builtin_prefetch(lf.entry(lf.order(v)[i]));
+}
 // Appends version v's entries to out, in key order.
 void leaf_entries(Leaf lf, int v, std::vector<KVPair>& out);
 // Slots free for new entries in version nv: free in nv and not holding an entry of 1 - nv.

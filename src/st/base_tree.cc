@@ -54,6 +54,7 @@ BaseTree::Cursor::Cursor(const BaseTree& t, u64 start) : t_(t), li_(t.leaf_index
   if (li_ < t_.leaf_.size()) {
     t_.ensure_meta(li_);
     pos_ = leaf_lower_bound(t_.leaf(t_.leaf_[li_]), t_.cv(), start);
+    ahead(0, kScanAhead);
   }
   settle();
 }
@@ -64,7 +65,16 @@ void BaseTree::Cursor::settle() {
     if (pos_ < t_.leaf(t_.leaf_[li_]).count(t_.cv())) return;
     ++li_;
     pos_ = 0;
+    if (li_ < t_.leaf_.size()) {
+      t_.ensure_meta(li_);
+      ahead(0, kScanAhead);
+    }
   }
+}
+
+void BaseTree::Cursor::ahead(std::size_t from, std::size_t n) const {
+  const Leaf lf = t_.leaf(t_.leaf_[li_]);
+  for (std::size_t d = from; d < from + n; ++d) leaf_prefetch_at(lf, t_.cv(), pos_ + d);
 }
 
 u64 BaseTree::Cursor::key() const {
@@ -79,6 +89,7 @@ u64 BaseTree::Cursor::value() const {
 
 void BaseTree::Cursor::next() {
   ++pos_;
+  if (li_ < t_.leaf_.size()) ahead(kScanAhead - 1, 1);
   settle();
 }
 

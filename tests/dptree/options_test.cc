@@ -365,6 +365,29 @@ TEST(DPTreeSplit, ClearsExactlyTheDeletedSlotsNoPathCrosses) {
   }
 }
 
+// A scan's start in a leaf (the prefetching, branch-free binary search through the order
+// array) is std::lower_bound's over the leaf's keys, at every count from empty to full.
+TEST(DPTreeLeaf, LowerBoundMatchesTheSortedKeysAtEveryCount) {
+  std::mt19937_64 rng(11);
+  for (std::size_t n = 0; n <= 64; ++n) {
+    HandLeaf h(64);
+    auto& [L, mem, lf] = h;
+    std::set<detail::u64> keys;
+    while (keys.size() < n) keys.insert(2 + (rng() >> 2) * 2);  // even, so odd probes fall between
+    std::vector<detail::KVPair> es;
+    for (detail::u64 k : keys) es.emplace_back(k, 1);
+    detail::leaf_fill(lf, 1, es);
+    const std::vector<detail::u64> sorted(keys.begin(), keys.end());
+    std::vector<detail::u64> probes = {0, 1, ~detail::u64{0}};
+    for (detail::u64 k : sorted) probes.insert(probes.end(), {k - 1, k, k + 1});
+    for (detail::u64 k : probes) {
+      const auto want = std::lower_bound(sorted.begin(), sorted.end(), k) - sorted.begin();
+      ASSERT_EQ(detail::leaf_lower_bound(lf, 1, k), static_cast<std::size_t>(want))
+          << "count " << n << " key " << k;
+    }
+  }
+}
+
 // split=keep_last on hand-made leaves: after a split drops half a leaf's keys from version 1,
 // deleted slots no probe crosses become empty again, and an upsert that probes past such a
 // slot (empty in version 1, an entry of version 0) marks it deleted so its key stays

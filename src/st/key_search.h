@@ -68,7 +68,7 @@ class KeySearch {
     for (std::span<const std::uint64_t> lv : levels_) b = b * kFan + count_below(&lv[b * kFan], k);
     const std::size_t first = b * kFan;
     const std::size_t n = std::min(kFan, keys_.size() - first);
-    if (with) {
+    if (with && n != 0) {  // n == 0: no keys, and no line to request
       __builtin_prefetch(with + first);
       __builtin_prefetch(with + first + n - 1);
     }

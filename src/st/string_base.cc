@@ -226,20 +226,14 @@ void require_page_for_longest_key(std::size_t page_bytes, const char* tree) {
                     "-byte key: use 2048 or more");
 }
 
-namespace {
-// A record of the longest key, in words.
-using StringRecord = u64[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];
-}  // namespace
-
 void append_string_record(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v) {
-  StringRecord rec;
-  encode_string_record(k, v, log_valid_bit(ver), rec);
-  log.append_words(head, ver, rec, string_record_words(k.size()));
+  append_string_record_unfenced(log, head, ver, k, v);
+  PLog::fence_append();
 }
 
 void append_string_record_unfenced(PLog& log, LogPagePtr* head, int ver, std::string_view k,
                                    u64 v) {
-  StringRecord rec;
+  u64 rec[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];  // a record of the longest key
   encode_string_record(k, v, log_valid_bit(ver), rec);
   log.append_words_unfenced(head, ver, rec, string_record_words(k.size()));
 }

@@ -110,11 +110,10 @@ bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size
   std::size_t pos = detail::leaf_lower_bound(lf, s.v, start), got = 0;
   for (;;) {
     std::size_t cnt = lf.count(s.v);
-    for (std::size_t d = 0; d + 1 < detail::kScanAhead; ++d)
-      detail::leaf_prefetch_at(lf, s.v, pos + d);
+    detail::leaf_prefetch_from(lf, s.v, pos);
     for (; pos < cnt; ++pos) {
       if (got == n) return false;
-      detail::leaf_prefetch_at(lf, s.v, pos + detail::kScanAhead - 1);
+      detail::leaf_prefetch_at(lf, s.v, pos + detail::kScanAhead);
       std::size_t slot = lf.order(s.v)[pos];
       out.emplace_back(lf.key(slot), value_ref(lf, slot).load(std::memory_order_acquire));
       ++got;

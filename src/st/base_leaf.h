@@ -59,6 +59,10 @@ inline constexpr std::size_t kScanAhead = 8;
 inline void leaf_prefetch_at(Leaf lf, int v, std::size_t i) {
   if (i < lf.count(v)) __builtin_prefetch(lf.entry(lf.order(v)[i]));
 }
+// The entries at positions from .. from + n - 1: where a scan starts in a leaf.
+inline void leaf_prefetch_from(Leaf lf, int v, std::size_t from, std::size_t n = kScanAhead) {
+  for (std::size_t i = from; i < from + n; ++i) leaf_prefetch_at(lf, v, i);
+}
 // Appends version v's entries to out, in key order.
 void leaf_entries(Leaf lf, int v, std::vector<KVPair>& out);
 // Slots free for new entries in version nv: free in nv and not holding an entry of 1 - nv.

@@ -53,8 +53,9 @@ std::optional<u64> BaseTree::lookup_at(std::size_t i, u64 k, u64 h, ProbeMode mo
 BaseTree::Cursor::Cursor(const BaseTree& t, u64 start) : t_(t), li_(t.leaf_index(start)) {
   if (li_ < t_.leaf_.size()) {
     t_.ensure_meta(li_);
-    pos_ = leaf_lower_bound(t_.leaf(t_.leaf_[li_]), t_.cv(), start);
-    ahead(0, kScanAhead);
+    const Leaf lf = t_.leaf(t_.leaf_[li_]);
+    pos_ = leaf_lower_bound(lf, t_.cv(), start);
+    leaf_prefetch_from(lf, t_.cv(), pos_);
   }
   settle();
 }
@@ -67,14 +68,9 @@ void BaseTree::Cursor::settle() {
     pos_ = 0;
     if (li_ < t_.leaf_.size()) {
       t_.ensure_meta(li_);
-      ahead(0, kScanAhead);
+      leaf_prefetch_from(t_.leaf(t_.leaf_[li_]), t_.cv(), 0);
     }
   }
-}
-
-void BaseTree::Cursor::ahead(std::size_t from, std::size_t n) const {
-  const Leaf lf = t_.leaf(t_.leaf_[li_]);
-  for (std::size_t d = from; d < from + n; ++d) leaf_prefetch_at(lf, t_.cv(), pos_ + d);
 }
 
 u64 BaseTree::Cursor::key() const {
@@ -89,7 +85,8 @@ u64 BaseTree::Cursor::value() const {
 
 void BaseTree::Cursor::next() {
   ++pos_;
-  if (li_ < t_.leaf_.size()) ahead(kScanAhead - 1, 1);
+  if (li_ < t_.leaf_.size())
+    leaf_prefetch_at(t_.leaf(t_.leaf_[li_]), t_.cv(), pos_ + kScanAhead - 1);
   settle();
 }
 

@@ -59,8 +59,6 @@ class BaseTree {
 
    private:
     void settle();
-    // Requests the entries at positions pos_ + from .. pos_ + from + n - 1 of the leaf li_.
-    void ahead(std::size_t from, std::size_t n) const;
     const BaseTree& t_;
     std::size_t li_ = 0, pos_ = 0;
   };

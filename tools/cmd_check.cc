@@ -1,6 +1,7 @@
-// `dptree check POOL`: opens the DPTree (§2; integer or string keys) or concurrent DPTree (§3,
-// `cdptree`) in a pool file, and so recovers it (Algorithm 4; parallel log replay for cdptree),
-// runs check() and prints what it found with the tree's stats. Exits non-zero on any violation.
+// `dptree check POOL`: opens the index in a pool file, and so recovers it, runs its check() and
+// prints what it found with its stats. Exits non-zero on any violation. DPTree (§2; integer or
+// string keys) and the concurrent DPTree (§3, `cdptree`; parallel log replay) are found by their
+// root and reported in detail; any other persistent index of the registry by its factory.
 //
 // Read-only by default: the pool is mapped copy-on-write (Pool::open with
 // OpenMode::copy_on_write), so recovery runs on private pages and nothing reaches the file; the
@@ -13,6 +14,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,7 +35,7 @@ using Stats = std::vector<std::pair<std::string, double>>;
 
 // What `dptree check` found in a pool: printed as text, or as one JSON object with --json.
 struct Found {
-  std::string index;  // "dptree" or "cdptree"
+  std::string index;  // the registry's name: "dptree", "cdptree", "fastfair", ...
   std::string keys;   // "u64" or "string"
   std::string what;   // the tree and its form, as the text report names it
   std::string text;   // the text report's stat lines
@@ -158,6 +160,46 @@ bool another_index(const dptree::Error& e) {
   return e.code() == dptree::Errc::wrong_index;
 }
 
+// Any other persistent index of the registry, in either key form: each factory opens (and so
+// recovers) the index whose root the pool holds and refuses another's with wrong_index, so
+// the first that accepts the pool is its index. Its check() and stats() are reported.
+template <class Create>
+bool check_registered(dptree::pm::Pool& pool, Found& f, const dptree::IndexInfo& info,
+                      const Create& create, const char* keys) {
+  if (!create) return false;
+  dptree::IndexConfig c;
+  c.pool = &pool;
+  std::unique_ptr<std::remove_reference_t<decltype(*create(c))>> t;
+  try {
+    t = create(c);
+  } catch (const dptree::Error& e) {
+    if (another_index(e)) return false;
+    throw;
+  }
+  f.report = t->check();
+  const auto s = t->stats();
+  f.index = info.name;
+  f.keys = keys;
+  f.what = fmt::format("{} of {} keys", info.name, keys == std::string("u64") ? "integer" : keys);
+  f.text = fmt::format("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes,
+                       s.dram_bytes);
+  f.stats = Stats{{"records", num(s.records)},
+                  {"pm_bytes", num(s.pm_bytes)},
+                  {"dram_bytes", num(s.dram_bytes)}};
+  for (const auto& figure : s.extra) f.stats.push_back(figure);
+  return true;
+}
+
+bool check_any_registered(dptree::pm::Pool& pool, Found& f) {
+  for (const auto& info : dptree::registered_indexes()) {
+    if (!info.persistent || info.name == "dptree" || info.name == "cdptree") continue;
+    if (check_registered(pool, f, info, info.create, "u64") ||
+        check_registered(pool, f, info, info.create_string, "string"))
+      return true;
+  }
+  return false;
+}
+
 // What recovery wrote to the private copy: the lines it would write to the file.
 void print_recovery_writes(const dptree::pm::Pool& pool) {
   auto ranges = pool.changed_ranges();
@@ -177,8 +219,8 @@ void print_recovery_writes(const dptree::pm::Pool& pool) {
   if (ranges.size() > kShown) fmt::print("    ... {} more\n", ranges.size() - kShown);
 }
 
-// The tree in `pool` (a DPTree of any width or of strings, a cdptree of strings, else a
-// cdptree), checked.
+// The tree in `pool` (a DPTree of any width or of strings, a cdptree of either form, else any
+// other persistent index of the registry), checked.
 Found check_pool(dptree::pm::Pool& pool, const std::string& path) {
   Found f;
   try {
@@ -191,13 +233,13 @@ Found check_pool(dptree::pm::Pool& pool, const std::string& path) {
     return f;
   } catch (const dptree::Error& e) {
     if (!another_index(e)) throw;
-    throw dptree::Error(
-        dptree::Errc::wrong_index,
-        "pool '" + path +
-            "' holds neither a DPTree nor a concurrent DPTree (cdptree), of integer or string "
-            "keys: "
-            "`dptree check` verifies pools made by those two indexes");
   }
+  if (check_any_registered(pool, f)) return f;
+  throw dptree::Error(dptree::Errc::wrong_index,
+                      "pool '" + path +
+                          "' holds no index of this project's registry (`dptree bench --list`, "
+                          "persistent ones): it was made by another program or its root was "
+                          "damaged");
 }
 
 void print_text(const Found& f, const std::string& path) {
@@ -249,14 +291,17 @@ void print_json_error(const std::string& path, const dptree::Error& e) {
 
 const dptree::cli::Registrar reg{
     {"check",
-     "Open (recover) the DPTree or concurrent DPTree in POOL, verify every invariant, print its "
-     "stats. Read-only: recovery runs on a private copy-on-write mapping and the file is left "
+     "Open (recover) the index in POOL (DPTree, the concurrent DPTree or any persistent peer), "
+     "verify every invariant, print its stats. Read-only: recovery runs on a private copy-on-write "
+     "mapping and the file is left "
      "byte-identical; --repair writes recovery's changes to the file",
      [](CLI::App& app) {
        auto path = std::make_shared<std::string>();
        auto repair = std::make_shared<bool>(false);
        auto json = std::make_shared<bool>(false);
-       app.add_option("pool", *path, "pool file holding a DPTree or a cdptree")->required();
+       app.add_option("pool", *path,
+                      "pool file holding a persistent index of `dptree bench --list`")
+           ->required();
        app.add_flag("--json", *json,
                     "print one JSON object (pool, index, keys, ok, stats, checked, violations, "
                     "recovery_writes; or ok and error) instead of the text report");

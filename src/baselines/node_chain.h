@@ -88,10 +88,9 @@ Root* open_root(pm::Pool& p, std::uint64_t magic, const std::string& index,
   const auto rw = owned_root(p, index);
   auto* r = p.allocator().block_size(rw) >= sizeof(Root) ? p.root<Root>() : nullptr;
   if (!r || r->magic != magic)
-    throw Error(Errc::invalid_argument, "pool '" + p.name() + "' holds another index, not " +
-                                            index +
-                                            ": open it with its own index or use a "
-                                            "fresh pool");
+    throw Error(Errc::wrong_index, "pool '" + p.name() + "' holds another index, not " + index +
+                                       ": open it with its own index or use a "
+                                       "fresh pool");
   if (explicit_param && r->param != param)
     throw Error(Errc::invalid_argument, index + ": pool '" + p.name() + "' was created with " +
                                             param_name + "=" + std::to_string(r->param) +

@@ -131,11 +131,11 @@ void Engine::read_root() {
   const std::string where = "pool '" + pool_.name() + "'";
   require_block(*pool_.root_word(), pool_.root_word(), 8, "root");
   if (pool_.allocator().block_size(*pool_.root_word()) < sizeof(layout::Root))
-    throw Error(Errc::invalid_argument,
+    throw Error(Errc::wrong_index,
                 where + " holds another index, not TIPS: open it with the index that made it");
   root_ = pool_.root<layout::Root>();
   if (root_->magic != layout::kMagic)
-    throw Error(Errc::invalid_argument,
+    throw Error(Errc::wrong_index,
                 where + " holds another index, not TIPS: open it with the index that made it");
   if (root_->format != layout::kFormat)
     throw Error(Errc::version_mismatch, where + " holds TIPS format " +

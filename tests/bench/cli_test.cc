@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "format/layout.h"
 #include "format/string_leaf.h"
@@ -256,6 +258,13 @@ TEST(Cli, PersistentIndexPoolAndRecovery) {
   std::filesystem::remove(pool);
 }
 
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
 // Makes a pool with `dptree bench ARGS --keep`, runs `dptree check` on it, removes it.
 Result check_pool_of(const std::string& bench_args, const std::string& pool) {
   Result r = run("bench " + bench_args + " --quiet --pm-mode dram --keep --pool " + pool);
@@ -355,12 +364,29 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.output, "of string keys in format 1 (leaves without fingerprints)"))
       << r.output;
-  // A pool of another index is refused, naming what check takes.
+  // The peers' pools are checked through the registry, in either key form.
   r = check_pool_of("--index fastfair --workload insert_only --records 100 --ops 100", pool);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "fastfair of integer keys, ok")) << r.output;
+  EXPECT_TRUE(has(r.output, "records 200 ")) << r.output;  // preloaded and inserted
+  r = check_pool_of("--index roart --key-type string --workload insert_only --records 0 --ops 100",
+                    pool);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "roart of string keys, ok")) << r.output;
+  // A root no index of the registry made is refused, and the file left as it was.
+  {
+    auto p = dptree::pm::Pool::create(pool, 8 << 20);
+    const auto blk = p->allocator().reserve(256);
+    std::memset(p->at(blk), 0x5a, 256);
+    dptree::pm::persist(p->at(blk), 256);
+    p->allocator().activate(p->root_word(), blk);
+  }
+  const std::string foreign = file_bytes(pool);
+  r = run("check " + pool);
   EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(has(r.output,
-                  "holds neither a DPTree nor a concurrent DPTree (cdptree), of integer or string"))
-      << r.output;
+  EXPECT_TRUE(has(r.output, "holds no index of this project's registry")) << r.output;
+  EXPECT_TRUE(file_bytes(pool) == foreign) << "check wrote to a pool it does not know";
+  std::filesystem::remove(pool);
 
   r = run("check " + pool);
   EXPECT_NE(r.status, 0);
@@ -377,13 +403,6 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   std::ifstream in(junk, std::ios::binary);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), std::string(10000, 'x'));
   std::filesystem::remove(junk);
-}
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream all;
-  all << in.rdbuf();
-  return all.str();
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {

@@ -161,8 +161,8 @@ void* open_arena_root(pm::Pool& pool, std::size_t bytes, std::uint64_t magic,
   const auto rw = owned_root(pool, index);
   auto* h = pool.root<ArenaRootHeader>();
   if (pool.allocator().block_size(rw) < bytes || h->magic != magic)
-    throw Error(Errc::invalid_argument, "pool " + pool.name() + " holds another index, not " +
-                                            index + ": open it with that index or use a new pool");
+    throw Error(Errc::wrong_index, "pool " + pool.name() + " holds another index, not " + index +
+                                       ": open it with that index or use a new pool");
   return h;
 }
 

@@ -10,9 +10,10 @@ all: build
 setup:
 	@bash scripts/setup.sh
 
+# The `dptree` tool and the PiBench library only: the tests build under `make test`.
 build: setup
 	cmake --preset release >/dev/null
-	cmake --build --preset release -j $(JOBS)
+	cmake --build --preset release -j $(JOBS) --target dptree_cli dptree_pibench
 
 release: build
 

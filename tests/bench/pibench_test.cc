@@ -1,7 +1,7 @@
 // Drives libdptree_pibench.so the way PiBench does: dlopen, dlsym("create_tree"), then the
-// virtual functions of the tree it returns. The interface is declared here on its own, as
-// PiBench's include/tree_api.hpp lays it out, and not taken from the wrapper's header: a
-// wrapper whose vtable or options struct differ from PiBench's fails here.
+// virtual functions of the tree it returns. The interface is the tests' own declaration of
+// PiBench's (pibench/pibench_api.h), not the wrapper's header: a wrapper whose vtable or
+// options struct differ from PiBench's fails here.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -24,28 +24,7 @@
 #include <vector>
 
 #include "dptree/registry.h"
-
-// PiBench's options, field by field with its defaults.
-struct tree_options_t {
-  size_t key_size = 8;
-  size_t value_size = 8;
-  std::string pool_path = "";
-  size_t pool_size = 0;
-  size_t num_threads = 1;
-};
-// The size PiBench's binary sees (LP64, libstdc++); the wrapper asserts the same number.
-static_assert(sizeof(tree_options_t) == 64);
-
-// PiBench's tree interface: the destructor, then exactly these five, in this order.
-class tree_api {
- public:
-  virtual ~tree_api() {}
-  virtual bool find(const char* key, size_t sz, char* value_out) = 0;
-  virtual bool insert(const char* key, size_t key_sz, const char* value, size_t value_sz) = 0;
-  virtual bool update(const char* key, size_t key_sz, const char* value, size_t value_sz) = 0;
-  virtual bool remove(const char* key, size_t key_sz) = 0;
-  virtual int scan(const char* key, size_t key_sz, int scan_sz, char*& values_out) = 0;
-};
+#include "pibench/pibench_api.h"
 
 namespace {
 

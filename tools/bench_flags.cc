@@ -102,7 +102,9 @@ void add_pm_flags(CLI::App& app, BenchOptions* o) {
       ->capture_default_str()
       ->check(whole_in(0, UINT64_MAX));
   app.add_option("--sample-rate", o->sample_rate,
-                 "Share of operations whose latency is measured (0 to 1)")
+                 "Share of operations whose latency is measured (0 to 1): each costs two clock "
+                 "reads that also stop the next operations from overlapping it, so 0.1 slows a "
+                 "300 ns lookup by about 5%")
       ->capture_default_str()
       ->check(number_in(0.0, 1.0));
   app.add_option("--pm-mode", o->pm_mode,

@@ -38,7 +38,7 @@ struct BenchOptions {
   std::optional<double> read, insert, update, remove, scan;
   std::optional<double> absent_reads;  // overrides each workload's share of missing lookups
   std::uint64_t seed = 1729;
-  double sample_rate = 0.1;
+  double sample_rate = 0.01;
   std::string pm_mode = "pmem";
   std::string pool;
   std::size_t pool_size = 0;

@@ -62,6 +62,22 @@ nlohmann::ordered_json object_of(const Pairs& pairs, nlohmann::ordered_json none
   for (const auto& [name, v] : pairs) none[name] = v;
   return none;
 }
+nlohmann::ordered_json machine(const MachineState& m) {
+  return {{"cpu_model", m.cpu_model},
+          {"cores", m.cores},
+          {"kernel", m.kernel},
+          {"thp_enabled", m.thp_enabled},
+          {"thp_defrag", m.thp_defrag},
+          {"thp_shmem_enabled", m.thp_shmem_enabled},
+          {"pool_dir", m.pool_dir},
+          {"pool_fs", m.pool_fs},
+          {"pool_fs_huge", m.pool_fs_huge},
+          {"pool_dax", m.pool_dax},
+          {"load1_before", m.load1_before},
+          {"load1_after", m.load1_after},
+          {"heap_huge_kib", m.heap_huge_kib},
+          {"pool_huge_kib", m.pool_huge_kib}};
+}
 nlohmann::ordered_json ops_by_kind(const RunResult& r) {
   nlohmann::ordered_json kinds;
   for (std::size_t k = 0; k < kOpKinds; ++k)
@@ -80,6 +96,7 @@ const Field kFields[] = {
     {"", "seconds", 5, "seconds", [](const RunResult& r) { return Value(r.seconds); }},
     {"", "throughput_mops", 6, "throughput_mops", [](const RunResult& r) { return Value(r.throughput_mops); }},
     {"", "cpu_seconds", -1, "", [](const RunResult& r) { return Value(r.cpu_seconds); }},
+    {"", "stream_seconds", -1, "", [](const RunResult& r) { return Value(r.stream_seconds); }},
     {"", "cpu_ns_per_op", 32, "cpu_ns_per_op", [](const RunResult& r) { return Value(cpu_ns_per_op(r)); }},
     {"latency_ns", "p50", 7, "latency_p50_ns", [](const RunResult& r) { return Value(r.latency_ns.p50); }},
     {"latency_ns", "p90", 8, "latency_p90_ns", [](const RunResult& r) { return Value(r.latency_ns.p90); }},
@@ -123,6 +140,7 @@ const Field kFields[] = {
     {"", "fence_delay_ns", -1, "", [](const RunResult& r) { return Value(std::uint64_t{r.fence_delay_ns}); }},
     {"", "index_stats", -1, "", [](const RunResult& r) {
        return Value(object_of(r.index_stats, nlohmann::ordered_json::object())); }},
+    {"", "machine", -1, "", [](const RunResult& r) { return Value(machine(r.machine)); }},
 };
 // clang-format on
 

@@ -82,6 +82,7 @@ struct alignas(64) WorkerState {
   Histogram hist;
   std::uint64_t by_kind[kOpKinds] = {};
   std::uint64_t found = 0;
+  double stream_seconds = 0;  // drawing operations from the stream, left out of the timing
   std::exception_ptr error;
 };
 
@@ -326,14 +327,12 @@ struct RunControl {
 };
 
 // One operation of the stream on the index, with `key` for the operation's key (op.key, or
-// the string key made from it); the counters of its kind go to `w`.
+// the string key made from it). Returns whether a lookup (read, rmw) found its key.
 template <class IndexT, class K, class Buf>
-inline void apply(IndexT* index, const Op& op, const K& key, Value max_value, Buf& buf,
-                  WorkerState& w) {
+inline bool apply(IndexT* index, const Op& op, const K& key, Value max_value, Buf& buf) {
   switch (op.kind) {
     case OpKind::read:
-      if (index->lookup(key)) ++w.found;
-      break;
+      return index->lookup(key).has_value();
     case OpKind::insert:  // index.h: blind writes, of new and of present keys
       index->upsert(key, op.value);
       break;
@@ -349,21 +348,20 @@ inline void apply(IndexT* index, const Op& op, const K& key, Value max_value, Bu
       break;
     case OpKind::rmw: {
       const auto v = index->lookup(key);
-      if (v) ++w.found;
       index->upsert(key,
                     v ? (*v + 1) % (max_value == ~Value{0} ? ~Value{0} : max_value + 1) : op.value);
-      break;
+      return v.has_value();
     }
   }
-  ++w.by_kind[static_cast<std::size_t>(op.kind)];
+  return false;
 }
 
 // A worker's way to its index: integer keys go as they are.
 class IntKeys {
  public:
   explicit IntKeys(const RunControl& rc) : index_(rc.index) { buf_.reserve(rc.sp.scan.max); }
-  void operator()(const Op& op, Value max_value, WorkerState& w) {
-    apply(index_, op, op.key, max_value, buf_, w);
+  bool operator()(const Op& op, Value max_value) {
+    return apply(index_, op, op.key, max_value, buf_);
   }
 
  private:
@@ -378,9 +376,9 @@ class StringKeys {
   explicit StringKeys(const RunControl& rc) : index_(rc.sindex), maker_(rc.key_maker) {
     buf_.reserve(rc.sp.scan.max);
   }
-  void operator()(const Op& op, Value max_value, WorkerState& w) {
+  bool operator()(const Op& op, Value max_value) {
     maker_->make(op.key, key_);
-    apply(index_, op, std::string_view(key_), max_value, buf_, w);
+    return apply(index_, op, std::string_view(key_), max_value, buf_);
   }
 
  private:
@@ -390,8 +388,24 @@ class StringKeys {
   std::vector<StringKV> buf_;
 };
 
-// Worker t: waits for the start, then runs its share of the operations (or until stopped),
-// timing a sampled fraction of them. Keys: IntKeys or StringKeys.
+// Operations a worker draws from its stream at a time, before it applies them: the loop that
+// applies them then does nothing else, so consecutive operations of an index overlap in the
+// CPU as they would in the index's own loop (docs/bench.md, "What the harness costs").
+constexpr std::size_t kBatch = 1024;
+
+// Applies ops[from, to) with no per-operation test; returns how many lookups found their key.
+template <class Keys>
+inline std::uint64_t apply_span(Keys& keys, const Op* ops, std::size_t from, std::size_t to,
+                                Value max_value) {
+  std::uint64_t found = 0;
+  for (std::size_t j = from; j < to; ++j) found += keys(ops[j], max_value);
+  return found;
+}
+
+// Worker t: waits for the start, then runs its share of the operations (or until stopped) a
+// batch at a time, timing how long it draws each batch. One operation in every `stride` (1 /
+// --sample-rate, from a random first one per batch) has its latency timed: a fixed stride keeps the
+// loop's branches predictable.
 template <class Keys>
 void work(RunControl& rc, unsigned t, WorkerState& w) {
   try {
@@ -404,24 +418,36 @@ void work(RunControl& rc, unsigned t, WorkerState& w) {
     const std::uint64_t ops = rc.spec.ops;
     const std::uint64_t quota = ops ? ops / n + (t < ops % n ? 1 : 0) : ~std::uint64_t{0};
     const double rate = rc.spec.sample_rate;
+    const std::uint64_t stride =
+        rate > 0 ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(1.0 / rate + 0.5)) : 0;
     const Value max_value = rc.sp.max_value;
+    std::vector<Op> batch(kBatch);
     rc.ready.fetch_add(1);
     while (!rc.go.load(std::memory_order_acquire)) std::this_thread::yield();
     std::uint64_t i = 0;
-    for (; i < quota; ++i) {
-      if ((i & 63) == 0) {
-        w.done.store(i, std::memory_order_relaxed);
-        if (rc.stop.load(std::memory_order_relaxed)) break;
+    while (i < quota && !rc.stop.load(std::memory_order_relaxed)) {
+      const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(kBatch, quota - i));
+      const auto drawn = Clock::now();
+      for (std::size_t j = 0; j < m; ++j) {
+        batch[j] = stream.next();
+        ++w.by_kind[static_cast<std::size_t>(batch[j].kind)];
       }
-      const Op op = stream.next();
-      const bool sampled = rate > 0 && sampler.unit() < rate;
-      const auto start = sampled ? Clock::now() : Clock::time_point{};
-      keys(op, max_value, w);
-      if (sampled)
+      w.stream_seconds += seconds_since(drawn);
+      std::size_t done = 0;
+      std::uint64_t found = 0;
+      for (std::uint64_t s = stride ? sampler.below(stride) : m; s < m; s += stride) {
+        found += apply_span(keys, batch.data(), done, s, max_value);
+        const auto start = Clock::now();
+        found += keys(batch[s], max_value);
         w.hist.record(static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
+        done = s + 1;
+      }
+      found += apply_span(keys, batch.data(), done, m, max_value);
+      w.found += found;
+      i += m;
+      w.done.store(i, std::memory_order_relaxed);
     }
-    w.done.store(i, std::memory_order_relaxed);
   } catch (...) {
     w.error = std::current_exception();
     rc.stop.store(true);
@@ -558,6 +584,8 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
                 spec.pin ? allowed_cpus() : std::vector<int>{}};
   const unsigned n = spec.threads;
   auto workers = std::make_unique<WorkerState[]>(n);
+  r.machine = machine_state(st.pool ? st.spec.pool_path.parent_path() : pm::default_pool_dir());
+  r.machine.load1_before = load1();
   pm::CounterSnapshot c0;
   const double cpu0 = process_cpu_seconds();
   auto [start, end] = drive(
@@ -571,19 +599,65 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
     r.drain_seconds = std::chrono::duration<double>(drained - end).count();
     end = drained;
   }
-  r.seconds = std::chrono::duration<double>(end - start).count();
+  // The workers' time drawing operations is the harness's, not the index's: their mean is
+  // left out (docs/bench.md, "What the harness costs").
+  for (unsigned t = 0; t < n; ++t) r.stream_seconds += workers[t].stream_seconds / n;
+  r.seconds = std::chrono::duration<double>(end - start).count() - r.stream_seconds;
   r.cpu_seconds = process_cpu_seconds() - cpu0;
   const pm::CounterSnapshot delta = pm::counters() - c0;
   for (unsigned t = 0; t < n; ++t)
     if (workers[t].error) std::rethrow_exception(workers[t].error);
   count_ops(r, workers.get(), n, st);
   count_costs(r, delta, st.sindex ? st.sindex->stats() : st.index->stats());
+  r.machine.load1_after = load1();
+  measure_huge_pages(r.machine);  // while the run's index and pool are still mapped
   if (spec.recovery && st.info->persistent && !stop_requested()) {
     report("recovery", 0);
     time_recovery(r, st, dist);
   }
   report("done", 1);
   return r;
+}
+
+TightResult run_tight(LoadedIndex& loaded, const RunSpec& spec) {
+  LoadedIndex::State& st = loaded.state();
+  validate(spec, *st.info);
+  const Distribution dist = spec.distribution.value_or(spec.workload.distribution);
+  check_shared_load(spec, st.spec, dist);
+  const Mix& mix = spec.workload.mix;
+  const bool reads = mix.read == 100, inserts = mix.insert == 100;
+  if (spec.threads != 1 || !st.index || !spec.ops || !(reads || inserts))
+    throw Error(Errc::invalid_argument,
+                "a tight loop runs one thread over integer keys, a given number of operations, "
+                "and lookups only or inserts only");
+  pm::set_mode(spec.pm_mode);
+  const StreamParams sp = stream_params(spec, st, dist, scan_length(spec));
+  OpStream stream(sp, 0);
+  std::vector<Key> keys(spec.ops);
+  std::vector<Value> values(spec.ops);
+  for (std::uint64_t i = 0; i < spec.ops; ++i) {
+    const Op op = stream.next();
+    keys[i] = op.key;
+    values[i] = op.value;
+  }
+  Index& index = *st.index;
+  TightResult t;
+  const auto start = Clock::now();
+  if (reads) {
+    for (const Key k : keys) t.checksum += index.lookup(k).value_or(0);
+  } else {
+    for (std::uint64_t i = 0; i < spec.ops; ++i) index.upsert(keys[i], values[i]);
+    drain(st);
+  }
+  t.seconds = seconds_since(start);
+  t.ops = spec.ops;
+  t.throughput_mops = static_cast<double>(t.ops) / t.seconds / 1e6;
+  if (inserts) {  // as count_ops: the next run inserts past these ids
+    st.next_id += spec.ops;
+    st.inserted += spec.ops;
+  }
+  ++st.runs;
+  return t;
 }
 
 }  // namespace dptree::bench

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/machine.h"
 #include "bench/string_keys.h"
 #include "bench/workload.h"
 #include "dptree/pm/persist.h"
@@ -34,7 +35,7 @@ struct RunSpec {
   unsigned threads = 1;
   bool pin = false;
   std::uint64_t seed = 1729;
-  double sample_rate = 0.1;  // share of operations whose latency is measured
+  double sample_rate = 0.01;  // share of operations whose latency is measured (docs/bench.md)
   pm::Mode pm_mode = pm::Mode::pmem;
   std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
   std::filesystem::path pool_path;  // persistent indexes: must not exist yet
@@ -68,7 +69,10 @@ struct RunResult {
   std::uint64_t ops = 0;
   std::uint64_t ops_by_kind[kOpKinds] = {};
   std::uint64_t reads_found = 0;  // lookups (and rmw reads) that found their key
-  double seconds = 0;             // the timed phase, drain included
+  double seconds = 0;             // the timed phase, drain included, stream_seconds left out
+  // The workers' mean time drawing their operations from the stream (in batches, between
+  // the batches' operations): the harness's own cost, taken out of `seconds`.
+  double stream_seconds = 0;
   // CPU time the whole process spent in the timed phase (every thread, the index's background
   // workers included): on a shared machine it moves much less with other processes' load than
   // `seconds` does, so it is the figure to compare across runs made at different loads.
@@ -93,6 +97,7 @@ struct RunResult {
   std::uint32_t flush_delay_ns = 0, fence_delay_ns = 0;
   std::string pool;  // the pool file used ("" for volatile indexes)
   std::vector<std::pair<std::string, double>> index_stats;  // IndexStats::extra
+  MachineState machine;  // the machine's state around the timed phase
 };
 
 // What the runner tells its caller while it works (called from the runner's own thread).
@@ -128,6 +133,18 @@ std::unique_ptr<LoadedIndex> load(const RunSpec& spec, const std::vector<RunSpec
 // One run on a loaded index. The spec must name the same index, thread count, records,
 // distribution and PM mode as the load; throws dptree::Error otherwise.
 RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress = nullptr);
+
+// The operations a run of `spec` on `loaded` would make (the same stream, generated before
+// the clock starts) applied in a loop that does nothing else, each result used: the floor
+// that the benchmark's own cost per operation is measured against (`dptree harness`). One
+// thread, integer keys, and a workload of lookups only or of inserts only; inserts are
+// drained inside the timing, as in run_on. Updates the load as a run does.
+struct TightResult {
+  std::uint64_t ops = 0;
+  double seconds = 0, throughput_mops = 0;
+  std::uint64_t checksum = 0;  // the values found, summed: keeps every lookup's result live
+};
+TightResult run_tight(LoadedIndex& loaded, const RunSpec& spec);
 
 // The default pool size for a spec: room for the preload and every insert of the run.
 std::size_t default_pool_size(const RunSpec& spec);

@@ -59,7 +59,7 @@ FileRun run_to_files(const std::string& args) {
 }
 
 TEST(Cli, HelpForEveryCommand) {
-  for (const char* c : {"--help", "bench --help", "microbench --help"}) {
+  for (const char* c : {"--help", "bench --help", "microbench --help", "harness --help"}) {
     Result r = run(c);
     EXPECT_EQ(r.status, 0) << c << "\n" << r.output;
     EXPECT_TRUE(has(r.output, "Usage")) << c;
@@ -486,6 +486,29 @@ TEST(Cli, MicrobenchWritesItsFiguresAsJson) {
   r = run("microbench --json /nonexistent-dptree-folder/micro.json");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(has(r.output, "does not exist")) << r.output;
+}
+
+// `dptree harness` puts the runner beside the tight loop for each index and operation, every
+// round in the JSON; a bad count or an unknown index is a usage error, refused before any run.
+TEST(Cli, HarnessComparesTheRunnerWithATightLoop) {
+  const std::string json = temp("harness.json");
+  Result r =
+      run("harness --index btree,dptree --records 2000 --ops 3000 --rounds 2 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "runner / loop")) << r.output;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  std::filesystem::remove(json);
+  ASSERT_EQ(j.at("pairs").size(), 4u) << "two indexes, lookups and inserts";
+  for (const auto& p : j.at("pairs")) {
+    ASSERT_EQ(p.at("ratios").size(), 2u) << p;
+    for (const auto& x : p.at("ratios")) EXPECT_GT(x.get<double>(), 0) << p;
+  }
+  EXPECT_EQ(run("harness --rounds 0").status, 2);
+  r = run("harness --index btree,no-such-index --records 10 --ops 10");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_FALSE(has(r.output, "preloading")) << r.output;
+  EXPECT_TRUE(has(r.output, "no-such-index")) << r.output;
 }
 
 }  // namespace

@@ -38,6 +38,10 @@ TEST(Report, JsonHasEveryField) {
   EXPECT_EQ(j[0]["latency_ns"]["p999"], 400);
   EXPECT_DOUBLE_EQ(j[0]["recovery_seconds"].get<double>(), 0.25);
   EXPECT_TRUE(j[1]["recovery_seconds"].is_null());
+  for (const char* m : {"cpu_model", "cores", "kernel", "thp_enabled", "thp_defrag",
+                        "thp_shmem_enabled", "pool_dir", "pool_fs", "pool_fs_huge", "pool_dax",
+                        "load1_before", "load1_after", "heap_huge_kib", "pool_huge_kib"})
+    EXPECT_TRUE(j[0]["machine"].contains(m)) << m;
 }
 
 TEST(Report, CsvHasHeaderAndOneRowPerRun) {

@@ -56,6 +56,34 @@ TEST(Runner, SameSeedSameRun) {
   EXPECT_EQ(a.final_records, b.final_records);
 }
 
+// One operation in every 1 / rate is timed (a fixed stride from a random first one in each
+// batch): exactly half at 0.5, none at 0. Drawing the operations is timed apart.
+TEST(Runner, SamplesOneOperationInEveryStride) {
+  RunSpec s = small("btree", "read_only");
+  RunResult r = run(s);
+  EXPECT_EQ(r.latency_ns.samples, 3000u);
+  EXPECT_GT(r.stream_seconds, 0);
+  s.sample_rate = 0;
+  r = run(s);
+  EXPECT_EQ(r.latency_ns.samples, 0u);
+  EXPECT_EQ(r.ops, 6000u);
+}
+
+// The tight loop runs the stream a run of the same spec would: lookups of present keys all
+// found (their values summed), inserts of new keys that later runs on the load count.
+TEST(Runner, TightLoopRunsTheRunsOperations) {
+  RunSpec reads = small("btree", "read_only"), writes = small("btree", "insert_only");
+  auto loaded = load(reads, {writes, writes});
+  const TightResult t = run_tight(*loaded, reads);
+  EXPECT_EQ(t.ops, 6000u);
+  EXPECT_NE(t.checksum, 0u) << "every lookup's value is used";
+  EXPECT_GT(t.throughput_mops, 0);
+  EXPECT_EQ(run_tight(*loaded, writes).ops, 6000u);
+  const RunResult r = run_on(*loaded, writes);
+  EXPECT_EQ(r.final_records, 2000u + 6000u + 6000u) << "the loop's inserts were new keys";
+  EXPECT_THROW(run_tight(*loaded, small("btree", "mixed")), Error) << "one kind of operation";
+}
+
 TEST(Runner, SeveralThreadsShareTheOperations) {
   RunSpec s = small("btree", "insert_only");
   s.threads = 2;
@@ -109,9 +137,10 @@ TEST(Runner, TimedRunStops) {
   s.ops = 0;
   s.seconds = 0.05;
   RunResult r = run(s);
-  // It ran until its duration had passed (not for a count of operations), then stopped.
+  // It ran until its duration had passed (not for a count of operations), then stopped; the
+  // duration is wall time, the drawing of operations that `seconds` leaves out included.
   EXPECT_GT(r.ops, 0u);
-  EXPECT_GE(r.seconds, s.seconds);
+  EXPECT_GE(r.seconds + r.stream_seconds, s.seconds);
   // Every operation counted once, each a lookup of a loaded key, and nothing written.
   EXPECT_EQ(r.ops_by_kind[static_cast<int>(OpKind::read)], r.ops);
   EXPECT_EQ(r.reads_found, r.ops);
@@ -221,6 +250,23 @@ TEST(Runner, PersistentIndexGetsAPoolAndCountsFlushes) {
   EXPECT_TRUE(r.pool_open_seconds.has_value()) << "the pool's open is timed apart";
   EXPECT_EQ(r.pool, s.pool_path.string());
   EXPECT_FALSE(std::filesystem::exists(s.pool_path)) << "the pool is removed after the run";
+}
+
+// Every run records the machine state beside its figures: the pool's file system as
+// /proc/mounts has it, the THP settings as single values, the load around the timed phase.
+TEST(Runner, RecordsTheMachineState) {
+  register_test_index();
+  RunSpec s = small("test_pmlog", "insert_only");
+  s.pool_path = temp_pool("machine");
+  const MachineState m = run(s).machine;
+  EXPECT_FALSE(m.kernel.empty());
+  EXPECT_GE(m.cores, 1u);
+  EXPECT_EQ(m.pool_dir, s.pool_path.parent_path().string());
+  EXPECT_FALSE(m.pool_fs.empty()) << "every folder is under some mount";
+  for (const std::string* thp : {&m.thp_enabled, &m.thp_defrag, &m.thp_shmem_enabled})
+    EXPECT_EQ(thp->find_first_of("[] "), std::string::npos) << *thp << ": one selected value";
+  EXPECT_GE(m.load1_before, 0.0);
+  EXPECT_GE(m.load1_after, 0.0);
 }
 
 TEST(Runner, KeepLeavesThePoolAndAnExistingPoolIsRefused) {

@@ -1,0 +1,176 @@
+// `dptree harness`: what `dptree bench` itself costs. Each index is preloaded once; then, in
+// alternating order round by round, the same operations (the benchmark's own stream of keys)
+// run once through the benchmark's runner and once in a loop that does nothing else
+// (bench::run_tight), lookups and inserts. The ratio runner / tight loop is the share of a
+// figure the harness leaves; docs/bench.md gives the targets and a measured table.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/reference_indexes.h"
+#include "bench/runner.h"
+#include "checks.h"
+#include "commands.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
+
+namespace {
+
+using dptree::bench::RunSpec;
+
+struct Options {
+  std::string indexes = "dptree,absl-btree,lbtree";
+  std::uint64_t records = 10'000'000, ops = 2'000'000;
+  unsigned rounds = 3;
+  double sample_rate = 0.01;  // the benchmark's default
+  std::string json;
+};
+
+// One index and operation: each round's figures, runner and tight loop.
+struct Pair {
+  std::string index, workload;
+  std::vector<double> bench_mops, tight_mops;
+  std::vector<double> ratios() const {
+    std::vector<double> r;
+    for (std::size_t i = 0; i < bench_mops.size(); ++i) r.push_back(bench_mops[i] / tight_mops[i]);
+    return r;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+RunSpec spec_for(const Options& o, const std::string& index, const char* workload) {
+  RunSpec s;
+  s.index = index;
+  s.workload = dptree::bench::find_workload(workload);
+  s.records = o.records;
+  s.ops = o.ops;
+  s.sample_rate = o.sample_rate;
+  // Removed when the load is (runner.h); the pid keeps concurrent harnesses apart.
+  s.pool_path = dptree::pm::default_pool_dir() / fmt::format("dptree-harness-{}.pool", getpid());
+  return s;
+}
+
+// Rounds of both workloads on one load of `index`; the order of runner and loop alternates.
+std::vector<Pair> measure(const Options& o, const std::string& index,
+                          dptree::bench::MachineState& machine) {
+  const RunSpec reads = spec_for(o, index, "read_only"), writes = spec_for(o, index, "insert_only");
+  std::vector<RunSpec> all;
+  for (unsigned i = 0; i < 2 * o.rounds; ++i) all.push_back(writes);  // sizes the pool
+  fmt::print(stderr, "harness: {}: preloading {} records\n", index, o.records);
+  auto loaded = dptree::bench::load(reads, all);
+  std::vector<Pair> pairs{{index, "read_only", {}, {}}, {index, "insert_only", {}, {}}};
+  for (unsigned round = 0; round < o.rounds; ++round) {
+    for (Pair& p : pairs) {
+      const RunSpec& s = p.workload == "read_only" ? reads : writes;
+      auto bench = [&] {
+        const auto r = dptree::bench::run_on(*loaded, s);
+        machine = r.machine;
+        p.bench_mops.push_back(r.throughput_mops);
+      };
+      auto tight = [&] {
+        p.tight_mops.push_back(dptree::bench::run_tight(*loaded, s).throughput_mops);
+      };
+      if (round % 2) {
+        bench();
+        tight();
+      } else {
+        tight();
+        bench();
+      }
+      fmt::print(stderr, "harness: {} {} round {}: runner {:.3f}, tight loop {:.3f} Mops/s\n",
+                 index, p.workload, round + 1, p.bench_mops.back(), p.tight_mops.back());
+    }
+  }
+  return pairs;
+}
+
+std::string range(const std::vector<double>& v, const char* spec) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return fmt::format(fmt::runtime(std::string("{:") + spec + "}-{:" + spec + "}"), *lo, *hi);
+}
+
+void print_table(const std::vector<Pair>& pairs, const Options& o) {
+  fmt::print("{} records, {} operations per run, {} rounds, one thread, pm-mode pmem\n", o.records,
+             o.ops, o.rounds);
+  fmt::print("{:<12} {:<12} {:>18} {:>18} {:>24}\n", "index", "workload", "runner Mops/s",
+             "tight loop Mops/s", "runner / loop (median)");
+  for (const Pair& p : pairs)
+    fmt::print("{:<12} {:<12} {:>18} {:>18} {:>13.3f} ({})\n", p.index, p.workload,
+               range(p.bench_mops, ".3f"), range(p.tight_mops, ".3f"), median(p.ratios()),
+               range(p.ratios(), ".3f"));
+}
+
+std::string to_json(const std::vector<Pair>& pairs, const Options& o,
+                    const dptree::bench::MachineState& m) {
+  nlohmann::ordered_json j;
+  j["records"] = o.records;
+  j["ops"] = o.ops;
+  j["rounds"] = o.rounds;
+  j["load1_at_end"] = m.load1_after;
+  j["cpu_model"] = m.cpu_model;
+  j["kernel"] = m.kernel;
+  j["pairs"] = nlohmann::ordered_json::array();
+  for (const Pair& p : pairs)
+    j["pairs"].push_back({{"index", p.index},
+                          {"workload", p.workload},
+                          {"runner_mops", p.bench_mops},
+                          {"tight_mops", p.tight_mops},
+                          {"ratios", p.ratios()},
+                          {"median_ratio", median(p.ratios())}});
+  return j.dump(2) + "\n";
+}
+
+void harness(const Options& o) {
+  dptree::cli::check_output_path(o.json, "--json");
+  dptree::bench::register_reference_indexes();
+  dptree::pm::set_mode(dptree::pm::Mode::pmem);
+  std::vector<std::string> names;
+  std::string list = o.indexes + ",";
+  for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1)
+    if (comma > at) names.push_back(list.substr(at, comma - at));
+  for (const auto& name : names) dptree::find_index(name);  // a typo stops it before any run
+  std::vector<Pair> pairs;
+  dptree::bench::MachineState machine;
+  for (const auto& name : names)
+    for (Pair& p : measure(o, name, machine)) pairs.push_back(p);
+  if (o.json != "-") print_table(pairs, o);
+  if (!o.json.empty()) dptree::cli::write_whole_file(o.json, to_json(pairs, o, machine), "JSON");
+}
+
+const dptree::cli::Registrar kRegistrar{
+    {"harness",
+     "The benchmark's own cost: each index's lookups and inserts through `dptree bench`'s runner "
+     "against a tight loop over the same pre-generated keys, alternating, one thread, pmem",
+     [](CLI::App& app) {
+       auto o = std::make_shared<Options>();
+       app.add_option("--index", o->indexes, "Indexes, comma-separated")->capture_default_str();
+       app.add_option("--records", o->records, "Records preloaded into each index")
+           ->check(dptree::cli::whole_in(1, std::uint64_t{1} << 40))
+           ->capture_default_str();
+       app.add_option("--ops", o->ops, "Operations per run")
+           ->check(dptree::cli::whole_in(1, std::uint64_t{1} << 40))
+           ->capture_default_str();
+       app.add_option("--rounds", o->rounds, "Rounds of runner and loop, in alternating order")
+           ->check(dptree::cli::whole_in(1, 1000))
+           ->capture_default_str();
+       app.add_option("--sample-rate", o->sample_rate,
+                      "Share of the runner's operations whose latency it measures")
+           ->check(dptree::cli::number_in(0, 1))
+           ->capture_default_str();
+       app.add_option("--json", o->json, "Also write every figure as JSON to FILE ('-': stdout)");
+       app.footer(dptree::cli::kExitStatusHelp);
+       app.callback([o] { harness(*o); });
+     }}};
+
+}  // namespace

@@ -57,8 +57,9 @@ def find_source(explicit):
 
 
 def build_pibench(src, out):
-    """Builds PiBench from a copy of `src` under `out`, once per build tree; returns the binary.
-    A checkout without PCM (pcm/ empty: cloned without submodules) gets our stand-in."""
+    """Builds PiBench (and its do-nothing wrapper, which scripts/pibench_table times) from a
+    copy of `src` under `out`, once per build tree; returns the binary. A checkout without PCM
+    (pcm/ empty: cloned without submodules) gets our stand-in."""
     out.mkdir(parents=True, exist_ok=True)
     binary = out / "build" / "src" / "PiBench"
     stamp = out / "source.txt"
@@ -78,7 +79,7 @@ def build_pibench(src, out):
         cfg = ["cmake", "-S", str(copy), "-B", str(out / "build"), "-DCMAKE_BUILD_TYPE=Release",
                "-DBUILD_TESTING=OFF"] + ([f"-DCMAKE_CXX_COMPILER={cxx}"] if cxx else [])
         for cmd in (cfg, ["cmake", "--build", str(out / "build"), "-j", str(os.cpu_count() or 2),
-                          "--target", "pibench-bin"]):
+                          "--target", "pibench-bin", "dummy_wrapper"]):
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 sys.exit(f"building PiBench failed: {' '.join(cmd)}\n{r.stdout[-3000:]}{r.stderr[-3000:]}")

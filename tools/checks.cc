@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <type_traits>
 
 #include "dptree/error.h"
@@ -115,6 +116,14 @@ void write_whole_file(const std::string& path, const std::string& text, const st
     throw Error(Errc::io_error, "cannot write the " + what + " file '" + path +
                                     "': check the folder is writable and has free space");
   }
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
 }
 
 }  // namespace dptree::cli

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dptree::cli {
 
@@ -15,6 +16,9 @@ CLI::Validator whole_in(std::uint64_t lo, std::uint64_t hi);
 CLI::Validator number_in(double lo, double hi);
 // No sign: for values a transform converts (sizes like 4GiB), which would wrap "-1".
 CLI::Validator unsigned_text();
+
+// The items of a comma-separated flag value ("dptree,fastfair"), empty items left out.
+std::vector<std::string> split_list(const std::string& s);
 
 // A file the run will write when it ends (`flag` is e.g. "--json"; "-" is stdout): refuses a
 // folder, a missing or unwritable folder and an unwritable file now, not after the run.

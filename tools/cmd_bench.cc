@@ -29,14 +29,6 @@ namespace {
 
 using bench::RunSpec;
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 void print_list() {
   fmt::print("{:<12} {:<10} {:<10} {:<7} {}\n", "index", "persistent", "concurrent", "strings",
              "description");
@@ -60,7 +52,7 @@ void print_options(const std::string& index) {
 
 std::vector<unsigned> parse_threads(const std::string& s) {
   std::vector<unsigned> out;
-  for (const auto& t : split(s)) {
+  for (const auto& t : split_list(s)) {
     std::size_t used = 0;
     unsigned long v = 0;
     try {
@@ -175,7 +167,7 @@ std::vector<const IndexInfo*> selected_indexes(const BenchOptions& o, bool strin
       if (!strings || i.create_string) indexes.push_back(&i);
     }
   else
-    for (const auto& name : split(o.indexes)) {
+    for (const auto& name : split_list(o.indexes)) {
       const IndexInfo& i = find_index(name);
       if (strings && !i.create_string)
         throw Error(Errc::invalid_argument,
@@ -226,7 +218,7 @@ std::vector<bench::Workload> selected_workloads(const BenchOptions& o) {
     m.scan = o.scan.value_or(0);
     workloads.push_back(bench::custom_workload(m));
   } else {
-    for (const auto& w : split(o.workloads)) workloads.push_back(bench::find_workload(w));
+    for (const auto& w : split_list(o.workloads)) workloads.push_back(bench::find_workload(w));
     if (workloads.empty())
       throw Error(Errc::invalid_argument,
                   "--workload lists no workload: see `dptree bench --help`");

@@ -135,10 +135,7 @@ void harness(const Options& o) {
   dptree::cli::check_output_path(o.json, "--json");
   dptree::bench::register_reference_indexes();
   dptree::pm::set_mode(dptree::pm::Mode::pmem);
-  std::vector<std::string> names;
-  std::string list = o.indexes + ",";
-  for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1)
-    if (comma > at) names.push_back(list.substr(at, comma - at));
+  const std::vector<std::string> names = dptree::cli::split_list(o.indexes);
   for (const auto& name : names) dptree::find_index(name);  // a typo stops it before any run
   std::vector<Pair> pairs;
   dptree::bench::MachineState machine;

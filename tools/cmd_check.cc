@@ -99,6 +99,16 @@ bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path, Found& f
                           "pool's root was damaged; restore the pool from a copy");
 }
 
+// An index's IndexStats as the report gives them: records, PM and DRAM bytes, its own figures.
+void report_stats(Found& f, dptree::IndexStats s) {
+  f.text = fmt::format("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes,
+                       s.dram_bytes);
+  f.stats = Stats{{"records", num(s.records)},
+                  {"pm_bytes", num(s.pm_bytes)},
+                  {"dram_bytes", num(s.dram_bytes)}};
+  for (auto& figure : s.extra) f.stats.push_back(std::move(figure));
+}
+
 // The pool's string-key tree of `index` (a root of `bytes` starting with `magic`), named
 // `what`; false when the pool holds another index. A root of the string forms' previous format
 // goes on to the open, whose version_mismatch names both formats and the way out.
@@ -116,16 +126,10 @@ bool check_string_pool(dptree::pm::Pool& pool, Found& f, const char* index,
   c.pool = &pool;
   auto t = dptree::find_index(index).create_string(c);
   f.report = t->check();
-  auto s = t->stats();
   f.index = index;
   f.keys = "string";
   f.what = what;
-  f.text = fmt::format("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes,
-                       s.dram_bytes);
-  f.stats = Stats{{"records", num(s.records)},
-                  {"pm_bytes", num(s.pm_bytes)},
-                  {"dram_bytes", num(s.dram_bytes)}};
-  for (auto& figure : s.extra) f.stats.push_back(std::move(figure));
+  report_stats(f, t->stats());
   return true;
 }
 
@@ -177,16 +181,10 @@ bool check_registered(dptree::pm::Pool& pool, Found& f, const dptree::IndexInfo&
     throw;
   }
   f.report = t->check();
-  const auto s = t->stats();
   f.index = info.name;
   f.keys = keys;
   f.what = fmt::format("{} of {} keys", info.name, keys == std::string("u64") ? "integer" : keys);
-  f.text = fmt::format("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes,
-                       s.dram_bytes);
-  f.stats = Stats{{"records", num(s.records)},
-                  {"pm_bytes", num(s.pm_bytes)},
-                  {"dram_bytes", num(s.dram_bytes)}};
-  for (const auto& figure : s.extra) f.stats.push_back(figure);
+  report_stats(f, t->stats());
   return true;
 }
 

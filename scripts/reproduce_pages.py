@@ -627,13 +627,19 @@ def load_note(r):
     return f"{lo[0]:.1f}/{lo[1]:.1f}{flag}"
 
 
-def body_yardstick(d, cfg):
-    runs = d["runs"]
+def yardstick_rounds(runs):
+    """The yardstick's pmem runs on pools not prefaulted, its rounds, and absl-btree's Mops/s
+    in each (round, workload): every ratio is to the absl-btree run of its own round."""
     pmem = [r for r in runs if r.get("pm_mode", "pmem") == "pmem" and not r.get("prefault")]
     rounds = sorted({r.get("round", 0) for r in pmem})
-    # absl-btree's Mops/s in each round: every ratio is to the absl-btree run of its own round.
     absl = {(k, w): (one(of_round(pmem, k), index="absl-btree", threads=1, workload=w) or {})
             .get("throughput_mops") for k in rounds for w in ("insert_only", "read_only")}
+    return pmem, rounds, absl
+
+
+def body_yardstick(d, cfg):
+    runs = d["runs"]
+    pmem, rounds, absl = yardstick_rounds(runs)
     text = (f"{human(d['records'])} random keys preloaded once per index and thread count "
             "(`dptree bench --load-once`), pmem mode; lookups (read_only) first, then inserts "
             f"of new keys (insert_only), {cfg.seconds} s each; an index that buffers writes "

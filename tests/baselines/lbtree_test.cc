@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -12,6 +13,9 @@
 
 #include "baselines/broken_images.h"
 #include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
+#include "dptree/registry.h"
 #include "fixtures/crash_fixture.h"
 #include "fixtures/model_fixture.h"
 
@@ -27,6 +31,33 @@ TEST(LBTree, EntryMovingAndSplits) {
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["entry_moves"], 100);
   EXPECT_GT(r.extra["splits"], 100);
+}
+
+// Ascending keys all go to the newest leaf. A split hands it the upper seven entries in slots
+// 7-13 and the new key in slot 6, so its line 0 is free: three line-0 inserts, one entry move
+// (the fourth insert, into line 1, takes two line-0 entries along), two more line-0 inserts,
+// and the next split. One move per split, and each split flushes the new leaf and the sibling
+// pointer under one fence before its commit's: 9 fences per 7 inserts. A new leaf whose line
+// 0 held moved entries would need a move on its first insert.
+TEST(LBTree, SplitLeavesTheNewLeafsLine0Free) {
+  pm::set_mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(64 << 20);
+  IndexConfig cfg;
+  cfg.pool = pool.get();
+  cfg.threads = 1;
+  auto idx = find_index("lbtree").create(cfg);
+  constexpr Key kWarm = 700, kKeys = 7700;
+  for (Key k = 1; k <= kWarm; ++k) idx->upsert(k, k);
+  const double splits0 = extra_stat(*idx, "splits"), moves0 = extra_stat(*idx, "entry_moves");
+  pm::reset_counters();
+  for (Key k = kWarm + 1; k <= kKeys; ++k) idx->upsert(k, k);
+  const double splits = extra_stat(*idx, "splits") - splits0;
+  EXPECT_EQ(splits, (kKeys - kWarm) / 7);
+  EXPECT_EQ(extra_stat(*idx, "entry_moves") - moves0, splits);
+  EXPECT_EQ(pm::counters().total().fences, (kKeys - kWarm) / 7 * 9);
+  for (Key k = 1; k <= kKeys; ++k) ASSERT_EQ(idx->lookup(k), std::optional<Value>(k)) << k;
+  const auto report = idx->check();
+  EXPECT_TRUE(report.ok) << (report.ok ? "" : report.problems.front());
 }
 
 // IndexConfig::threads = 1: no inner or leaf lock is taken; the same model holds.

@@ -1,11 +1,11 @@
 // LB+-Tree's inner nodes (the paper's non-leaf nodes, §3): a volatile B+-tree of nodes whose
 // entries are a key and the child whose range starts at that key, 16 bytes each as in the
 // paper, over the PM leaves. A search loads a node's lines together and finds its child in the
-// line of the key it stopped at, so each level costs one overlapped miss. The paper's nodes are
-// 256 bytes; 512-byte nodes (32 entries) make the tree a level shorter at 10M keys, and its
-// lookups ran about 7% faster (docs/indexes.md, LB+-Tree).
+// line of the key it stopped at, so each level costs one overlapped miss. The nodes are the
+// paper's 256 bytes (15 keys): with 512-byte nodes, a level shorter at 10M keys, lookups ran
+// at about half the speed (docs/indexes.md, LB+-Tree).
 //
-// A node: e[0].key is its number of keys n (at most 31), e[0].child the child of the range below
+// A node: e[0].key is its number of keys n (at most 15), e[0].child the child of the range below
 // e[1].key; e[i].child (1 <= i <= n) holds the keys from e[i].key up to e[i + 1].key. At the
 // bottom level children are leaf offsets, above it node addresses. The tree maps the start of
 // each leaf's key range to the leaf; the leftmost range starts below every key, so it has no
@@ -27,7 +27,7 @@ namespace dptree::baselines {
 
 class LBInnerNodes {
  public:
-  static constexpr unsigned kMaxKeys = 31;
+  static constexpr unsigned kMaxKeys = 15;
 
   // Empties the tree and makes `first` the child of every key.
   void reset(std::uint64_t first) {
@@ -89,7 +89,8 @@ class LBInnerNodes {
   }
 
  private:
-  static constexpr std::size_t kMaxHeight = 16;  // 16 levels of 16-way nodes: 2^64 ranges
+  // 16 levels of nodes with 8 children or more: 2^48 ranges, more leaves than a pool holds
+  static constexpr std::size_t kMaxHeight = 16;
   struct Entry {
     Key key;
     std::uint64_t child;
@@ -97,7 +98,7 @@ class LBInnerNodes {
   struct alignas(64) Node {
     Entry e[kMaxKeys + 1];
   };
-  static_assert(sizeof(Node) == 512);
+  static_assert(sizeof(Node) == 256);
 
   // Above the bottom level a child word holds a node's address: one entry is a key and its
   // child in 16 bytes, as in the paper.

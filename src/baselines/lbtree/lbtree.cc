@@ -8,9 +8,10 @@
 //     bitmap go into line 0 and that one line is flushed; otherwise the new entry and as many
 //     line-0 entries as fit are written into the emptiest other line (flushed first), then the
 //     header frees their line-0 slots (second flush), so the next inserts hit line 0 again.
-//   - Log-less split: the upper half goes to a new leaf, which is persisted and then named in
-//     the *inactive* sibling pointer; one 8-byte header store then drops the moved slots from
-//     the bitmap and flips the alternate bit, making the new leaf reachable. No log.
+//   - Log-less split: the upper half goes to a new leaf's upper slots (its line 0 stays free),
+//     with the new key if it belongs there; the new leaf and the *inactive* sibling pointer
+//     naming it are flushed under one fence; one 8-byte header store then drops the moved slots
+//     from the bitmap and flips the alternate bit, making the new leaf reachable. No log.
 //   - Inner nodes are a volatile B+-tree of interleaved keys and children (inner_nodes.h) from a
 //     leaf's lower bound to the leaf; recovery walks the leaf chain and rebuilds them.
 // What it assumes: a write-back carries the whole line as it stood (stores to one line reach
@@ -27,6 +28,7 @@
 // Departures (docs/indexes.md): leaves from a slab arena, empty leaves are kept.
 #include "baselines/lbtree/lbtree.h"
 
+#include <immintrin.h>
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -124,6 +126,10 @@ class LBTree final : public PutIndex<LBTree> {
   std::optional<Value> lookup(Key k) const override {
     std::shared_lock inner(inner_mu_);
     const Leaf* l = leaf_for(k);
+    if (!shared_) {  // one thread: no writer can move the entry
+      const int s = find(*l, k);
+      return s >= 0 ? std::optional<Value>(l->ent[s].value) : std::nullopt;
+    }
     const VersionLock& lk = lock_of(l);
     for (;;) {
       std::uint64_t v = lk.read_begin();
@@ -256,11 +262,20 @@ class LBTree final : public PutIndex<LBTree> {
     return locks_[(reinterpret_cast<std::uintptr_t>(l) >> 8) % locks_.size()];
   }
 
+  // The paper's leaf search: the header's 14 fingerprints are compared with k's at once (one
+  // SSE2 compare of line 0's first 16 bytes), and only the valid slots whose fingerprint
+  // matches, one on average, have their key read.
   static int find(const Leaf& l, Key k) {
-    std::uint8_t f = fingerprint(k);
-    for (std::uint16_t b = l.valid(); b; b &= b - 1) {
-      int s = std::countr_zero(b);
-      if (ld(l.fp[s]) == f && ld(l.ent[s].key) == k) return s;
+    using Word = std::uint64_t __attribute__((may_alias));  // bits + fp[0..5], fp[6..13]
+    const auto* w = reinterpret_cast<const Word*>(&l);
+    const std::uint64_t lo = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE);
+    const std::uint64_t hi = __atomic_load_n(&w[1], __ATOMIC_ACQUIRE);
+    const __m128i head = _mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo));
+    const __m128i want = _mm_set1_epi8(static_cast<char>(fingerprint(k)));
+    const auto eq = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(head, want)));
+    for (unsigned m = (eq >> 2) & static_cast<unsigned>(lo) & kAllSlots; m; m &= m - 1) {
+      const int s = std::countr_zero(m);
+      if (ld(l.ent[s].key) == k) return s;
     }
     return -1;
   }
@@ -285,12 +300,20 @@ class LBTree final : public PutIndex<LBTree> {
           add(records_, 1);
           return true;
         }
+        if (!shared_) {  // one thread: the descent just made is the split's
+          split_insert(l, k, v);
+          add(records_, 1);
+          return true;
+        }
       }
-      // A full leaf: split it with the inner nodes to ourselves (the paper's HTM fallback
-      // path), then retry.
+      // A full leaf among threads: split it with the inner nodes to ourselves (the paper's
+      // HTM fallback path), after looking again, since another writer may have come first.
       std::unique_lock inner(inner_mu_);
       Leaf* l = leaf_for(k);
-      if (l->valid() == kAllSlots) split(l);
+      if (find(*l, k) >= 0 || l->valid() != kAllSlots) continue;
+      split_insert(l, k, v);
+      add(records_, 1);
+      return true;
     }
   }
 
@@ -338,33 +361,44 @@ class LBTree final : public PutIndex<LBTree> {
     add(moves_, 1);
   }
 
-  // Log-less split: new leaf persisted, named in the inactive sibling pointer, then one
-  // 8-byte header store (bitmap minus the moved slots, alternate bit flipped) commits it.
-  void split(Leaf* l) {
+  // Log-less split (the paper's Algorithm 2) of a full leaf, inserting k: the upper seven
+  // entries go to a new leaf's slots 7-13, so its line 0 stays free for the next inserts; k
+  // goes with them when it is above the split key. The new leaf and the inactive sibling
+  // pointer naming it are flushed under one fence, then one 8-byte header store (bitmap minus
+  // the moved slots, alternate bit flipped) commits the split. A k below the split key is
+  // inserted into the old leaf afterwards.
+  void split_insert(Leaf* l, Key k, Value v) {
     int order[kSlots];
     for (int i = 0; i < kSlots; ++i) order[i] = i;
     std::sort(order, order + kSlots, [&](int a, int b) { return l->ent[a].key < l->ent[b].key; });
-    std::uint64_t n_off = leaves_->alloc();
+    constexpr int kKeep = kSlots / 2;
+    const Key split_key = l->ent[order[kKeep]].key;
+    const std::uint64_t n_off = leaves_->alloc();
     Leaf* n = leaf(n_off);
     Leaf fresh{};
     std::uint16_t moved = 0;
-    constexpr int kKeep = kSlots / 2;
     for (int i = kKeep; i < kSlots; ++i) {
-      int src = order[i], dst = i - kKeep;
-      fresh.ent[dst] = l->ent[src];
-      fresh.fp[dst] = l->fp[src];
-      fresh.bits = static_cast<std::uint16_t>(fresh.bits | (1u << dst));
-      moved |= 1u << src;
+      fresh.ent[i] = l->ent[order[i]];
+      fresh.fp[i] = l->fp[order[i]];
+      moved |= 1u << order[i];
+    }
+    fresh.bits = static_cast<std::uint16_t>(kAllSlots & ~((1u << kKeep) - 1));
+    if (k > split_key) {
+      fresh.ent[kKeep - 1] = {k, v};
+      fresh.fp[kKeep - 1] = fingerprint(k);
+      fresh.bits |= 1u << (kKeep - 1);
     }
     fresh.next[0] = l->sibling();
     pm::store(n, fresh);
-    pm::persist(n, sizeof(Leaf));
-    int alt = (l->bits & kAltBit) ? 1 : 0;
+    const int alt = (l->bits & kAltBit) ? 1 : 0;
     pm::store(&l->next[1 - alt], n_off);
-    pm::persist(&l->next[1 - alt], 8);
+    pm::flush(n, sizeof(Leaf));
+    pm::flush(&l->next[1 - alt], 8);
+    pm::fence();
     st(l->bits, static_cast<std::uint16_t>((l->bits & ~moved) ^ kAltBit));  // the commit
     pm::persist(l, 8);
-    inner_.insert(n->ent[0].key, n_off);
+    if (k < split_key) insert_into(l, k, v);
+    inner_.insert(split_key, n_off);
     ++splits_;
   }
 

@@ -80,15 +80,9 @@ void FastFair::insert_parent(Path& path, std::uint32_t level, Key k, std::uint64
   for (;;) {
     NodeLock p(*this, lock_right(path[level], k));
     tidy(p.node);
-    auto* e = ents(p.node);
-    std::size_t n = end_of(p.node), pos = n;
-    for (std::size_t i = 0; i < n; ++i)
-      if (e[i].key > k) {
-        pos = i;
-        break;
-      }
-    if (n < cap_) {
-      shift_right(p.node, pos, k, child);
+    const Spot at = spot(p.node, k);
+    if (at.n < cap_) {
+      shift_right(p.node, at.n, at.p + (at.found ? 1 : 0), k, child);  // after an equal key
       return;
     }
     path[level] = p.node;

@@ -90,18 +90,11 @@ class FastFair final : public Index {
   bool remove(Key k) override {
     pm::CategoryScope cat(pm::Category::node);
     Path path;
-    NodeLock leaf(*this, locked_leaf(k, path));
-    tidy(leaf.node);
-    auto* e = ents(leaf.node);
-    std::size_t n = end_of(leaf.node);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (e[i].key == k) {
-        shift_left(leaf.node, i);
-        return true;
-      }
-      if (e[i].key > k) break;
-    }
-    return false;
+    Spot at;
+    NodeLock leaf(*this, locked_leaf(k, path, at));
+    if (!at.found) return false;
+    shift_left(leaf.node, at.p);
+    return true;
   }
 
   std::optional<Value> lookup(Key k) const override {
@@ -312,14 +305,23 @@ class FastFair final : public Index {
   bool settled(std::uint64_t n) const {
     return !shared_ && hdr(n)->repaired == static_cast<std::uint32_t>(epoch_);
   }
-  // Whether n holds a key at or above k. On a settled node the keys are sorted and hold no
-  // hole, so the scan stops at the first such key (half the node on average, not all of it:
-  // the writer scans the node again for its position).
-  bool reaches(std::uint64_t n, Key k) const {
-    const auto* e = ents(n);
-    for (std::size_t i = 0; i < slots_ && e[i].val != kEnd; ++i)
-      if (e[i].key >= k) return true;
-    return false;
+  // Where k goes in a tidied node (sorted, no hole), in one pass, as the original's insert
+  // finds it in its one backward pass: the entry count n, the first entry p at or above k,
+  // and whether that entry is k.
+  struct Spot {
+    std::size_t n = 0, p = 0;
+    bool found = false;
+  };
+  Spot spot(std::uint64_t node, Key k) const {
+    const auto* e = ents(node);
+    Spot at;
+    std::size_t i = 0;
+    while (i < slots_ && e[i].val != kEnd && e[i].key < k) ++i;
+    at.p = i;
+    at.found = i < slots_ && e[i].val != kEnd && e[i].key == k;
+    while (i < slots_ && e[i].val != kEnd) ++i;
+    at.n = i;
+    return at;
   }
 
   // --- writers' locks ------------------------------------------------------------------
@@ -376,10 +378,23 @@ class FastFair final : public Index {
     }
     return n;
   }
-  std::uint64_t locked_leaf(Key k, Path& path) const {
-    const std::uint64_t n = descend(k, &path);
-    if (!settled(n) || !reaches(n, k)) return lock_right(n, k);
-    lock(n);  // one thread: no lock is taken
+  // The leaf that holds k, locked and tidied, and k's spot in it. On a settled node an entry
+  // at or above k shows that the sibling does not cover k; only past the last entry is the
+  // sibling's low key read.
+  std::uint64_t locked_leaf(Key k, Path& path, Spot& at) {
+    std::uint64_t n = descend(k, &path);
+    if (settled(n)) {
+      at = spot(n, k);
+      if (at.p < at.n || move_right(n, k) == n) return n;  // one thread: no lock is taken
+    }
+    n = lock_right(n, k);
+    try {
+      tidy(n);
+    } catch (...) {
+      unlock(n);
+      throw;
+    }
+    at = spot(n, k);
     return n;
   }
 
@@ -407,9 +422,8 @@ class FastFair final : public Index {
   }
 
   // FAST insert at position p of a node with n < cap entries.
-  void shift_right(std::uint64_t node, std::size_t p, Key k, Value v) {
+  void shift_right(std::uint64_t node, std::size_t n, std::size_t p, Key k, Value v) {
     auto* e = ents(node);
-    std::size_t n = end_of(node);
     LineWriter w;
     if (e[n + 1].val != kEnd) {  // garbage a truncation left behind: end the array first
       w.touch(&e[n + 1]);
@@ -479,25 +493,18 @@ class FastFair final : public Index {
     pm::CategoryScope cat(pm::Category::node);
     Path path;
     for (;;) {
-      NodeLock leaf(*this, locked_leaf(k, path));
-      tidy(leaf.node);
-      auto* e = ents(leaf.node);
-      std::size_t n = end_of(leaf.node), p = n;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (e[i].key == k) {
-          if (mode == Mode::insert) return false;
-          store8(&e[i].val, v);  // an 8-byte in-place update (the DPTree paper's §4.4)
-          pm::persist(&e[i].val, 8);
-          return true;
-        }
-        if (e[i].key > k) {
-          p = i;
-          break;
-        }
+      Spot at;
+      NodeLock leaf(*this, locked_leaf(k, path, at));
+      if (at.found) {
+        if (mode == Mode::insert) return false;
+        auto* e = ents(leaf.node);
+        store8(&e[at.p].val, v);  // an 8-byte in-place update (the DPTree paper's §4.4)
+        pm::persist(&e[at.p].val, 8);
+        return true;
       }
       if (mode == Mode::update) return false;
-      if (n < cap_) {
-        shift_right(leaf.node, p, k, v);
+      if (at.n < cap_) {
+        shift_right(leaf.node, at.n, at.p, k, v);
         return true;
       }
       split(leaf, path);  // unlocks the leaf; then retry: the key goes to one of the halves

@@ -1,0 +1,40 @@
+"""Ratios of ours to the original per round, from scripts/originals/compare's JSON lines, and
+their median and range: one table, every round in it."""
+import json
+import statistics
+import sys
+
+
+def main(path):
+    runs = [json.loads(line) for line in open(path) if line.strip()]
+    bad = [r for r in runs if r["found"] != r["keys"] or not r["sum_ok"]]
+    if bad:
+        sys.exit(f"summary: {len(bad)} run(s) lost keys: {bad[0]}")
+    print("| index | round | original insert / lookup Mops/s | ours insert / lookup Mops/s "
+          "| ours / original insert | lookup | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    ratios = {}
+    for index in dict.fromkeys(r["index"] for r in runs):
+        for rnd in sorted({r["round"] for r in runs if r["index"] == index}):
+            pair = {r["impl"]: r for r in runs if r["index"] == index and r["round"] == rnd}
+            if set(pair) != {"original", "ours"}:
+                continue
+            o, u = pair["original"], pair["ours"]
+            ins, look = u["insert_mops"] / o["insert_mops"], u["lookup_mops"] / o["lookup_mops"]
+            ratios.setdefault(index, []).append((ins, look))
+            loads = [o["load_before"], o["load_after"], u["load_before"], u["load_after"]]
+            print(f"| {index} | {rnd} | {o['insert_mops']:.3f} / {o['lookup_mops']:.3f} "
+                  f"| {u['insert_mops']:.3f} / {u['lookup_mops']:.3f} | {ins:.2f}x | {look:.2f}x "
+                  f"| {min(loads):.2f}-{max(loads):.2f} |")
+    print()
+    for index, rs in ratios.items():
+        for what, i in (("insert", 0), ("lookup", 1)):
+            v = [r[i] for r in rs]
+            print(f"{index} {what}: ours / original median {statistics.median(v):.2f}x "
+                  f"(range {min(v):.2f}-{max(v):.2f}, {len(v)} rounds)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: summary.py RUNS.jsonl")
+    main(sys.argv[1])

@@ -101,6 +101,21 @@ TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
   EXPECT_GT(r.continued_images, 0u);
 }
 
+// Shared keys (the fixture's durable linearizability check, tests/baselines/
+// shared_keys_crash_test.cc for every index's integer form): the string form, its keys out of
+// line in the log and the leaves, with background merges on three workers.
+TEST(CDPTreeConcurrentCrash, StringKeysSharedByEveryWriter) {
+  auto c = config<StringKeys>("24", "3");
+  c.options["log_page_size"] = "2048";
+  c.pool_bytes = 4u << 20;
+  c.shared_keys = true;
+  c.key_space = 200;
+  c.ops_per_thread = 600;
+  auto r = run_string_concurrent_crash(c);
+  ASSERT_FALSE(HasFailure());
+  expect_appends_and_merges_crashed(r);
+}
+
 // Fewer, larger merges (a trigger of 4 log pages): removes of keys only in the base tree
 // between merges are deletes in place, crashed inside their store or while other threads
 // append, merge or flip; every image must keep the acknowledged deletes and drop none.

@@ -455,6 +455,13 @@ std::uint64_t Simulator::fence_events() const {
   std::lock_guard g(mu_);
   return fences_;
 }
+std::size_t Simulator::pending_lines_of_other_threads() const {
+  const std::uint32_t me = this_thread_id();
+  std::lock_guard g(mu_);
+  return static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(),
+                                                [&](const Pending& p) { return p.thread != me; }));
+}
+
 std::size_t Simulator::pending_lines() const {
   std::lock_guard g(mu_);
   return pending_.size();

@@ -11,8 +11,10 @@
 // keys of mixed lengths, key_kinds.h) under the same writers and background merges.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "baselines/stats_watch.h"
 #include "dptree/cdptree.h"
@@ -114,6 +116,43 @@ TEST(CDPTreeConcurrentCrash, StringKeysSharedByEveryWriter) {
   auto r = run_string_concurrent_crash(c);
   ASSERT_FALSE(HasFailure());
   expect_appends_and_merges_crashed(r);
+}
+
+// Each merge worker fences its own flushes before the flip publishes what they wrote back (a
+// fence orders only its own thread's flushes). One writer triggers merges in its own thread,
+// with three merge workers and partitions of one leaf, so no other thread flushes during a
+// flip but the workers; at every fence of the flip, no line a worker flushed may still be
+// unfenced. Unlike a crash image, which must land in the gap by chance, this fails at the
+// first merge in which a worker ran a partition without its fence.
+TEST(CDPTreeMergeWorkers, EveryWorkerFencesBeforeTheFlip) {
+  PmModeScope mode(pm::Mode::sim);
+  auto pool = pm::Pool::create_in_memory(4u << 20);
+  auto idx = make_index("cdptree", pool.get(),
+                        {{"leaf_capacity", "8"},
+                         {"log_partitions", "4"},
+                         {"log_page_size", "1024"},
+                         {"min_merge_records", "64"},
+                         {"psize", "1"},
+                         {"merge_threads", "3"},
+                         {"background_merge", "0"}},
+                        1);
+  const auto writer = std::this_thread::get_id();
+  std::atomic<std::size_t> worker_flushes{0}, flips{0}, unfenced{0};
+  pool->sim()->set_hook([&](const pm::Event& e) {
+    const CDPTreePhase p = cdptree_current_phase();
+    if (e.kind == pm::EventKind::flush && p == CDPTreePhase::flush &&
+        std::this_thread::get_id() != writer)
+      ++worker_flushes;
+    if (e.kind == pm::EventKind::fence && p == CDPTreePhase::version_flip) {
+      ++flips;
+      unfenced += e.sim->pending_lines_of_other_threads();
+    }
+  });
+  for (Key k = 0; k < 6000; ++k) idx->upsert(k * 2654435761u % 1000003, k);
+  pool->sim()->set_hook(nullptr);
+  EXPECT_GT(flips.load(), 10u) << "merges must flip";
+  EXPECT_GT(worker_flushes.load(), 0u) << "the workers must write back some partitions";
+  EXPECT_EQ(unfenced.load(), 0u) << "lines a merge worker flushed were unfenced at the flip";
 }
 
 // Fewer, larger merges (a trigger of 4 log pages): removes of keys only in the base tree

@@ -98,6 +98,9 @@ class Simulator {
   std::uint64_t flush_events() const;
   std::uint64_t fence_events() const;
   std::size_t pending_lines() const;
+  // Lines flushed by other threads than the caller and not yet fenced: what a commit point on
+  // this thread must not be reached with, when those flushes are part of what it commits.
+  std::size_t pending_lines_of_other_threads() const;
 
   // Stores that bypassed pm::store, as found so far (the first kMaxRawReports) and counted.
   static constexpr std::size_t kMaxRawReports = 16;

@@ -1,6 +1,6 @@
 # The front door. `make bench` runs the main job, `make test` runs every test; both install
 # what they need first (scripts/setup.sh) and build what they use.
-.PHONY: all setup build release test test-asan test-tsan format check-format bench yardstick install clean fuzz
+.PHONY: all setup build release test test-asan test-tsan format check-format bench yardstick install clean fuzz bugzoo
 
 SOURCES := $(shell git ls-files '*.h' '*.cc' 2>/dev/null || find include src tests tools examples -name '*.h' -o -name '*.cc')
 JOBS ?= $(shell nproc)
@@ -76,6 +76,11 @@ bench: build
 # verdict is the median over every run at the same code.
 yardstick: build
 	/usr/bin/python3 scripts/reproduce --keys $(or $(KEYS),10M) --seconds 4 --rounds 5 --only yardstick
+
+# The bug zoo (docs/pm-layer.md): each patch of tests/bugzoo/ puts back one crash-consistency
+# bug; its test must catch it. In a scratch clone (BUGZOO_WORK, default /tmp/dptree-bugzoo).
+bugzoo: setup
+	/usr/bin/python3 scripts/bugzoo --work $(or $(BUGZOO_WORK),/tmp/dptree-bugzoo)
 
 install: build
 	cmake --install build/release --prefix $(or $(PREFIX),/usr/local)

@@ -71,12 +71,18 @@ TEST(CDPTreeConcurrentCrash, WritersAndParallelMerges) {
 
 // The string form: its keys out of line in leaves rewritten by each merge and in log records,
 // so an image must also keep every key blob reachable exactly once (check()).
-TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
+// The string form's configuration: log pages that hold a 1,024-byte key's record, and room
+// for the log of most of the run (a merge worker that captures an image stalls while it
+// checks it, and the writers go on: in 2 MiB, one run in a few dozen found the pool full).
+StringConcurrentCrashConfig string_config() {
   auto c = config<StringKeys>("24", "3");
-  c.options["log_page_size"] = "2048";  // a page holds a 1,024-byte key's record
-  // Room for the log of most of the run: a merge worker that captures an image stalls while
-  // it checks it, and the writers go on (in 2 MiB, one run in a few dozen found the pool full).
+  c.options["log_page_size"] = "2048";
   c.pool_bytes = 4u << 20;
+  return c;
+}
+
+TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
+  auto c = string_config();
   c.key_space = 300;
   c.ops_per_thread = 2000;
   // Whether a run gives 30 images or 300 depends on scheduling: recoveries crashed (one raises
@@ -107,9 +113,7 @@ TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
 // shared_keys_crash_test.cc for every index's integer form): the string form, its keys out of
 // line in the log and the leaves, with background merges on three workers.
 TEST(CDPTreeConcurrentCrash, StringKeysSharedByEveryWriter) {
-  auto c = config<StringKeys>("24", "3");
-  c.options["log_page_size"] = "2048";
-  c.pool_bytes = 4u << 20;
+  auto c = string_config();
   c.shared_keys = true;
   c.key_space = 200;
   c.ops_per_thread = 600;

@@ -168,6 +168,16 @@ void flush(const void* addr, std::size_t len) {
   if (auto d = g_flush_delay_ns.load(std::memory_order_relaxed)) spin_ns(d * lines);
 }
 
+bool inline_persist() {
+  return mode() == Mode::pmem && g_flush_instr == FlushInstruction::clwb &&
+         g_flush_delay_ns.load(std::memory_order_relaxed) == 0 &&
+         g_fence_delay_ns.load(std::memory_order_relaxed) == 0;
+}
+void count_persists(std::uint64_t lines, std::uint64_t fences) {
+  bump(0, lines);
+  bump(1, fences);
+}
+
 void fence() {
   bump(1, 1);
   switch (mode()) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "baselines/fastfair/layout.h"
 #include "baselines/peers.h"
@@ -285,6 +286,44 @@ TEST(PeerCost, FlushesPerInsert) {
     EXPECT_EQ(idx->stats().records, n);
     expect_check_ok(*idx, name);
   }
+}
+
+// FAST_FAIR's shifts persist line by line inline in `pmem` mode (clwb + sfence in the loop,
+// plain stores, counters charged once per shift) and through persist() elsewhere: the same
+// inserts and removes must leave the same contents and charge the same lines and fences to
+// the same categories either way.
+TEST(FastFairShifts, PmemModeHoldsAndCountsWhatDramModeDoes) {
+  struct Outcome {
+    std::map<Key, Value> contents;
+    pm::CounterSnapshot counts;
+  };
+  auto run = [](pm::Mode m) {
+    pm::set_mode(m);
+    auto pool = pm::Pool::create_in_memory(16 << 20);
+    auto idx = make_index("fastfair", pool.get(), {}, 1);
+    std::mt19937_64 rng(7);
+    std::vector<Key> keys;
+    const auto before = pm::counters();
+    for (int i = 0; i < 20000; ++i) {
+      keys.push_back(rng() >> 1);
+      idx->upsert(keys.back(), i);
+    }
+    for (std::size_t i = 0; i < keys.size(); i += 3) idx->remove(keys[i]);
+    Outcome o{contents(*idx), pm::counters() - before};
+    expect_check_ok(*idx, "fastfair");
+    return o;
+  };
+  const Outcome dram = run(pm::Mode::dram);
+  const Outcome pmem = run(pm::Mode::pmem);
+  pm::set_mode(pm::Mode::dram);
+  EXPECT_EQ(dram.contents.size(), 20000u - 6667u);
+  EXPECT_TRUE(pmem.contents == dram.contents);
+  for (std::size_t c = 0; c < pm::kCategories; ++c) {
+    const auto cat = static_cast<pm::Category>(c);
+    EXPECT_EQ(pmem.counts[cat].lines, dram.counts[cat].lines) << pm::to_string(cat);
+    EXPECT_EQ(pmem.counts[cat].fences, dram.counts[cat].fences) << pm::to_string(cat);
+  }
+  EXPECT_GT(dram.counts[pm::Category::node].lines, 20000u);
 }
 
 }  // namespace

@@ -112,6 +112,31 @@ TEST(Persist, ParseModeNamesTheAcceptedValues) {
   }
 }
 
+// The inline line persist is for where persist() is exactly clwb + sfence; every other mode,
+// and emulated delays, must take the counted path that runs them.
+TEST(Persist, InlinePersistOnlyWherePersistIsClwbAndSfence) {
+  for (Mode m : {Mode::eadr, Mode::dram, Mode::sim}) {
+    ModeGuard g(m);
+    EXPECT_FALSE(inline_persist()) << to_string(m);
+  }
+  ModeGuard g(Mode::pmem);
+  EXPECT_EQ(inline_persist(), flush_instruction() == FlushInstruction::clwb);
+  set_delays(100, 0);
+  EXPECT_FALSE(inline_persist()) << "a flush delay";
+  set_delays(0, 100);
+  EXPECT_FALSE(inline_persist()) << "a fence delay";
+  set_delays(0, 0);
+  if (!inline_persist()) GTEST_SKIP() << "no clwb on this CPU";
+  {
+    CategoryScope node(Category::node);
+    for (int i = 0; i < 3; ++i) persist_line_inline(buf + 64 * i);
+    count_persists(3, 2);
+  }
+  EXPECT_EQ(counters()[Category::node].lines, 3u);
+  EXPECT_EQ(counters()[Category::node].fences, 2u);
+  EXPECT_EQ(counters().total().bytes, 3u * 64);
+}
+
 TEST(Persist, DetectsAFlushInstruction) {
   auto f = flush_instruction();
   EXPECT_TRUE(f == FlushInstruction::clwb || f == FlushInstruction::clflushopt ||

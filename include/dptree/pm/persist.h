@@ -1,5 +1,5 @@
 // Persistence primitives: the only place in the code base that issues clwb / clflushopt /
-// clflush / sfence (docs/pm-layer.md).
+// clflush / sfence (docs/pm-layer.md), here and in persist.cc.
 //
 // Counters count what the algorithms ask for (lines flushed, fences), in every mode, so
 // flushes per operation (the DPTree paper's Table 1) can be measured in `dram` mode too; the
@@ -46,6 +46,19 @@ inline void persist(const void* addr, std::size_t len) {
   flush(addr, len);
   fence();
 }
+
+// The inline form of persist() for one line, for loops that persist many lines in a row
+// (FAST's in-node shift): clwb + sfence inline, so the loop keeps its values in registers and
+// stores nothing else while the fence waits for the write-back (docs/peers.md, FAST_FAIR).
+// Use it only where inline_persist() is true, and charge what it issued with
+// count_persists(); elsewhere (`sim`, `eadr`, `dram`, emulated delays) use persist().
+bool inline_persist();  // `pmem` mode on a CPU with clwb, no emulated delays
+inline void persist_line_inline(const void* line) {
+  asm volatile("clwb %0" : "+m"(*static_cast<volatile char*>(const_cast<void*>(line))));
+  asm volatile("sfence" ::: "memory");
+}
+// Charges lines flushed and fences issued to this thread's current category.
+void count_persists(std::uint64_t lines, std::uint64_t fences);
 
 // What the counters charge a flush or fence to (the paper's Table 1 splits log/alloc/node).
 enum class Category : std::uint8_t { other, log, alloc, node };

@@ -398,52 +398,91 @@ class FastFair final : public Index {
     return n;
   }
 
-  // Persists the cache line of the previous write when the next write leaves it: FAST's
-  // ordering across lines (a line's stores reach PM in program order, lines do not).
-  struct LineWriter {
-    const void* line = nullptr;
+  // Writes a node's words in program order and persists a cache line when the next write
+  // leaves it: FAST's ordering across lines (a line's stores reach PM in program order, lines
+  // do not). An entry is rewritten as hole, key, value (above). Inline, the persists are
+  // clwb + sfence in the loop and the stores plain: in `pmem` mode no store is tracked.
+  template <bool Inline>
+  class LineWriter {
+   public:
+    LineWriter() = default;
+    LineWriter(const LineWriter&) = delete;
+    LineWriter& operator=(const LineWriter&) = delete;
+    ~LineWriter() {
+      if (Inline && lines_) pm::count_persists(lines_, lines_);
+    }
+    void store(std::uint64_t* p, std::uint64_t v) {
+      touch(p);
+      raw(p, v);
+    }
+    void put(Entry& dst, std::uint64_t key, std::uint64_t val) {
+      touch(&dst);
+      raw(&dst.val, kHole);
+      raw(&dst.key, key);
+      raw(&dst.val, val);
+    }
+    void done() {
+      if (line_) persist(line_);
+      line_ = nullptr;
+    }
+
+   private:
     void touch(const void* p) {
       auto* l = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) &
                                               ~std::uintptr_t{pm::kCacheLine - 1});
-      if (line && line != l) pm::persist(line, pm::kCacheLine);
-      line = l;
+      if (line_ && line_ != l) persist(line_);
+      line_ = l;
     }
-    void done() {
-      if (line) pm::persist(line, pm::kCacheLine);
-      line = nullptr;
+    void persist(const void* line) {
+      if constexpr (Inline) {
+        pm::persist_line_inline(line);
+        ++lines_;
+      } else {
+        pm::persist(line, pm::kCacheLine);
+      }
     }
+    static void raw(std::uint64_t* p, std::uint64_t v) {
+      if constexpr (Inline)
+        std::atomic_ref<std::uint64_t>(*p).store(v, std::memory_order_release);
+      else
+        store8(p, v);
+    }
+    const void* line_ = nullptr;
+    std::uint64_t lines_ = 0;
   };
-
-  void put(LineWriter& w, Entry& dst, std::uint64_t key, std::uint64_t val) {
-    w.touch(&dst);
-    store8(&dst.val, kHole);
-    store8(&dst.key, key);
-    store8(&dst.val, val);
+  // Runs write(w) with the writer the process's PM mode allows, then persists its last line.
+  template <class Write>
+  static void write_lines(Write&& write) {
+    if (pm::inline_persist()) {
+      LineWriter<true> w;
+      write(w);
+      w.done();
+    } else {
+      LineWriter<false> w;
+      write(w);
+      w.done();
+    }
   }
 
   // FAST insert at position p of a node with n < cap entries.
   void shift_right(std::uint64_t node, std::size_t n, std::size_t p, Key k, Value v) {
     auto* e = ents(node);
-    LineWriter w;
-    if (e[n + 1].val != kEnd) {  // garbage a truncation left behind: end the array first
-      w.touch(&e[n + 1]);
-      store8(&e[n + 1].val, kEnd);
-    }
-    for (std::size_t i = n; i > p; --i) put(w, e[i], e[i - 1].key, e[i - 1].val);
-    put(w, e[p], k, v);
-    w.done();
+    write_lines([&](auto& w) {
+      if (e[n + 1].val != kEnd) w.store(&e[n + 1].val, kEnd);  // left behind by a truncation
+      for (std::size_t i = n; i > p; --i) w.put(e[i], e[i - 1].key, e[i - 1].val);
+      w.put(e[p], k, v);
+    });
   }
 
   // FAST delete of entry j (also removes a hole or a duplicate left by a crash).
   void shift_left(std::uint64_t node, std::size_t j) {
     auto* e = ents(node);
-    std::size_t n = end_of(node);
-    LineWriter w;
+    const std::size_t n = end_of(node);
     begin_change(node);
-    for (std::size_t i = j; i + 1 < n; ++i) put(w, e[i], e[i + 1].key, e[i + 1].val);
-    w.touch(&e[n - 1]);
-    store8(&e[n - 1].val, kEnd);
-    w.done();
+    write_lines([&](auto& w) {
+      for (std::size_t i = j; i + 1 < n; ++i) w.put(e[i], e[i + 1].key, e[i + 1].val);
+      w.store(&e[n - 1].val, kEnd);
+    });
     end_change(node);
   }
 

@@ -9,7 +9,8 @@
 // usage: harness KEYS [INDEX]. Inserts KEYS distinct keys in one order, then looks every key
 // up in another, uses every result, and prints one JSON line.
 // Environment (ours): PREFAULT=1 maps the pool's pages before the timed loop, as the original
-// LB+-Tree's pool initialisation touches every page of its pool.
+// LB+-Tree's pool initialisation touches every page of its pool; POOL_GIB=N sizes the pool
+// (default 2, the original LB+-Tree's; ROART needs more at 10M keys).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -222,7 +223,8 @@ struct Impl {
   explicit Impl(std::string index) : name(std::move(index)) {
     dptree::pm::set_mode(dptree::pm::Mode::pmem);
     std::filesystem::remove(pool_file);
-    pool = dptree::pm::Pool::create(pool_file, 2ull << 30);  // the original LB+-Tree's size
+    const char* gib = std::getenv("POOL_GIB");
+    pool = dptree::pm::Pool::create(pool_file, (gib ? std::strtoull(gib, nullptr, 10) : 2) << 30);
     if (std::getenv("PREFAULT") && !pool->prefault()) {
       std::fprintf(stderr, "harness: cannot prefault the pool (Linux 5.14 or later)\n");
       std::exit(2);

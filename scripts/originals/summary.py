@@ -1,5 +1,6 @@
 """Ratios of ours to the original per round, from scripts/originals/compare's JSON lines, and
-their median and range: one table, every round in it."""
+their median and range: one table, every round in it. A file may hold several runs of the
+script (their `run` field, the time each started; lines without one are one run)."""
 import json
 import statistics
 import sys
@@ -15,10 +16,12 @@ def main(path):
     print("| --- | --- | --- | --- | --- | --- | --- |")
     ratios = {}
     for index in dict.fromkeys(r["index"] for r in runs):
-        for rnd in sorted({r["round"] for r in runs if r["index"] == index}):
-            pair = {r["impl"]: r for r in runs if r["index"] == index and r["round"] == rnd}
+        mine = [r for r in runs if r["index"] == index]
+        for key in sorted({(r.get("run", ""), r["round"]) for r in mine}):
+            pair = {r["impl"]: r for r in mine if (r.get("run", ""), r["round"]) == key}
             if set(pair) != {"original", "ours"}:
                 continue
+            rnd = f"{key[0]} {key[1]}" if key[0] else key[1]
             o, u = pair["original"], pair["ours"]
             ins, look = u["insert_mops"] / o["insert_mops"], u["lookup_mops"] / o["lookup_mops"]
             ratios.setdefault(index, []).append((ins, look))

@@ -8,7 +8,9 @@
 // merge trigger so that writers often find no merge running. The capture copies
 // the working image while other threads write it (a real power failure does the same), a read that
 // races by design: ASan build only, not TSan. The third test runs the string form (string
-// keys of mixed lengths, key_kinds.h) under the same writers and background merges.
+// keys of mixed lengths, key_kinds.h) under the same writers and background merges. Each test
+// runs rounds until it has checked 2,000 images captured while its threads ran
+// (tests/fixtures/concurrent_crash_floors.h).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -42,21 +44,32 @@ BasicConcurrentCrashConfig<Keys> config(const std::string& min_merge_records,
   c.pool_bytes = 2u << 20;
   c.threads = 3;
   c.phase = [] { return std::string(to_string(cdptree_current_phase())); };
+  // The merge thread and workers wait for a capture instead of skipping their events, so
+  // every phase of a merge is captured, not only what the writers (who raise most events)
+  // do. Short rounds (20-40 images each) run until the floor; one crashed recovery (it raises
+  // up to hundreds of events, each an image) and one continued run per test.
+  c.wait_for_capture = true;
+  c.recovery_crash_max = 1;
+  c.continue_max = 1;
+  set_floor(c);
   return c;
 }
 
-// Which merge phase gets captured varies from run to run (captures are serialised, events
-// raised during one are skipped; a run gives a few dozen images): asserted are images while
-// several threads were busy, in log appends, and in some phase of a merge.
+// Asserted are images while several threads were busy, in log appends, in a recovery and
+// inside a merge; with `every_phase`, in each phase of a merge. (The string form's merges
+// raise so few events in some phases that 2,000 images hold two or three of them.)
 // (By value: operator[] reads a phase never captured as 0.)
-void expect_appends_and_merges_crashed(ConcurrentCrashResult r) {
+void expect_appends_and_merges_crashed(ConcurrentCrashResult r, bool every_phase) {
   print_images(r);
   EXPECT_GT(r.mid_run_images, 0u);
   EXPECT_GT(r.per_phase["log_append"] + r.per_phase["log_page"], 0u);
+  EXPECT_GT(r.recovery_images, 0u);
   std::size_t in_merge = 0;
-  for (const char* p :
-       {"merge_start", "merge_range", "flush", "version_flip", "garbage_collection", "log_release"})
+  for (const char* p : {"merge_start", "merge_range", "flush", "version_flip", "garbage_collection",
+                        "log_release"}) {
     in_merge += r.per_phase[p];
+    if (every_phase) EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in " << p;
+  }
   EXPECT_GT(in_merge, 0u) << "no crash captured inside a merge";
 }
 
@@ -66,14 +79,14 @@ TEST(CDPTreeConcurrentCrash, WritersAndParallelMerges) {
   c.recovery_crash_one_in = 40;
   auto r = run_concurrent_crash(c);
   ASSERT_FALSE(HasFailure());
-  expect_appends_and_merges_crashed(r);
+  expect_appends_and_merges_crashed(r, true);
 }
 
 // The string form: its keys out of line in leaves rewritten by each merge and in log records,
 // so an image must also keep every key blob reachable exactly once (check()).
 // The string form's configuration: log pages that hold a 1,024-byte key's record, and room
-// for the log of most of the run (a merge worker that captures an image stalls while it
-// checks it, and the writers go on: in 2 MiB, one run in a few dozen found the pool full).
+// for the log of most of the run (in 2 MiB, one run in a few dozen found the pool full when
+// the writers went on while a merge worker checked an image).
 StringConcurrentCrashConfig string_config() {
   auto c = config<StringKeys>("24", "3");
   c.options["log_page_size"] = "2048";
@@ -85,27 +98,17 @@ TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
   auto c = string_config();
   c.key_space = 300;
   c.ops_per_thread = 2000;
-  // Whether a run gives 30 images or 300 depends on scheduling: recoveries crashed (one raises
-  // none to hundreds of events, each an image) and continued images are frequent and capped.
   c.recovery_crash_one_in = 10;
-  c.recovery_crash_max = 1;
   c.continue_one_in = 10;
-  c.continue_max = 2;
   // The key space holds every shape that breaks string-key code.
   const auto keys = StringKeys::space(c.key_space, c.seed);
   const KeyShapes shapes = shapes_of({keys.keys->begin(), keys.keys->end()});
   ASSERT_TRUE(shapes.has_lengths({1, 8, 9, 63, 64, 65, 1024}));
   ASSERT_GT(shapes.prefixes, 0u);
   ASSERT_GT(shapes.last_byte_twins, 0u);
-  // A run of a dozen images crashes no recovery about one time in four: up to three runs,
-  // each checked in full, until one has crashed a recovery and continued an image.
-  ConcurrentCrashResult r;
-  for (int run = 0; run < 3 && (r.recovery_images == 0 || r.continued_images == 0); ++run) {
-    r = run_string_concurrent_crash(c);
-    ASSERT_FALSE(HasFailure());
-  }
-  expect_appends_and_merges_crashed(r);
-  EXPECT_GT(r.recovery_images, 0u);
+  auto r = run_string_concurrent_crash(c);
+  ASSERT_FALSE(HasFailure());
+  expect_appends_and_merges_crashed(r, false);
   EXPECT_GT(r.continued_images, 0u);
 }
 
@@ -119,7 +122,7 @@ TEST(CDPTreeConcurrentCrash, StringKeysSharedByEveryWriter) {
   c.ops_per_thread = 600;
   auto r = run_string_concurrent_crash(c);
   ASSERT_FALSE(HasFailure());
-  expect_appends_and_merges_crashed(r);
+  expect_appends_and_merges_crashed(r, false);
 }
 
 // Each merge worker fences its own flushes before the flip publishes what they wrote back (a

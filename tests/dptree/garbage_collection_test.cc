@@ -15,9 +15,11 @@
 #include "dptree/pm/store.h"
 #include "format/layout.h"
 #include "format/log_page.h"
+#include "st/family.h"
 #include "st/merge.h"
 #include "st/owner_dir.h"
 #include "st/plog.h"
+#include "st/validate.h"
 
 namespace dptree::detail {
 namespace {
@@ -106,6 +108,12 @@ TEST(GarbageCollectionRerun, StopsAtAnOldLeafWhoseBlockALogPageTook) {
   const u64 page = t.pages->take(0).off;  // its record words are 0: a null "next" word
   ASSERT_EQ(page, old_leaf) << "the allocator did not hand out the freed block";
   ASSERT_EQ(t.slot_of(page), slot);
+  {  // the checks at open walk the old list as the rerun does, and accept the page there
+    TreeParts parts(*t.pool, "DPTree");
+    parts.attach_parts(*t.root, 8, 8, 8, t.L.bytes);
+    EXPECT_NO_THROW(
+        validate_on_open(parts, *t.root, TreeShape{"DPTree", kDPTreeGvBits, ~u64{0}, {}}));
+  }
   t.recover();
   t.expect_page_kept(page, slot);
 }

@@ -68,7 +68,9 @@ void expect_appends_and_merges_crashed(ConcurrentCrashResult r, bool every_phase
   for (const char* p : {"merge_start", "merge_range", "flush", "version_flip", "garbage_collection",
                         "log_release"}) {
     in_merge += r.per_phase[p];
-    if (every_phase) EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in " << p;
+    if (every_phase) {
+      EXPECT_GT(r.per_phase[p], 0u) << "no crash captured in " << p;
+    }
   }
   EXPECT_GT(in_merge, 0u) << "no crash captured inside a merge";
 }

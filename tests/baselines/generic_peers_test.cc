@@ -69,5 +69,35 @@ TEST(ConcurrentWriterCrash, UTreeCrashWhileThreadsWrite) {
 
 INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
 
+// IndexConfig::threads = 1: uTree's puts take no lock and link with a plain store and its
+// persist, without the dirty and version bits (no other thread could read a link or a value
+// in between). That path against std::map, and crashed in 64-byte and 8-byte units.
+TEST(UTreeOneThread, MatchesStdMapAndRecoversEveryImage) {
+  auto m = model_config("utree", 7, 30000, 3000, 3000, 7000);
+  m.options = {{"leaf_slots", "16"}};
+  m.threads = 1;
+  auto r = run_model(m);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["array_leaves"], 80) << "the array layer split";
+  std::size_t images = 0;
+  for (pm::Unit unit : {pm::Unit::line64, pm::Unit::word8}) {
+    CrashConfig c;
+    c.index = "utree";
+    c.options = {{"leaf_slots", "16"}};
+    c.threads = 1;
+    c.pool_bytes = 512 << 10;
+    c.seed = unit == pm::Unit::word8 ? 202 : 201;
+    c.unit = unit;
+    c.ops = 3000;
+    c.flush_one_in = 2;
+    c.recovery_crash_one_in = 40;
+    auto cr = run_crash(c);
+    ASSERT_FALSE(HasFailure());
+    images += cr.images;
+  }
+  std::printf("utree, one thread: %zu crash images\n", images);
+  EXPECT_GE(images, 5000u);
+}
+
 }  // namespace
 }  // namespace dptree::testing

@@ -110,7 +110,11 @@ class UTree final : public PutIndex<UTree<Slots>> {
   using Inner = btree::BPlusTree<Key, Leaf*, 64, 64, std::greater<Key>>;
 
  public:
-  explicit UTree(pm::Pool& pool) : claim_(pool, kName), pool_(pool) {
+  // `shared`: several threads may use the index (IndexConfig::threads != 1). With one thread
+  // a put takes no lock and links with a plain store and its persist: the dirty bit and the
+  // version bit exist for other threads, which there are none of (as FAST_FAIR, FPTree and
+  // LB+-Tree in their one-thread configuration; docs/indexes.md, uTree).
+  UTree(pm::Pool& pool, bool shared) : claim_(pool, kName), pool_(pool), shared_(shared) {
     root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, kName));
     base_ = reinterpret_cast<std::byte*>(root_) - *pool.root_word();
     list_ = std::make_unique<SlabArena>(pool, &root_->list_dir, sizeof(ListNode), root_->slab_size);
@@ -341,7 +345,12 @@ class UTree final : public PutIndex<UTree<Slots>> {
 
   // CASes link word w from s to `to` (flagged dirty until persisted). Returns false if w
   // changed.
-  static bool publish(std::uint64_t* w, std::uint64_t s, std::uint64_t to) {
+  bool publish(std::uint64_t* w, std::uint64_t s, std::uint64_t to) {
+    if (!shared_) {  // nothing else reads or writes w
+      st(*w, to);
+      pm::persist(w, 8);
+      return true;
+    }
     if (!cas(*w, s, to | kDirty)) return false;
     pm::persist(w, 8);
     std::uint64_t d = to | kDirty;
@@ -353,14 +362,21 @@ class UTree final : public PutIndex<UTree<Slots>> {
     pm::CategoryScope cat(pm::Category::node);
     for (;;) {
       {
-        std::shared_lock inner(inner_mu_);
+        std::shared_lock inner(inner_mu_, std::defer_lock);
+        if (shared_) inner.lock();
         Leaf* l = route(k);
-        std::lock_guard g(l->lock);
+        std::unique_lock g(l->lock, std::defer_lock);
+        if (shared_) g.lock();
         std::uint32_t n = l->n, pos = lower(l, n, k);
         if (pos < n && l->keys[pos] == k) {
           if (!may_update) return false;
-          // In place, bracketed by the version bit (put-get conflicts).
           ListNode* ln = node(l->offs[pos]);
+          if (!shared_) {
+            st(ln->value, v);
+            pm::persist(&ln->value, 8);
+            return true;
+          }
+          // In place, bracketed by the version bit (put-get conflicts).
           pm::update(&ln->next, [](std::atomic_ref<std::uint64_t> x) {
             x.fetch_or(kBusy, std::memory_order_acq_rel);
           });
@@ -388,7 +404,8 @@ class UTree final : public PutIndex<UTree<Slots>> {
   void link_in(Leaf* l, std::uint32_t pos, Key k, Value v) {
     std::uint64_t off;
     {
-      std::lock_guard a(arena_mu_);
+      std::unique_lock a(arena_mu_, std::defer_lock);
+      if (shared_) a.lock();
       off = list_->alloc();
     }
     ListNode* ln = node(off);
@@ -508,6 +525,7 @@ class UTree final : public PutIndex<UTree<Slots>> {
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
+  const bool shared_;  // several threads may use the index: puts lock and link with CASes
   Root* root_ = nullptr;
   std::byte* base_ = nullptr;  // the pool's offset 0
   std::unique_ptr<SlabArena> list_;
@@ -549,8 +567,8 @@ void register_utree_index() {
       true, utree_options().docs(),
       [](pm::Pool& pool, const IndexConfig& cfg) -> std::unique_ptr<Index> {
         if (utree_options().parse(cfg.options).leaf_slots == 16)
-          return std::make_unique<baselines::UTree<16>>(pool);
-        return std::make_unique<baselines::UTree<64>>(pool);
+          return std::make_unique<baselines::UTree<16>>(pool, cfg.threads != 1);
+        return std::make_unique<baselines::UTree<64>>(pool, cfg.threads != 1);
       });
 }
 

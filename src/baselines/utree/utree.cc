@@ -344,7 +344,7 @@ class UTree final : public PutIndex<UTree<Slots>> {
   }
 
   // CASes link word w from s to `to` (flagged dirty until persisted). Returns false if w
-  // changed.
+  // changed. With one thread, a plain store of `to` and its persist: nothing can change w.
   bool publish(std::uint64_t* w, std::uint64_t s, std::uint64_t to) {
     if (!shared_) {  // nothing else reads or writes w
       st(*w, to);

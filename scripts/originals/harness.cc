@@ -1,20 +1,26 @@
 // One tight loop that drives a published original and our port over the same keys
 // (scripts/originals/compare; docs/peers.md, "Against the originals"). Built one of these ways:
-//   -DIMPL_FASTFAIR  the original FAST_FAIR's single-threaded tree (its btree.h)
+//   -DIMPL_FASTFAIR  the original FAST_FAIR (its single/ or, for threads, concurrent/ btree.h)
 //   -DIMPL_LBTREE    the original LB+-Tree (its lbtree.cc, whose main() is renamed)
 //   -DIMPL_ROART     the original ROART (its Tree.h, linked with its ART and nvm_mgr sources)
 //   -DIMPL_UTREE     the original uTree's single-threaded tree (its utree.h)
+//   -DIMPL_UTREE_MT  the original uTree's concurrent tree (its multiThread/utree/utree.h)
 //   -DIMPL_PACTREE   the original PACTree (its pactree.h, linked with its two libraries)
 //   -DIMPL_OURS      our index named by argv[2], through the public Index interface
 // usage: harness KEYS [INDEX]. Inserts KEYS distinct keys in one order, then looks every key
-// up in another, uses every result, and prints one JSON line.
+// up in another, uses every result, and prints one JSON line. THREADS=T (default 1) splits
+// each phase over T threads, thread t taking every T-th key from the t-th: each original's
+// concurrent form and ours with IndexConfig::threads = T.
 // Environment (ours): PREFAULT=1 maps the pool's pages before the timed loop, as the original
 // LB+-Tree's pool initialisation touches every page of its pool; POOL_GIB=N sizes the pool
 // (default 2, the original LB+-Tree's; ROART needs more at 10M keys).
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +29,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -79,11 +86,28 @@ long huge_kib(const char* field) {
   return kib;
 }
 
+// THREADS from the environment: the threads each phase runs on.
+unsigned threads() {
+  const char* t = std::getenv("THREADS");
+  const unsigned long v = t ? std::strtoul(t, nullptr, 10) : 1;
+  if (v < 1 || v > 64) {
+    std::fprintf(stderr, "harness: THREADS must be 1-64\n");
+    std::exit(2);
+  }
+  return static_cast<unsigned>(v);
+}
+
+// What a thread does before its first operation and after its last (most originals: nothing).
+struct NoThreadHooks {
+  void thread_begin(unsigned) {}
+  void thread_end() {}
+};
+
 }  // namespace
 
 #if defined(IMPL_FASTFAIR)
 #include "btree.h"
-struct Impl {
+struct Impl : NoThreadHooks {
   const char* name = "fastfair";
   const char* impl = "original";
   btree* t = new btree();
@@ -99,7 +123,7 @@ struct KeyOne : keyInput {
   key_type k;
   Int64 get_key(Int64) override { return k; }
 };
-struct Impl {
+struct Impl : NoThreadHooks {
   const char* name = "lbtree";
   const char* impl = "original";
   const std::string pool_file = shm_file("lbtree.nvm");
@@ -129,6 +153,7 @@ struct Impl {
 };
 #elif defined(IMPL_ROART)
 #include "Tree.h"
+#include "threadinfo.h"
 // Its keys are byte strings: an integer key goes in as its 8 bytes big-endian, as ours does,
 // so that the trie is ordered by value. The value is 8 bytes stored in the leaf.
 struct Impl {
@@ -142,6 +167,9 @@ struct Impl {
     std::filesystem::remove(pool_file);  // an existing file would be recovered
     t = new PART_ns::Tree();
   }
+  // Every thread but the one that made the tree registers with its epoch and allocator.
+  void thread_begin(unsigned) { NVMMgr_ns::register_threadinfo(); }
+  void thread_end() { NVMMgr_ns::unregister_threadinfo(); }
   void insert(std::uint64_t k, std::uint64_t v) {
     std::uint64_t be = __builtin_bswap64(k);
     PART_ns::Key key;
@@ -173,7 +201,7 @@ struct Impl {
 // test maps /dev/dax0.0): here a shared mapping of a 2 GiB /dev/shm file, ours' pool size.
 char* start_addr;
 char* curr_addr;
-struct Impl {
+struct Impl : NoThreadHooks {
   const char* name = "utree";
   const char* impl = "original";
   const std::string pool_file = shm_file("utree.pm");
@@ -201,6 +229,49 @@ struct Impl {
     std::filesystem::remove(pool_file);
   }
 };
+#elif defined(IMPL_UTREE_MT)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "utree.h"
+// Its list nodes come from a bump pointer per thread over a PM mapping the program provides (its
+// own driver maps /dev/dax0.0 and gives each thread a range): here a shared mapping of a sparse
+// /dev/shm file, 2 GiB for the thread that makes the tree and 2 GiB for each worker.
+__thread char* start_addr;
+__thread char* curr_addr;
+struct Impl {
+  const char* name = "utree";
+  const char* impl = "original";
+  const std::string pool_file = shm_file("utree-mt.pm");
+  static constexpr std::size_t kSlice = 2ull << 30;
+  const std::size_t size = kSlice * (threads() + 1);
+  char* base;
+  btree* t;
+  Impl() {
+    const int fd = open(pool_file.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, size) != 0) {
+      std::fprintf(stderr, "harness: cannot create %s\n", pool_file.c_str());
+      std::exit(2);
+    }
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+      std::fprintf(stderr, "harness: cannot map %s\n", pool_file.c_str());
+      std::exit(2);
+    }
+    base = start_addr = curr_addr = static_cast<char*>(p);
+    t = new btree();
+  }
+  void thread_begin(unsigned tid) { start_addr = curr_addr = base + kSlice * (tid + 1); }
+  void thread_end() {}
+  void insert(std::uint64_t k, std::uint64_t v) { t->insert((entry_key_t)k, (char*)v); }
+  std::uint64_t lookup(std::uint64_t k) { return (std::uint64_t)t->search((entry_key_t)k); }
+  void finish() {
+    munmap(base, size);
+    std::filesystem::remove(pool_file);
+  }
+};
 #elif defined(IMPL_PACTREE)
 #include "pactree.h"
 // Its three pools (data layer, search layer, operation log) are PMDK pools in /dev/shm; the
@@ -219,6 +290,8 @@ struct Impl {
     t = new pactree(1);
     t->registerThread();
   }
+  void thread_begin(unsigned) { t->registerThread(); }
+  void thread_end() { t->unregisterThread(); }
   void insert(std::uint64_t k, std::uint64_t v) { t->insert(k, v); }
   std::uint64_t lookup(std::uint64_t k) { return t->lookup(k); }
   void finish() {
@@ -229,7 +302,7 @@ struct Impl {
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
-struct Impl {
+struct Impl : NoThreadHooks {
   std::string name;
   const char* impl = "ours";
   const std::string pool_file = shm_file("ours.pool");
@@ -246,7 +319,7 @@ struct Impl {
     }
     dptree::IndexConfig cfg;
     cfg.pool = pool.get();
-    cfg.threads = 1;
+    cfg.threads = threads();
     idx = dptree::find_index(name).create(cfg);
   }
   void insert(std::uint64_t k, std::uint64_t v) { idx->upsert(k, v); }
@@ -258,6 +331,102 @@ struct Impl {
   }
 };
 #endif
+
+namespace {
+
+struct Timed {
+  double t0, t1, t2;  // start, inserts done, lookups done
+  Usage u1;           // after the inserts
+  std::uint64_t sum = 0, found = 0;
+};
+
+// One thread: the plain loops.
+template <class I>
+Timed run_one(I& impl, std::size_t n) {
+  Timed r{};
+  r.t0 = now();
+  for (std::size_t i = 1; i < n; ++i) impl.insert(g_keys[i], g_keys[i]);
+  r.t1 = now();
+  r.u1 = usage();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t v = impl.lookup(g_order[i]);
+    r.sum += v;
+    r.found += v == g_order[i];
+  }
+  r.t2 = now();
+  return r;
+}
+
+// A phase's threads and the timing thread meet here: every thread starts a phase together, and
+// a phase ends when its last thread arrives.
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(unsigned parties) : parties_(parties) {}
+  void wait() {
+    const unsigned gen = gen_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      gen_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    while (gen_.load(std::memory_order_acquire) == gen) std::this_thread::yield();
+  }
+
+ private:
+  const unsigned parties_;
+  std::atomic<unsigned> arrived_{0}, gen_{0};
+};
+
+// Thread t runs on CPU t (mod the CPUs), as the originals' own drivers pin theirs: PACTree
+// picks a split's log slot by the core it runs on, and two threads sharing a core reuse slots.
+void pin_to_cpu(unsigned t) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(t % std::thread::hardware_concurrency(), &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+    std::fprintf(stderr, "harness: cannot pin a thread to CPU %u\n", t);
+    std::exit(2);
+  }
+}
+
+// T threads: thread t inserts keys t+1, t+1+T, ... and looks up g_order[t], g_order[t+T], ...
+template <class I>
+Timed run_threads(I& impl, std::size_t n, unsigned nthreads) {
+  SpinBarrier phase(nthreads + 1);
+  std::vector<std::uint64_t> sums(nthreads), founds(nthreads);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < nthreads; ++t)
+    pool.emplace_back([&, t] {
+      pin_to_cpu(t);
+      impl.thread_begin(t);
+      phase.wait();
+      for (std::size_t i = 1 + t; i < n; i += nthreads) impl.insert(g_keys[i], g_keys[i]);
+      phase.wait();
+      std::uint64_t sum = 0, found = 0;
+      for (std::size_t i = t; i < n; i += nthreads) {
+        const std::uint64_t v = impl.lookup(g_order[i]);
+        sum += v;
+        found += v == g_order[i];
+      }
+      sums[t] = sum;
+      founds[t] = found;
+      phase.wait();
+      impl.thread_end();
+    });
+  Timed r{};
+  phase.wait();
+  r.t0 = now();
+  phase.wait();
+  r.t1 = now();
+  r.u1 = usage();
+  phase.wait();
+  r.t2 = now();
+  for (auto& th : pool) th.join();
+  for (unsigned t = 0; t < nthreads; ++t) r.sum += sums[t], r.found += founds[t];
+  return r;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 10000000;
@@ -277,18 +446,12 @@ int main(int argc, char** argv) {
 #else
   impl.insert(g_keys[0], g_keys[0]);
 #endif
+  const unsigned nthreads = threads();
   const Usage u0 = usage();
-  const double t0 = now();
-  for (std::size_t i = 1; i < n; ++i) impl.insert(g_keys[i], g_keys[i]);
-  const double t1 = now();
-  const Usage u1 = usage();
-  std::uint64_t sum = 0, found = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t v = impl.lookup(g_order[i]);
-    sum += v;
-    found += v == g_order[i];
-  }
-  const double t2 = now();
+  const Timed r = nthreads == 1 ? run_one(impl, n) : run_threads(impl, n, nthreads);
+  const double t0 = r.t0, t1 = r.t1, t2 = r.t2;
+  const Usage u1 = r.u1;
+  const std::uint64_t sum = r.sum, found = r.found;
   std::uint64_t expect = 0;
   for (auto k : g_keys) expect += k;
   // Whether the heap or the pool got huge pages moves both sides' figures: measured with the
@@ -298,9 +461,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"index\": \"%s\", \"impl\": \"%s\", \"keys\": %zu, \"insert_mops\": %.4f, "
       "\"lookup_mops\": %.4f, \"found\": %llu, \"sum_ok\": %s, \"insert_sys_s\": %.3f, "
-      "\"insert_page_faults\": %ld, \"anon_huge_kib\": %ld, \"shmem_pmd_kib\": %ld}\n",
+      "\"insert_page_faults\": %ld, \"anon_huge_kib\": %ld, \"shmem_pmd_kib\": %ld, "
+      "\"threads\": %u}\n",
       std::string(impl.name).c_str(), impl.impl, n, (n - 1) / (t1 - t0) / 1e6, n / (t2 - t1) / 1e6,
       (unsigned long long)found, sum == expect ? "true" : "false", u1.sys_s - u0.sys_s,
-      u1.faults - u0.faults, anon_huge, shmem_huge);
+      u1.faults - u0.faults, anon_huge, shmem_huge, nthreads);
   return found == n && sum == expect ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 """Ratios of ours to the original per round, from scripts/originals/compare's JSON lines, and
 their median and range: one table, every round in it. A file may hold several runs of the
-script (their `run` field, the time each started; lines without one are one run)."""
+script (their `run` field, the time each started; lines without one are one run), and runs at
+several thread counts (`threads`; lines without it ran one thread)."""
 import json
 import statistics
 import sys
@@ -8,6 +9,8 @@ import sys
 
 def main(path):
     runs = [json.loads(line) for line in open(path) if line.strip()]
+    failed = [r for r in runs if "failed" in r]
+    runs = [r for r in runs if "failed" not in r]
     bad = [r for r in runs if r["found"] != r["keys"] or not r["sum_ok"]]
     if bad:
         sys.exit(f"summary: {len(bad)} run(s) lost keys: {bad[0]}")
@@ -15,8 +18,11 @@ def main(path):
           "| ours / original insert | lookup | load |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     ratios = {}
-    for index in dict.fromkeys(r["index"] for r in runs):
-        mine = [r for r in runs if r["index"] == index]
+    for r in runs:
+        t = r.get("threads", 1)
+        r["label"] = r["index"] if t == 1 else f"{r['index']}, {t} threads"
+    for index in dict.fromkeys(r["label"] for r in runs):
+        mine = [r for r in runs if r["label"] == index]
         for key in sorted({(r.get("run", ""), r["round"]) for r in mine}):
             pair = {r["impl"]: r for r in mine if (r.get("run", ""), r["round"]) == key}
             if set(pair) != {"original", "ours"}:
@@ -35,6 +41,10 @@ def main(path):
             v = [r[i] for r in rs]
             print(f"{index} {what}: ours / original median {statistics.median(v):.2f}x "
                   f"(range {min(v):.2f}-{max(v):.2f}, {len(v)} rounds)")
+    for r in failed:
+        t = r.get("threads", 1)
+        print(f"failed: {r['impl']} {r['index']} at {t} thread(s), round {r.get('round')} of run "
+              f"{r.get('run', '')}, exit {r['failed']}: {r.get('output_tail', '')!r}")
 
 
 if __name__ == "__main__":

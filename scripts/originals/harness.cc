@@ -52,9 +52,16 @@ void make_keys(std::size_t n) {
   std::shuffle(g_order.begin(), g_order.end(), std::mt19937_64(777));
 }
 
-// A file in /dev/shm named for this process, so that two runs at once keep apart.
+// The folder of every PM file of both sides: POOL_DIR, else /dev/shm (4 KiB pages here; a tmpfs
+// mounted with huge=always gives 2 MiB pages, as DAX does).
+std::string pool_dir() {
+  const char* d = std::getenv("POOL_DIR");
+  return d && *d ? d : "/dev/shm";
+}
+
+// A file in the pool folder named for this process, so that two runs at once keep apart.
 std::string shm_file(const char* stem) {
-  return "/dev/shm/dptree-originals-" + std::string(stem) + "-" + std::to_string(getpid());
+  return pool_dir() + "/dptree-originals-" + std::string(stem) + "-" + std::to_string(getpid());
 }
 
 double now() {
@@ -198,7 +205,8 @@ struct Impl {
 
 #include "utree.h"
 // Its list nodes come from a bump pointer over a PM mapping that the program provides (its own
-// test maps /dev/dax0.0): here a shared mapping of a 2 GiB /dev/shm file, ours' pool size.
+// test maps /dev/dax0.0): here a shared mapping of a 2 GiB file in the pool folder, ours' pool
+// size.
 char* start_addr;
 char* curr_addr;
 struct Impl : NoThreadHooks {
@@ -237,7 +245,7 @@ struct Impl : NoThreadHooks {
 #include "utree.h"
 // Its list nodes come from a bump pointer per thread over a PM mapping the program provides (its
 // own driver maps /dev/dax0.0 and gives each thread a range): here a shared mapping of a sparse
-// /dev/shm file, 2 GiB for the thread that makes the tree and 2 GiB for each worker.
+// file in the pool folder, 2 GiB for the thread that makes the tree and 2 GiB for each worker.
 __thread char* start_addr;
 __thread char* curr_addr;
 struct Impl {
@@ -274,19 +282,20 @@ struct Impl {
 };
 #elif defined(IMPL_PACTREE)
 #include "pactree.h"
-// Its three pools (data layer, search layer, operation log) are PMDK pools in /dev/shm; the
+// Its three pools (data layer, search layer, operation log) are PMDK pools in the pool folder,
+// where the script's rewrite of its source puts them (the same POOL_DIR at build and run); the
 // script runs it with PMEM_IS_PMEM_FORCE=1, as its README says for memory that is not PM, so
 // that PMDK persists with clwb and sfence rather than msync. One NUMA node: pactree(1) starts
 // its search-layer updater and its combiner thread beside this one.
 struct Impl {
   const char* name = "pactree";
   const char* impl = "original";
-  static constexpr const char* kPools[] = {"/dev/shm/dptree-originals-pactree-dl",
-                                           "/dev/shm/dptree-originals-pactree-sl",
-                                           "/dev/shm/dptree-originals-pactree-log"};
+  const std::string kPools[3] = {pool_dir() + "/dptree-originals-pactree-dl",
+                                 pool_dir() + "/dptree-originals-pactree-sl",
+                                 pool_dir() + "/dptree-originals-pactree-log"};
   pactree* t;
   Impl() {
-    for (const char* f : kPools) std::filesystem::remove(f);  // existing pools would be opened
+    for (const auto& f : kPools) std::filesystem::remove(f);  // existing pools would be opened
     t = new pactree(1);
     t->registerThread();
   }
@@ -295,7 +304,7 @@ struct Impl {
   void insert(std::uint64_t k, std::uint64_t v) { t->insert(k, v); }
   std::uint64_t lookup(std::uint64_t k) { return t->lookup(k); }
   void finish() {
-    for (const char* f : kPools) std::filesystem::remove(f);
+    for (const auto& f : kPools) std::filesystem::remove(f);
   }
 };
 #elif defined(IMPL_OURS)

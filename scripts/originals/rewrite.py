@@ -1,11 +1,15 @@
 """The few edits scripts/originals/compare makes to its scratch copies of the originals, so that
-both sides persist the same way (clwb per line, sfence) and keep their files in /dev/shm.
+both sides persist the same way (clwb per line, sfence) and keep their files in the pool folder
+(POOL_DIR, else /dev/shm).
 usage: rewrite.py ORIGINAL FILE...   (each FILE is edited in place; it must be a scratch copy)
 
 Every edit must match exactly once: a version of an original that this script does not know
 stops the build instead of being measured half-changed."""
+import os
 import re
 import sys
+
+POOL_DIR = os.environ.get("POOL_DIR") or "/dev/shm"
 
 CLWB_SFENCE = ('  volatile char *ptr = (char *)((unsigned long)data & ~(CACHE_LINE_SIZE - 1));\n'
                '  for (; ptr < data + len; ptr += CACHE_LINE_SIZE)\n'
@@ -70,10 +74,10 @@ def pactree(path, text):
         # node, picked per allocation by rdtscp's chip id) is off, as its README allows.
         return sub_once(f"PACTree's MULTIPOOL in {path}", r'\n#define MULTIPOOL\n', '\n', text)
     if path.endswith('pactree.cpp'):
-        # Its pools: /dev/shm/dptree-originals-pactree-{dl,sl,log} instead of /mnt/pmem0/...
+        # Its pools: POOL_DIR/dptree-originals-pactree-{dl,sl,log} instead of /mnt/pmem0/...
         for name in ('dl', 'sl', 'log'):
             text = sub_once(f"PACTree's /mnt/pmem0/{name} in {path}", f'"/mnt/pmem0/{name}"',
-                            f'"/dev/shm/dptree-originals-pactree-{name}"', text)
+                            f'"{POOL_DIR}/dptree-originals-pactree-{name}"', text)
         return text
     sys.exit(f"rewrite: nothing to change in PACTree's {path}")
 

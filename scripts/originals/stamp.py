@@ -2,7 +2,7 @@
 """Stamps one harness JSON line (scripts/originals/compare): its round, the load before and
 after, the commit of the code run, the start of the run, and the machine state that moves the
 figures between runs (docs/peers.md, "Against the originals"), as `dptree bench` records it:
-THP settings, the pool file system, CPU model, kernel and whether a DAMON monitor runs."""
+THP settings, the pool folder and its file system, the heap's malloc tunables, CPU model, kernel and whether a DAMON monitor runs."""
 import json
 import os
 import platform
@@ -37,16 +37,19 @@ def cpu_model():
 
 
 def shm_fs():
-    """Type and huge= option of the mount that holds /dev/shm, where both sides' pools are."""
-    best, out = "", {"pool_fs": "", "pool_fs_huge": ""}
+    """Type and huge= option of the mount that holds the pool folder (POOL_DIR, else /dev/shm),
+    where both sides' PM files are."""
+    where = os.path.realpath(os.environ.get("POOL_DIR") or "/dev/shm")
+    best, out = "", {"pool_dir": where, "pool_fs": "", "pool_fs_huge": ""}
     try:
         with open("/proc/mounts") as f:
             for line in f:
                 dev, mnt, typ, opts = line.split()[:4]
-                if "/dev/shm".startswith(mnt) and len(mnt) >= len(best):
+                inside = where == mnt or where.startswith(mnt.rstrip("/") + "/")
+                if inside and len(mnt) >= len(best):
                     best = mnt
                     huge = [o[5:] for o in opts.split(",") if o.startswith("huge=")]
-                    out = {"pool_fs": typ, "pool_fs_huge": huge[0] if huge else ""}
+                    out.update(pool_fs=typ, pool_fs_huge=huge[0] if huge else "")
     except OSError:
         pass
     return out
@@ -68,6 +71,7 @@ def main():
         "thp_enabled": selected(thp + "enabled"),
         "thp_defrag": selected(thp + "defrag"),
         "thp_shmem_enabled": selected(thp + "shmem_enabled"),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
         **shm_fs(),
         "cpu_model": cpu_model(),
         "kernel": platform.release(),

@@ -9,7 +9,7 @@
 // value is DPTree's tombstone bit (§2): values above max_value() = 2^63 - 1 are refused with
 // dptree::Error(invalid_argument).
 //
-// Not thread-safe: one thread at a time (the concurrent DPTree of §3 is a separate issue).
+// Not thread-safe: one thread at a time (the concurrent DPTree of §3 is `CDPTree`, cdptree.h).
 #pragma once
 
 #include <cstddef>
@@ -70,7 +70,7 @@ class DPTreeCore {
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const;
   std::size_t size() const;
   DPTreeStats stats() const;
-  // Every structural invariant (see dptree.cc, Impl::check); also that the allocator's live
+  // Every structural invariant (src/st/check.cc lists them); also that the allocator's live
   // blocks are exactly the blocks the tree reaches.
   CheckReport check() const;
   // Merges the buffer tree into the base tree now (§2.3). Throws Error(pool_full) when PM

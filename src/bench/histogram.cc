@@ -1,3 +1,4 @@
+// The latency histogram (histogram.h): merging threads' histograms and reading percentiles.
 #include "bench/histogram.h"
 
 #include <algorithm>

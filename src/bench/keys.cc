@@ -1,3 +1,5 @@
+// Key distributions (keys.h): uniform and Zipfian draws over the ids of a run's records, and
+// the ids that new inserts take.
 #include "bench/keys.h"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// Reading the machine's state for a run's report (machine.h): CPU, kernel, THP settings, the
+// pool folder's file system, the load, and the pages the process got as 2 MiB pages.
 #include "bench/machine.h"
 
 #include <sys/utsname.h>

@@ -1,3 +1,4 @@
+// The progress bar on stderr (progress.h).
 #include "bench/progress.h"
 
 #include <fmt/core.h>

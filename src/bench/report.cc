@@ -1,3 +1,4 @@
+// Writing runs out (report.h): the table, the JSON with each run's machine state, and the CSV.
 #include "bench/report.h"
 
 #include <fmt/core.h>

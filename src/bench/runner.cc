@@ -1,3 +1,5 @@
+// The benchmark runner (runner.h): the workers, their batches of pre-drawn operations and
+// sampled latencies, preload, recovery measurement and the check of each run's spec.
 #include "bench/runner.h"
 
 #include <pthread.h>

@@ -1,3 +1,5 @@
+// String keys for the benchmark (string_keys.h): the key types and sets, and the byte strings
+// each record id maps to.
 #include "bench/string_keys.h"
 
 #include <fmt/core.h>

@@ -1,3 +1,5 @@
+// Workloads (workload.h): the named mixes, custom mixes and their checks, and the stream of
+// operations a worker draws.
 #include "bench/workload.h"
 
 #include <cctype>

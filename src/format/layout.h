@@ -1,5 +1,5 @@
 // Persistent layout of DPTree: root, owner directory, base-tree leaves (§2.2, Figure 3) and
-// the log page constants (§2.1, Figure 2; the record format is in plog.h). Every offset is
+// the log page constants (§2.1, Figure 2; the record format is in log_page.h). Every offset is
 // from the pool base (pm/pptr.h).
 #pragma once
 

@@ -1,3 +1,5 @@
+// Checks of a DPTree pool's format before anything else reads it (verify.h): the root's magic,
+// version and parameters, and finding the root in a pool.
 #include "format/verify.h"
 
 #include "dptree/error.h"

@@ -1,3 +1,5 @@
+// The §2.4 allocator (dptree/pm/allocator.h): size classes in chunks with a state word each,
+// reserve / activate / free through a block's persistent owner word, and the rebuild on open.
 #include "dptree/pm/allocator.h"
 
 #include <array>

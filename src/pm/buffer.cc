@@ -1,3 +1,5 @@
+// Page-aligned anonymous buffers (dptree/pm/buffer.h) for in-memory pools and crash images,
+// and the cache of freed mappings they are taken from again.
 #include "dptree/pm/buffer.h"
 
 #include <sys/mman.h>

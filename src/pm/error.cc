@@ -1,3 +1,4 @@
+// The names of the error codes (dptree/error.h).
 #include "dptree/error.h"
 
 #include "pm/named.h"

@@ -1,3 +1,5 @@
+// Flush and fence (dptree/pm/persist.h): the flush instruction this CPU has, the emulated
+// media latency, and the per-thread counters of lines and fences.
 #include "dptree/pm/persist.h"
 
 #include <cpuid.h>

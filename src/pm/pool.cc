@@ -1,3 +1,5 @@
+// Pool files (dptree/pm/pool.h): creating, mapping and validating a pool file and its header,
+// and refusing a file that is not one, with the fix in the message.
 #include "dptree/pm/pool.h"
 
 #include <fcntl.h>

@@ -1,3 +1,7 @@
+// The crash simulator's bookkeeping (dptree/pm/sim.h says what it models): the process-wide
+// registry that routes tracked stores, flushes and fences to the simulator of the pool they
+// touch, each line's log of stores since it was durable, and capture(), which lands pending
+// and dirty lines at random to build a crash image.
 #include "dptree/pm/sim.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The table of registered indexes (index_table.h) that find_index() reads.
 #include "registry/index_table.h"
 
 #include <mutex>

@@ -25,7 +25,7 @@ std::size_t DPTreeCore::Impl::check_leaf(Leaf lf, int v, const LeafWalk& walk,
   std::vector<std::pair<u64, std::size_t>> keys;
   for (std::size_t s = 0; s < L.cap; ++s) {
     // Only the current set: a new leaf's other set is not written back (merge.cc) and
-    // may hold anything after a crash until a merge copies the current set over i
+    // may hold anything after a crash until a merge copies the current set over it.
     if (lf.state(v, s) == kBadState) r.fail(at + ": bitmap code 11");
     if (lf.state(v, s) != kOccupied) continue;
     u64 k = lf.key(s);
@@ -33,7 +33,7 @@ std::size_t DPTreeCore::Impl::check_leaf(Leaf lf, int v, const LeafWalk& walk,
     if (k > walk.mk || (!walk.first && k <= walk.prev_max))
       r.fail(at + ": key " + std::to_string(k) + " outside its range");
     if (lf.value(s) & kTombstone) r.fail(at + ": a tombstone in the base tree");
-    // The probe from the key's hash must reach it before an empty slo
+    // The probe from the key's hash must reach it before an empty slot.
     std::size_t p = home_slot(hash_key(k), L.cap), n = 0;
     while (p != s && lf.state(v, p) != kEmpty && n < L.cap) {
       p = p + 1 == L.cap ? 0 : p + 1;

@@ -1,3 +1,5 @@
+// bm-btree's buffer manager (buffer_manager.h): frames for PM pages, fixing a page or a
+// child through its swizzled pointer, and eviction under the leaf budget.
 #include "baselines/bmtree/buffer_manager.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// bm-btree's redo/undo log (redo_undo_log.h): appending records, commit, forcing the log to
+// PM and truncating it.
 #include "baselines/bmtree/redo_undo_log.h"
 
 #include <cstring>

@@ -1,3 +1,5 @@
+// FPTree's string key form (key_forms.h): key blobs in slab slots, their fingerprints, and how
+// a slot's key word names its blob.
 #include "baselines/fptree/key_forms.h"
 
 #include <cstring>

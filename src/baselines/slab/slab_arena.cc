@@ -1,3 +1,5 @@
+// The slab arena (slab_arena.h): slabs taken from the allocator, their slots handed out and
+// released, and the rebuild of the free slots when a pool opens.
 #include "baselines/slab/slab_arena.h"
 
 #include <algorithm>

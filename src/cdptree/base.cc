@@ -107,17 +107,12 @@ bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size
   if (li == s.leaf.size()) return true;
   Leaf lf = cx.leaf(s.leaf[li]);
   ensure_fresh(cx, s, li, lf);
-  std::size_t pos = detail::leaf_lower_bound(lf, s.v, start), got = 0;
+  std::size_t pos = detail::leaf_lower_bound(lf, s.v, start);
   for (;;) {
-    std::size_t cnt = lf.count(s.v);
-    detail::leaf_prefetch_from(lf, s.v, pos);
-    for (; pos < cnt; ++pos) {
-      if (got == n) return false;
-      detail::leaf_prefetch_at(lf, s.v, pos + detail::kScanAhead);
-      std::size_t slot = lf.order(s.v)[pos];
-      out.emplace_back(lf.key(slot), value_ref(lf, slot).load(std::memory_order_acquire));
-      ++got;
-    }
+    n -= detail::leaf_collect(lf, s.v, pos, n, out, [&](std::size_t slot) {
+      return value_ref(lf, slot).load(std::memory_order_acquire);
+    });
+    if (n == 0) return false;
     if (++li == s.leaf.size()) return true;
     lf = cx.leaf(s.leaf[li]);
     ensure_fresh(cx, s, li, lf);

@@ -63,6 +63,24 @@ inline void leaf_prefetch_at(Leaf lf, int v, std::size_t i) {
 inline void leaf_prefetch_from(Leaf lf, int v, std::size_t from, std::size_t n = kScanAhead) {
   for (std::size_t i = from; i < from + n; ++i) leaf_prefetch_at(lf, v, i);
 }
+// Appends version v's entries at order positions pos, pos + 1, ... to out, at most n of them,
+// and returns how many: a scan's loop over one leaf, in both trees. Each read requests the
+// entry kScanAhead positions on, so the misses of the hashed slots overlap. `value_of(slot)`
+// reads a slot's value (the concurrent tree loads it with acquire: it is updated in place).
+template <class ValueOf>
+std::size_t leaf_collect(Leaf lf, int v, std::size_t pos, std::size_t n, std::vector<KVPair>& out,
+                         ValueOf value_of) {
+  const std::size_t cnt = lf.count(v), end = cnt - pos < n ? cnt : pos + n;
+  if (pos >= end) return 0;
+  const std::uint16_t* order = lf.order(v);
+  leaf_prefetch_from(lf, v, pos);
+  for (std::size_t i = pos; i < end; ++i) {
+    if (i + kScanAhead < cnt) __builtin_prefetch(lf.entry(order[i + kScanAhead]));
+    const std::size_t slot = order[i];
+    out.emplace_back(lf.key(slot), value_of(slot));
+  }
+  return end - pos;
+}
 // Appends version v's entries to out, in key order.
 void leaf_entries(Leaf lf, int v, std::vector<KVPair>& out);
 // Slots free for new entries in version nv: free in nv and not holding an entry of 1 - nv.

@@ -50,44 +50,21 @@ std::optional<u64> BaseTree::lookup_at(std::size_t i, u64 k, u64 h, ProbeMode mo
   return lf.value(static_cast<std::size_t>(s));
 }
 
-BaseTree::Cursor::Cursor(const BaseTree& t, u64 start) : t_(t), li_(t.leaf_index(start)) {
-  if (li_ < t_.leaf_.size()) {
-    t_.ensure_meta(li_);
-    const Leaf lf = t_.leaf(t_.leaf_[li_]);
-    pos_ = leaf_lower_bound(lf, t_.cv(), start);
-    leaf_prefetch_from(lf, t_.cv(), pos_);
+bool BaseTree::collect(u64 start, std::size_t n, std::vector<KVPair>& out) const {
+  std::size_t li = leaf_index(start);
+  if (li == leaf_.size()) return true;
+  const int v = cv();
+  ensure_meta(li);
+  Leaf lf = leaf(leaf_[li]);
+  std::size_t pos = leaf_lower_bound(lf, v, start);
+  for (;;) {
+    n -= leaf_collect(lf, v, pos, n, out, [&](std::size_t s) { return lf.value(s); });
+    if (n == 0) return false;
+    if (++li == leaf_.size()) return true;
+    ensure_meta(li);
+    lf = leaf(leaf_[li]);
+    pos = 0;
   }
-  settle();
-}
-
-void BaseTree::Cursor::settle() {
-  while (li_ < t_.leaf_.size()) {
-    t_.ensure_meta(li_);
-    if (pos_ < t_.leaf(t_.leaf_[li_]).count(t_.cv())) return;
-    ++li_;
-    pos_ = 0;
-    if (li_ < t_.leaf_.size()) {
-      t_.ensure_meta(li_);
-      leaf_prefetch_from(t_.leaf(t_.leaf_[li_]), t_.cv(), 0);
-    }
-  }
-}
-
-u64 BaseTree::Cursor::key() const {
-  Leaf lf = t_.leaf(t_.leaf_[li_]);
-  return lf.key(lf.order(t_.cv())[pos_]);
-}
-
-u64 BaseTree::Cursor::value() const {
-  Leaf lf = t_.leaf(t_.leaf_[li_]);
-  return lf.value(lf.order(t_.cv())[pos_]);
-}
-
-void BaseTree::Cursor::next() {
-  ++pos_;
-  if (li_ < t_.leaf_.size())
-    leaf_prefetch_at(t_.leaf(t_.leaf_[li_]), t_.cv(), pos_ + kScanAhead - 1);
-  settle();
 }
 
 }  // namespace dptree::detail

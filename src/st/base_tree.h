@@ -48,20 +48,10 @@ class BaseTree {
   }
   // k in leaves()[i], which the caller found with leaf_index(k); `h` is hash_key(k).
   std::optional<u64> lookup_at(std::size_t i, u64 k, u64 h, ProbeMode mode) const;
-  // Cursor over version cv in key order, from the first key >= start.
-  class Cursor {
-   public:
-    Cursor(const BaseTree& t, u64 start);
-    bool valid() const { return li_ < t_.leaf_.size(); }
-    u64 key() const;
-    u64 value() const;
-    void next();
-
-   private:
-    void settle();
-    const BaseTree& t_;
-    std::size_t li_ = 0, pos_ = 0;
-  };
+  // Appends version cv's entries from the first key >= start to out, in key order, at most
+  // n of them. True when they reach the end of the base tree (fewer than n may then be
+  // appended); false when n were appended and more may follow.
+  bool collect(u64 start, std::size_t n, std::vector<KVPair>& out) const;
 
   std::size_t lazy_rebuilds() const { return lazy_rebuilds_; }
   std::size_t dram_bytes() const {

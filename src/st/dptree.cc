@@ -186,23 +186,37 @@ std::optional<u64> DPTreeCore::Impl::lookup(u64 k) const {
   return base->lookup_at(leaf, k, h, opt.probe);
 }
 
+// The base tree's entries come in batches of what is still wanted (at least 16), collected in
+// one tight loop per leaf (BaseTree::collect); the buffer's are merged in as they come, the
+// buffer's entry hiding the base's of the same key. A batch that stopped at its limit makes
+// its last key the bound: the buffer's entries above it wait for the next batch.
 std::size_t DPTreeCore::Impl::scan(u64 start, std::size_t count, std::vector<KV>& out) const {
   std::size_t got = 0;
   auto bi = buffer.lower_bound(start);
-  BaseTree::Cursor bc(*base, start);
-  while (got < count && (bi.valid() || bc.valid())) {
-    if (bi.valid() && (!bc.valid() || bi.key() <= bc.key())) {
-      if (bc.valid() && bi.key() == bc.key()) bc.next();  // the buffer's entry is newer
-      if (!(bi.value() & kTombstone)) {
-        out.emplace_back(bi.key(), bi.value());
+  std::vector<KVPair>& b = scan_batch;
+  for (u64 cur = start; got < count;) {
+    b.clear();
+    const bool complete = base->collect(cur, std::max<std::size_t>(count - got, 16), b);
+    const u64 bound = complete ? ~u64{0} : b.back().first;
+    std::size_t i = 0;
+    while (got < count) {
+      const bool from_buffer = bi.valid() && bi.key() <= bound;
+      if (!from_buffer && i == b.size()) break;
+      if (from_buffer && (i == b.size() || bi.key() <= b[i].first)) {
+        if (i < b.size() && bi.key() == b[i].first) ++i;  // the buffer's entry is newer
+        if (!(bi.value() & kTombstone)) {
+          out.emplace_back(bi.key(), bi.value());
+          ++got;
+        }
+        ++bi;
+      } else {
+        out.emplace_back(b[i].first, b[i].second);
         ++got;
+        ++i;
       }
-      ++bi;
-    } else {
-      out.emplace_back(bc.key(), bc.value());
-      ++got;
-      bc.next();
     }
+    if (complete || bound == ~u64{0}) break;
+    cur = bound + 1;
   }
   return got;
 }

@@ -47,6 +47,8 @@ struct DPTreeCore::Impl : detail::TreeParts {
   detail::Bloom bloom;
   std::vector<detail::KVPair> merge_entries;  // the buffer in key order, kept across merges
   std::vector<detail::u64> merge_old_leaves;  // a merge's old leaf list, for its collection
+  // A scan's batch of base entries, kept across scans (one thread at a time, as every call).
+  mutable std::vector<detail::KVPair> scan_batch;
 
   // Counters for stats().
   std::size_t merges = 0, failed_merges = 0, undone_leaves = 0, freed = 0;

@@ -130,8 +130,11 @@ TEST(UTreeOneThread, InsertsAtLeafEdgesKeepTheList) {
   ASSERT_NO_FATAL_FAILURE(same("ascending"));
   for (Key k = 2998; k > 1000; k -= 4) put(k);  // many at a leaf's start
   ASSERT_NO_FATAL_FAILURE(same("descending"));
-  for (Key k = 1500; k < 2500; ++k)
-    if (model.erase(k)) ASSERT_TRUE(idx->remove(k));  // empties the leaves in between
+  for (Key k = 1500; k < 2500; ++k) {  // empties the leaves in between
+    if (model.erase(k)) {
+      ASSERT_TRUE(idx->remove(k));
+    }
+  }
   ASSERT_NO_FATAL_FAILURE(same("removed"));
   for (Key k = 2401; k > 1500; k -= 100) put(k);  // into empty leaves, right to left
   for (Key k = 1601; k < 2500; k += 100) put(k + 1);

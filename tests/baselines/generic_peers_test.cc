@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "baselines/generic_peer_fixture.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/pool.h"
 #include "fixtures/concurrent_crash_fixture.h"
+#include "fixtures/key_kinds.h"
 
 namespace dptree::testing {
 namespace {
@@ -97,6 +102,49 @@ TEST(UTreeOneThread, MatchesStdMapAndRecoversEveryImage) {
   }
   std::printf("utree, one thread: %zu crash images\n", images);
   EXPECT_GE(images, 5000u);
+}
+
+// With one thread an insert takes its list successor from the array leaf (the entry at its
+// position) and reads the predecessor's link only at the end of a leaf. Inserts at every
+// place that choice depends on: at leaf ends (ascending), at leaf starts (descending, whose
+// predecessor is in the leaf to the left), into emptied leaves and before the first key.
+// After each round the list (scan and recovery walk it) must hold exactly the model's keys.
+TEST(UTreeOneThread, InsertsAtLeafEdgesKeepTheList) {
+  pm::set_mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  const IndexOptions opts = {{"leaf_slots", "16"}};
+  auto idx = make_index("utree", pool.get(), opts, 1);
+  std::map<Key, Value> model;
+  auto put = [&](Key k) {
+    idx->upsert(k, k * 3);
+    model[k] = k * 3;
+  };
+  auto same = [&](const char* round) {
+    const auto r = idx->check();  // first: a scan of a broken list may not end
+    ASSERT_TRUE(r.ok) << round << ": " << r.problems.front();
+    std::vector<KV> out;
+    idx->scan(0, model.size() + 1, out);
+    ASSERT_EQ(out, std::vector<KV>(model.begin(), model.end())) << round;
+  };
+  for (Key k = 1000; k < 3000; k += 4) put(k);  // each at the end of the last leaf
+  ASSERT_NO_FATAL_FAILURE(same("ascending"));
+  for (Key k = 2998; k > 1000; k -= 4) put(k);  // many at a leaf's start
+  ASSERT_NO_FATAL_FAILURE(same("descending"));
+  for (Key k = 1500; k < 2500; ++k) {  // empties the leaves in between
+    if (model.erase(k)) {
+      ASSERT_TRUE(idx->remove(k));
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(same("removed"));
+  for (Key k = 2401; k > 1500; k -= 100) put(k);  // into empty leaves, right to left
+  for (Key k = 1601; k < 2500; k += 100) put(k + 1);
+  for (Key k = 999; k > 990; --k) put(k);  // before the first key: behind the head
+  ASSERT_NO_FATAL_FAILURE(same("refilled"));
+  EXPECT_GT(extra_stat(*idx, "array_leaves"), 60);  // no merges: the emptied leaves stay
+  idx.reset();
+  idx =
+      make_index("utree", pool.get(), opts, 1);  // recovery rebuilds the array layer from the list
+  ASSERT_NO_FATAL_FAILURE(same("recovered"));
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ struct Tree::Checker {
   // Every entry names a used leaf on the array's path, with its key's fingerprint, once.
   void visit_array(const Frame& f, const std::string& at) {
     std::vector<std::string_view> keys;
-    for (u64 e : t.node<LeafArray>(f.w)->entry) {
+    for (const u64* it = t.array_begin(f.w); it != t.array_end(f.w); ++it) {
+      const u64 e = *it;
       if (!e) continue;
       const int cls = entry_class(e);
       if (cls >= kLeafClasses || !t.arenas_[kArenaLeaf0 + cls].is_used(entry_leaf(e))) {

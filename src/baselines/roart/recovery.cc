@@ -126,7 +126,8 @@ bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
   if (!arenas_[kArenaArray].mark_used(off_of(c)))
     problem(at_off("leaf array", off_of(c)) + " is not a leaf-array slot or is reached twice");
   std::size_t n = 0;
-  for (const u64& e : node<LeafArray>(c)->entry) {
+  for (const u64* it = array_begin(c); it != array_end(c); ++it) {
+    const u64 e = *it;
     if (!e) continue;
     int cls = entry_class(e);
     u64 lo = entry_leaf(e);

@@ -41,6 +41,12 @@ std::size_t slot_bytes(int arena) {
   return std::size_t{32} << (arena - kArenaLeaf0);
 }
 
+// The same with one-entry leaf arrays, each a 64-byte line (the write locks' obsolete marks
+// need every array slot 64-byte aligned).
+std::size_t slot_bytes_single(int arena) {
+  return arena == kArenaArray ? 64 : slot_bytes(arena);
+}
+
 }  // namespace
 
 Tree::Tree(pm::Pool& pool, u64 form, unsigned threads) : pool_(pool) {
@@ -58,8 +64,12 @@ Tree::Tree(pm::Pool& pool, u64 form, unsigned threads) : pool_(pool) {
   open(threads);
 }
 
-Tree::Tree(pm::Pool& pool, Root* root, unsigned threads) : pool_(pool), root_(root) {
+Tree::Tree(pm::Pool& pool, Root* root, unsigned threads, std::size_t array_entries)
+    : pool_(pool), root_(root) {
   embedded_ = true;
+  if (array_entries != 1 && array_entries != kArrayEntries)
+    throw Error(Errc::invalid_argument, "roart: leaf arrays hold 1 or 64 entries");
+  array_entries_ = array_entries;
   if (root_->magic == 0) {  // new: the slab size first, then the magic that says it is set
     pm::store(&root_->slab_size, SlabArena::slab_size_for(pool.size()));
     pm::store(&root_->form, kFormStrings);
@@ -76,7 +86,8 @@ Tree::Tree(pm::Pool& pool, Root* root, unsigned threads) : pool_(pool), root_(ro
 void Tree::open(unsigned threads) {
   concurrent_ = threads != 1;
   if (concurrent_) locks_ = std::make_unique<WriteLocks>(pool_.size());
-  arenas_.create(pool_, root_->dir, root_->slab_size, slot_bytes, concurrent_);
+  arenas_.create(pool_, root_->dir, root_->slab_size,
+                 array_entries_ == 1 ? slot_bytes_single : slot_bytes, concurrent_);
   recover();
 }
 
@@ -159,9 +170,8 @@ std::string_view Tree::any_key(u64 w) const {
   while (child_of(w)) {
     w = child_of(w);
     if (tag_of(w) == kArray) {
-      const LeafArray* a = node<LeafArray>(w);
-      for (const u64& e : a->entry)
-        if (u64 x = load8(&e)) return {leaf_at(x)->key(), leaf_at(x)->len};
+      for (const u64* e = array_begin(w); e != array_end(w); ++e)
+        if (u64 x = load8(e)) return {leaf_at(x)->key(), leaf_at(x)->len};
       return {};
     }
     u64 end = load8(&node<NodeHeader>(w)->end);
@@ -224,8 +234,9 @@ u64 Tree::new_array(const std::vector<u64>& entries) {
   Phase ph("array");
   LeafArray a{};
   std::copy(entries.begin(), entries.end(), a.entry);
-  pm::store(pool_.at<LeafArray>(off), a);
-  pm::flush(pool_.at<LeafArray>(off), sizeof(LeafArray));
+  const std::size_t bytes = array_entries_ * sizeof(u64);
+  pm::store_bytes(pool_.at<LeafArray>(off), &a, bytes);
+  pm::flush(pool_.at<LeafArray>(off), bytes);
   return off | kArray;
 }
 

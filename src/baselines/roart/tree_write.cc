@@ -101,7 +101,7 @@ bool Tree::put_in_array(const Slot& s, std::size_t depth, std::string_view k, Va
   LeafArray* a = node<LeafArray>(child_of(*s.word));
   unsigned fp = fingerprint(k);
   int free_at = -1;
-  for (int i = 0; i < int(kArrayEntries); ++i) {
+  for (int i = 0; i < int(array_entries_); ++i) {
     u64 e = a->entry[i];
     if (!e) {
       if (free_at < 0) free_at = i;
@@ -131,8 +131,7 @@ bool Tree::put_in_array(const Slot& s, std::size_t depth, std::string_view k, Va
 // The leaves move by reference; the node is swung in by one store.
 void Tree::split_array(const Slot& s, std::size_t depth, u64 entry) {
   u64 old = child_of(*s.word);
-  std::vector<u64> all(std::begin(node<LeafArray>(old)->entry),
-                       std::end(node<LeafArray>(old)->entry));
+  std::vector<u64> all(array_begin(old), array_end(old));
   all.push_back(entry);
   auto key = [&](u64 e) { return std::string_view(leaf_at(e)->key(), leaf_at(e)->len); };
   std::string_view first = key(all[0]);
@@ -276,7 +275,7 @@ std::optional<bool> Tree::remove_once(std::string_view k) {
   LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
   int at_i = -1, left = 0;
-  for (int i = 0; i < int(kArrayEntries); ++i) {
+  for (int i = 0; i < int(array_entries_); ++i) {
     u64 e = a->entry[i];
     if (!e) continue;
     const Leaf* l = leaf_at(e);

@@ -179,7 +179,9 @@ void split_case(std::map<typename Keys::K, Value> before, typename Keys::K k, bo
     ASSERT_FALSE(::testing::Test::HasFailure());
     for (const char* ph : {"node", "link", "split_drop", "smo"})
       EXPECT_GT(t.phases[ph], 0u) << "no image in phase " << ph;
-    if (left) EXPECT_GT(t.phases["pair"], 0u) << "no image inserting into the old node";
+    if (left) {
+      EXPECT_GT(t.phases["pair"], 0u) << "no image inserting into the old node";
+    }
     EXPECT_GT(t.dropped, 0u) << "no image between the link and the drop";
     EXPECT_GT(t.anchored, 0u) << "no image before the anchor reached the search layer";
     EXPECT_GT(t.inner_after_drop, 0u) << "no recovery crashed while it redid a drop";

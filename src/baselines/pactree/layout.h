@@ -1,9 +1,9 @@
 // PACTree's persistent layout (Kim, Lee, Kim, Min, Kim, Lee, "PACTree: A High Performance
 // Persistent Range Index Using PAC Guidelines", SOSP 2021), as this project builds it: a data
 // layer of linked data nodes holding their key-value pairs inline, unsorted, with one-byte
-// fingerprints (the paper's section 4.2), under a search layer, a persistent ART (our ROART
-// engine with one-leaf arrays) that maps each data node's anchor key to the node.
-// docs/indexes.md gives the design and its departures.
+// fingerprints, and their key range inline (the paper's data layer), under a search layer, a
+// persistent ART (our ROART engine with one-leaf arrays) that maps each data node's anchor key to
+// the node. docs/indexes.md gives the design and its departures.
 #pragma once
 
 #include <cstddef>
@@ -35,15 +35,18 @@ struct Pair {
 };
 
 // A data node: the keys in [its anchor, the next node's anchor). Its first line is what a
-// reader passing by reads: `next`, the valid-pair bitmap and the anchor, so checking that a
-// node covers a key reads only the next node's first line. Every change is one 8-byte store of
-// `next` or `bitmap` after what it names is written back; the anchor never changes.
+// reader passing by reads: `next`, the valid-pair bitmap, the anchor and `limit`, a copy of
+// the next node's anchor word, so checking that a node covers a key reads only the node's own
+// first line (the paper's nodes keep their lowest and highest keys inline the same way). Every
+// change is one 8-byte store of `next` or `bitmap` after what it names is written back; the
+// anchor never changes, and `limit` is redone by recovery from the next node.
 struct DataNode {
   u64 next;         // the next data node, 0 for the last
   u64 bitmap;       // bit i: pair[i] holds a key (bits >= kNodeEntries are never set)
   u64 anchor;       // the anchor's key word (as Pair::key); 0 for the head (below every key)
   u64 anchor_leaf;  // the string form: the entry word of a leaf holding the whole anchor
-  u64 pad[4];
+  u64 limit;        // the next node's `anchor` (stale between a split's link and its drop)
+  u64 pad[3];
   u64 fp[8];  // byte i (little-endian within the words): the fingerprint of pair[i]'s key
   Pair pair[kNodeEntries];
 };

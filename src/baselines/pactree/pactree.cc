@@ -1,5 +1,5 @@
 // PACTree's operations (pactree.h, layout.h). Every change to the data layer is made durable
-// by one 8-byte store after what it names is written back (the paper's section 4.3): a new
+// by one 8-byte store after what it names is written back (the paper's crash consistency): a new
 // pair and its fingerprint into a free slot, then the bitmap bit that makes them valid; a new
 // data node into its left neighbour's `next`. A split's second step, clearing the moved pairs'
 // bits in the old node, is redone by recovery when a crash interrupts it.
@@ -33,7 +33,7 @@ u64 key_word(std::string_view k) {
   return __builtin_bswap64(w);
 }
 
-// The one-byte fingerprint a pair's slot carries (the paper's section 4.2).
+// The one-byte fingerprint a pair's slot carries (the paper's data nodes carry one a key).
 unsigned fingerprint(bool ints, std::string_view k, u64 word) {
   u64 h = (ints ? word : roart::fingerprint(k)) * 0x9E37'79B9'7F4A'7C15ull;
   return static_cast<unsigned>(h >> 56);
@@ -118,10 +118,15 @@ int PacTree::compare_anchor(const Probe& p, u64 n) const {
 }
 
 // Whether data node n still covers p, that is p is below the next node's anchor; `next` is
-// what n's next word held. Reads n's and the next node's first lines only.
+// what n's next word held. Reads n's first line (its `limit`); a string that ties with the
+// limit's 8 bytes reads the next node's anchor leaf. `limit` is read before `next`: a split
+// stores them in the other order, so a new limit comes with its new next. An old limit with a
+// new next only happens under the split's lock, which a reader's version check catches.
 bool PacTree::covers_next(u64 n, const Probe& p, u64& next) const {
+  const u64 limit = load8(&node(n)->limit);
   next = load8(&node(n)->next);
-  return !next || compare_anchor(p, next) < 0;
+  if (!next || p.word < limit) return true;
+  return p.word == limit && !ints_ && compare_anchor(p, next) < 0;
 }
 
 // The data node that covers p: the search layer's greatest anchor <= p, then right along the
@@ -177,7 +182,7 @@ std::string PacTree::anchor_key(u64 n) const {
 }
 
 // A lock-free read of node n is one moment's state when its version did not move meanwhile
-// (the paper's optimistic readers, section 4.4); with one thread there is nothing to check.
+// (the paper's optimistic readers); with one thread there is nothing to check.
 std::optional<Value> PacTree::lookup(std::string_view key) const {
   roart::Epochs::Guard g(arenas_.epochs());
   const Probe p = probe(key);
@@ -331,7 +336,7 @@ void PacTree::insert_pair(u64 n, const Probe& p, Value v) {
   publish_bitmap(n, bitmap | u64{1} << i);
 }
 
-// Data node n is full (the paper's section 4.3): the upper half of its keys, with p if it
+// Data node n is full (the paper's split): the upper half of its keys, with p if it
 // belongs there, goes to a new node written back and linked after n by one store of n's
 // `next`; then one store of n's bitmap drops the moved pairs; then p goes into n if it belongs
 // there, and the new anchor is handed to the search layer. Recovery redoes the drop after a
@@ -347,6 +352,7 @@ void PacTree::split(u64 n, const Probe& p, Value v) {
   u64 m = take(kArenaNode);
   DataNode img{};
   img.next = d->next;
+  img.limit = d->limit;
   img.anchor = d->pair[keys[half].second].key;
   if (!ints_) img.anchor_leaf = new_pair(probe(anchor), 0).val;
   u64 moved = 0;
@@ -377,9 +383,10 @@ void PacTree::split(u64 n, const Probe& p, Value v) {
     pm::persist(&d->next, 8);
   }
   {
-    Phase ph("split_drop");  // recovery drops what a crash leaves here
+    Phase ph("split_drop");  // recovery redoes both stores after a crash here
+    pm::store_release(&d->limit, img.anchor);
     pm::store_release(&d->bitmap, d->bitmap & ~moved);
-    pm::persist(&d->bitmap, 8);  // before a slot it frees is written again
+    pm::persist(d, 64);  // the first line, before a slot the drop frees is written again
   }
   if (!right) insert_pair(n, p, v);
   ++splits_;

@@ -1,12 +1,13 @@
 // PACTree's recovery and check(). The data layer is the truth; recovery walks it from the head:
 // it checks every word before following it (PM is untrusted), marks the slots it reaches
-// (a slot a crash left allocated but unlinked is free again), and drops the pairs a crash left
-// behind in a split (keys at or above the next node's anchor: the next node holds them) by
-// rewriting the node's bitmap. That store is idempotent, so a crash inside recovery leaves
+// (a slot a crash left allocated but unlinked is free again), and finishes a split a crash
+// interrupted after its link: it drops the pairs left behind (keys at or above the next node's
+// anchor: the next node holds them) by rewriting the node's bitmap, and sets the node's
+// `limit` to the next node's anchor. Those stores are idempotent, so a crash inside recovery leaves
 // what the next recovery redoes. The search layer recovers itself (the ROART engine); then every
 // anchor it holds must name the data node of that anchor, and the anchors a crash kept from it
 // (the asynchronous updater had not inserted them) are inserted. The paper keeps them in a
-// persistent SMO log instead (section 4.3); here the walk finds them.
+// persistent SMO log instead; here the walk finds them.
 #include <algorithm>
 #include <bit>
 #include <set>
@@ -88,19 +89,27 @@ std::vector<u64> PacTree::recover_list() {
 }
 
 // Each node's valid pairs hold keys in [its anchor, the next anchor), once each, with their
-// fingerprints; those at or above the next anchor are a split's leftovers and are dropped
-// (after the walk, by one idempotent store of the node's bitmap).
+// fingerprints; those at or above the next anchor are a split's leftovers and are dropped, and
+// `limit` is set to the next anchor (after the walk, by idempotent stores to the first line).
 void PacTree::recover_pairs(const std::vector<u64>& nodes) {
-  std::vector<std::pair<u64, u64>> fixes;  // node, bitmap
+  struct Fix {
+    u64 n, bitmap, limit;
+  };
+  std::vector<Fix> fixes;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    u64 keep = recover_node(nodes[i], i + 1 < nodes.size() ? nodes[i + 1] : 0, i == 0);
-    if (keep != node(nodes[i])->bitmap) fixes.emplace_back(nodes[i], keep);
+    const u64 next = i + 1 < nodes.size() ? nodes[i + 1] : 0;
+    const u64 keep = recover_node(nodes[i], next, i == 0);
+    const u64 limit = next ? node(next)->anchor : 0;
+    if (keep != node(nodes[i])->bitmap || limit != node(nodes[i])->limit)
+      fixes.push_back({nodes[i], keep, limit});
   }
   leftovers_cleared_ = 0;
-  for (auto [n, keep] : fixes) {
-    leftovers_cleared_ += std::popcount(node(n)->bitmap ^ keep);
-    pm::store(&node(n)->bitmap, keep);
-    pm::flush(&node(n)->bitmap, 8);
+  for (const Fix& f : fixes) {
+    DataNode* d = node(f.n);
+    leftovers_cleared_ += std::popcount(d->bitmap ^ f.bitmap);
+    pm::store(&d->bitmap, f.bitmap);
+    pm::store(&d->limit, f.limit);
+    pm::flush(d, 64);
   }
   if (!fixes.empty()) pm::fence();
 }
@@ -174,6 +183,8 @@ CheckReport PacTree::check() const {
       missing += !held.contains(n);
     }
     if (d->bitmap >> kNodeEntries) r.fail(at("data node", n) + " has bits past its slots");
+    if (d->limit != (d->next ? node(d->next)->anchor : 0))
+      r.fail(at("data node", n) + " has a limit that is not the next node's anchor");
     std::vector<std::string> keys;
     for (u64 live = d->bitmap & ((u64{1} << kNodeEntries) - 1); live; live &= live - 1) {
       const int i = std::countr_zero(live);

@@ -1,5 +1,5 @@
-// PACTree's versioned locks (the paper's section 4.4: writers lock a data node, readers take
-// none and retry when the node's version moved while they read it). A data node's pairs are
+// PACTree's versioned locks (the paper's concurrency control: writers lock a data node, readers
+// take none and retry when the node's version moved while they read it). A data node's pairs are
 // rewritten in place (a removed pair's slot takes the next insert), so a reader that saw a
 // pair's bit set must know that neither the key nor the value it read were replaced meanwhile.
 //

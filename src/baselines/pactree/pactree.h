@@ -67,7 +67,9 @@ class PacTree {
   using Emit = std::function<void(std::string_view, Value)>;
   using Arenas = roart::ArenaSet<kArenas>;
 
-  DataNode* node(u64 off) const { return pool_.at<DataNode>(off); }
+  // Node offsets here are never 0 (recovery checked them): no null case for the compiler to
+  // see, as Pool::at has (GCC 12 warned of atomic loads at offsets from its null).
+  DataNode* node(u64 off) const { return reinterpret_cast<DataNode*>(pool_.base() + off); }
   Probe probe(std::string_view k) const;
   const Leaf* leaf(u64 entry) const { return pool_.at<Leaf>(roart::entry_leaf(entry)); }
   int compare_anchor(const Probe& p, u64 n) const;  // <0, 0, >0: p against n's anchor

@@ -131,11 +131,13 @@ bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
     if (!e) continue;
     int cls = entry_class(e);
     u64 lo = entry_leaf(e);
-    if (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].mark_used(lo))
+    const bool inside = in_slot(c, e);
+    if (!inside && (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].mark_used(lo)))
       problem(at_off("leaf", lo) + " (in leaf array " + std::to_string(off_of(c)) +
               ") is not a leaf slot of its class or is reached twice");
     const Leaf* l = leaf_at(e);
-    if (l->len == 0 || l->len > kMaxKeyBytes || sizeof(Leaf) + l->len > (std::size_t{32} << cls))
+    const std::size_t room = inside ? sizeof(Leaf) + kInSlotKeyBytes : std::size_t{32} << cls;
+    if (l->len == 0 || l->len > kMaxKeyBytes || sizeof(Leaf) + l->len > room)
       problem(at_off("leaf", lo) + " has an impossible key length " + std::to_string(l->len));
     std::string_view k(l->key(), l->len);
     if ((end ? k.size() != depth : k.size() < depth) || !p.holds(k))

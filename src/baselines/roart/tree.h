@@ -131,6 +131,9 @@ class Tree {
                     bool may_update);
   u64 new_leaf(std::string_view k, Value v);
   u64 new_array(const std::vector<u64>& entries);
+  u64 new_array_of(std::string_view k, Value v);
+  u64 array_with_leaf(u64 off, std::string_view k, Value v);
+  bool in_slot(u64 array, u64 entry) const;
   u64 new_node(std::size_t depth, std::string_view prefix, u64 end,
                const std::vector<std::pair<int, u64>>& kids);
   void split_array(const Slot& s, std::size_t depth, u64 entry);

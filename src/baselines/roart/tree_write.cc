@@ -57,7 +57,7 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
       if (!may_insert) return false;
       Locked g(*this, s, 0);
       if (!g) return std::nullopt;
-      publish(s, new_array({new_leaf(k, v)}));
+      publish(s, new_array_of(k, v));
       ++records_;
       return true;
     }
@@ -87,7 +87,7 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
       if (!may_insert) return false;
       Locked g(*this, s, w);
       if (!g || find_child(w, uc(k[b])).word) return std::nullopt;  // or added meanwhile
-      add_child(Slot{s.word, s.hi, s.parent, s.byte, w}, uc(k[b]), new_array({new_leaf(k, v)}));
+      add_child(Slot{s.word, s.hi, s.parent, s.byte, w}, uc(k[b]), new_array_of(k, v));
       ++records_;
       return true;
     }
@@ -177,7 +177,7 @@ void Tree::split_prefix(const Slot& s, std::size_t depth, std::size_t m, std::st
     pm::store_bytes(at(copy), img.data(), kNodeSlot[arena]);
     pm::flush(at(copy), kNodeSlot[arena]);
   }
-  u64 arr = new_array({new_leaf(k, v)});
+  u64 arr = new_array_of(k, v);
   std::vector<std::pair<int, u64>> kids{{uc(pfx[m - depth]), copy | tag_of(w)}};
   if (k.size() > m) kids.emplace_back(uc(k[m]), arr);
   std::sort(kids.begin(), kids.end());
@@ -288,7 +288,7 @@ std::optional<bool> Tree::remove_once(std::string_view k) {
   if (at_i < 0) return false;
   u64 gone = a->entry[at_i];
   unlink(Slot{&a->entry[at_i]});
-  retire(kArenaLeaf0 + entry_class(gone), entry_leaf(gone));
+  if (!in_slot(w, gone)) retire(kArenaLeaf0 + entry_class(gone), entry_leaf(gone));
   --records_;
   if (left == 0) {
     unlink(s);

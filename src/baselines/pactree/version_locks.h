@@ -29,10 +29,11 @@ class VersionLocks {
       std::this_thread::yield();
     }
   }
-  // A reader's end: whether what it read since begin() is what one moment held.
+  // A reader's end: whether what it read since begin() is what one moment held. The reader's
+  // loads of node words are acquire loads (load8), so this load cannot move before them (no
+  // fence: ThreadSanitizer does not take atomic_thread_fence).
   bool still(std::uint64_t off, std::uint64_t v) const {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    return at(off).load(std::memory_order_relaxed) == v;
+    return at(off).load(std::memory_order_acquire) == v;
   }
 
   class Guard {

@@ -45,12 +45,16 @@ struct DataNode {
   u64 bitmap;       // bit i: pair[i] holds a key (bits >= kNodeEntries are never set)
   u64 anchor;       // the anchor's key word (as Pair::key); 0 for the head (below every key)
   u64 anchor_leaf;  // the string form: the entry word of a leaf holding the whole anchor
-  u64 limit;        // the next node's `anchor` (stale between a split's link and its drop)
+  u64 limit;        // the next node's `anchor`; kNoLimit in the last node
   u64 pad[3];
   u64 fp[8];  // byte i (little-endian within the words): the fingerprint of pair[i]'s key
   Pair pair[kNodeEntries];
 };
 static_assert(sizeof(DataNode) == 1024 && offsetof(DataNode, pair) == 128);
+
+// The last node's limit: at or above every key word, so that a limit read before a split's new
+// limit, with the split's new `next`, only ever says "covered" (see PacTree::covers_next).
+inline constexpr u64 kNoLimit = ~u64{0};
 
 enum Arena : int { kArenaNode, kArenaLeaf0 };
 inline constexpr int kArenas = kArenaLeaf0 + roart::kLeafClasses;

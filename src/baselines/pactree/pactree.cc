@@ -121,7 +121,9 @@ int PacTree::compare_anchor(const Probe& p, u64 n) const {
 // what n's next word held. Reads n's first line (its `limit`); a string that ties with the
 // limit's 8 bytes reads the next node's anchor leaf. `limit` is read before `next`: a split
 // stores them in the other order, so a new limit comes with its new next. An old limit with a
-// new next only happens under the split's lock, which a reader's version check catches.
+// new next (only while the split holds n's lock) is above the new one, the last node's
+// kNoLimit too, so it can only say "covered" wrongly, never send a key right past its node:
+// writers check again under the lock, and readers' version checks catch it.
 bool PacTree::covers_next(u64 n, const Probe& p, u64& next) const {
   const u64 limit = load8(&node(n)->limit);
   next = load8(&node(n)->next);

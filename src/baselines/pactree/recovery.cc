@@ -41,7 +41,9 @@ void PacTree::recover() {
   arenas_.finish();
   if (root_->head == 0) {  // new: the head node, below every key (a crash before the store
     u64 h = arenas_[kArenaNode].alloc();  // leaves its slot unreached, so free)
-    pm::store(node(h), DataNode{});
+    DataNode head{};
+    head.limit = kNoLimit;
+    pm::store(node(h), head);
     pm::flush(node(h), sizeof(DataNode));
     pm::fence();
     pm::store(&root_->head, h);
@@ -99,7 +101,7 @@ void PacTree::recover_pairs(const std::vector<u64>& nodes) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const u64 next = i + 1 < nodes.size() ? nodes[i + 1] : 0;
     const u64 keep = recover_node(nodes[i], next, i == 0);
-    const u64 limit = next ? node(next)->anchor : 0;
+    const u64 limit = next ? node(next)->anchor : kNoLimit;
     if (keep != node(nodes[i])->bitmap || limit != node(nodes[i])->limit)
       fixes.push_back({nodes[i], keep, limit});
   }
@@ -183,7 +185,7 @@ CheckReport PacTree::check() const {
       missing += !held.contains(n);
     }
     if (d->bitmap >> kNodeEntries) r.fail(at("data node", n) + " has bits past its slots");
-    if (d->limit != (d->next ? node(d->next)->anchor : 0))
+    if (d->limit != (d->next ? node(d->next)->anchor : kNoLimit))
       r.fail(at("data node", n) + " has a limit that is not the next node's anchor");
     std::vector<std::string> keys;
     for (u64 live = d->bitmap & ((u64{1} << kNodeEntries) - 1); live; live &= live - 1) {

@@ -1,8 +1,9 @@
 // The PACTree engine over byte-string keys (layout.h); pactree_index.cc puts the integer and
 // string interfaces over it.
 //
-// Concurrency, as PACTree's: lookups and scans take no lock; a writer locks the one data node
-// it changes, after checking it still covers the key (a split may have moved the key right).
+// Concurrency, as PACTree's: lookups and scans take no lock, and read a data node again when
+// its version moved while they read it (version_locks.h); a writer locks the one data node it
+// changes, after checking it still covers the key (a split may have moved the key right).
 // A split links its new node into the data layer at once, and hands the new anchor to the
 // search layer asynchronously: a background thread (the paper's SMO updater) inserts it. Until
 // then, readers reach the new node from its left neighbour's `next`. With one thread
@@ -21,12 +22,13 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "baselines/pactree/layout.h"
+#include "baselines/pactree/version_locks.h"
 #include "baselines/roart/arena_set.h"
 #include "baselines/roart/epoch.h"
 #include "baselines/roart/tree.h"
-#include "baselines/roart/write_locks.h"
 #include "baselines/slab/slab_arena.h"
 #include "dptree/index.h"
 #include "dptree/pm/pool.h"
@@ -34,6 +36,14 @@
 namespace dptree::baselines::pactree {
 
 const char* current_phase();
+
+// A key as a data node compares it: its key word (Pair::key), its fingerprint and, for the
+// string form, its bytes.
+struct Probe {
+  std::string_view k;
+  u64 word;
+  unsigned fp;
+};
 
 class PacTree {
  public:
@@ -57,18 +67,28 @@ class PacTree {
   using Emit = std::function<void(std::string_view, Value)>;
   using Arenas = roart::ArenaSet<kArenas>;
 
-  DataNode* node(u64 off) const { return pool_.at<DataNode>(off); }
-  std::string_view key_of(u64 entry) const;
-  std::string_view anchor_of(u64 n) const;  // empty for the head
-  bool covers_next(u64 n, std::string_view k, u64& next) const;
-  u64 find_node(std::string_view k) const;
-  int find_entry(u64 n, std::string_view k, u64& e) const;
+  // Node offsets here are never 0 (recovery checked them): no null case for the compiler to
+  // see, as Pool::at has (GCC 12 warned of atomic loads at offsets from its null).
+  DataNode* node(u64 off) const { return reinterpret_cast<DataNode*>(pool_.base() + off); }
+  Probe probe(std::string_view k) const;
+  const Leaf* leaf(u64 entry) const { return pool_.at<Leaf>(roart::entry_leaf(entry)); }
+  int compare_anchor(const Probe& p, u64 n) const;  // <0, 0, >0: p against n's anchor
+  bool covers_next(u64 n, const Probe& p, u64& next) const;
+  u64 find_node(const Probe& p) const;
+  int find_pair(u64 n, const Probe& p) const;
+  Value value_at(const Pair& pr) const;
+  std::string anchor_key(u64 n) const;  // empty for the head
+  std::string key_at(const Pair& pr) const;
+  std::size_t gather(u64 n, const Probe& start, std::pair<std::string_view, Value>* kv,
+                     char (*words)[8], u64& next) const;
 
-  std::optional<bool> put_once(std::string_view k, Value v, bool may_insert, bool may_update);
-  std::optional<bool> remove_once(std::string_view k);
-  u64 new_leaf(std::string_view k, Value v);
-  void publish(u64* word, u64 v);
-  void split(u64 n, std::string_view k, Value v);
+  std::optional<bool> put_once(const Probe& p, Value v, bool may_insert, bool may_update);
+  std::optional<bool> remove_once(const Probe& p);
+  void update_value(u64 n, int i, Value v);
+  void insert_pair(u64 n, const Probe& p, Value v);
+  Pair new_pair(const Probe& p, Value v);
+  void publish_bitmap(u64 n, u64 bitmap);
+  void split(u64 n, const Probe& p, Value v);
   void hand_to_search_layer(std::string anchor, u64 n);
   void updater();
   u64 take(int arena);
@@ -76,17 +96,20 @@ class PacTree {
   // recovery.cc
   void recover();
   std::vector<u64> recover_list();
-  void recover_entries(const std::vector<u64>& nodes);
+  void recover_pairs(const std::vector<u64>& nodes);
+  u64 recover_node(u64 n, u64 next, bool head);
   void recover_search_layer(const std::vector<u64>& nodes);
+  std::string_view checked_leaf(u64 e, bool mark);
   [[noreturn]] void problem(const std::string& what) const;
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
   Arenas arenas_;
+  bool ints_;
   bool concurrent_;
   bool background_;
-  std::unique_ptr<roart::WriteLocks> locks_;
+  mutable VersionLocks versions_;
   std::unique_ptr<roart::Tree> search_;
   std::atomic<std::size_t> records_{0}, splits_{0}, anchors_inserted_{0};
   std::size_t leftovers_cleared_ = 0, anchors_recovered_ = 0;  // by the last recovery

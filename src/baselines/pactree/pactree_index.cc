@@ -41,11 +41,12 @@ void register_pactree_index() {
   using namespace baselines;
   IndexInfo info{
       "pactree",
-      "PACTree (Kim et al., SOSP 2021): a persistent ART search layer (our ROART engine) over a "
-      "linked data layer of unsorted 62-entry nodes with fingerprints; splits link the new node "
-      "at once and a background thread inserts its anchor into the search layer (inline with "
-      "--threads 1 or updater=inline); lock-free readers, writers lock one data node; integer "
-      "and string keys",
+      "PACTree (Kim et al., SOSP 2021): a persistent ART search layer (our ROART engine with "
+      "one-leaf arrays) over a linked data layer of 56-pair nodes holding their pairs inline, "
+      "unsorted, with one-byte fingerprints; splits link the new node at once and a background "
+      "thread inserts its anchor into the search layer (inline with --threads 1 or "
+      "updater=inline); lock-free readers with node versions, writers lock one data node; "
+      "integer and string keys",
       true,
       true,
       [](const IndexConfig& cfg) -> std::unique_ptr<Index> {

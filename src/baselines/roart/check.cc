@@ -69,14 +69,17 @@ struct Tree::Checker {
   // Every entry names a used leaf on the array's path, with its key's fingerprint, once.
   void visit_array(const Frame& f, const std::string& at) {
     std::vector<std::string_view> keys;
-    for (u64 e : t.node<LeafArray>(f.w)->entry) {
+    for (const u64* it = t.array_begin(f.w); it != t.array_end(f.w); ++it) {
+      const u64 e = *it;
       if (!e) continue;
       const int cls = entry_class(e);
-      if (cls >= kLeafClasses || !t.arenas_[kArenaLeaf0 + cls].is_used(entry_leaf(e))) {
+      const bool inside = t.in_slot(f.w, e);
+      if (!inside &&
+          (cls >= kLeafClasses || !t.arenas_[kArenaLeaf0 + cls].is_used(entry_leaf(e)))) {
         r.fail(at + " names leaf " + std::to_string(entry_leaf(e)) + ", not a used leaf slot");
         continue;
       }
-      ++reached[kArenaLeaf0 + cls];
+      if (!inside) ++reached[kArenaLeaf0 + cls];
       const Leaf* l = t.leaf_at(e);
       std::string_view k(l->key(), l->len);
       const bool on_path = f.end ? k.size() == f.depth : k.size() >= f.depth;

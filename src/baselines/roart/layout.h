@@ -101,6 +101,11 @@ static_assert(sizeof(LeafArray) == 512);
 
 inline constexpr int kFpShift = 48;
 inline constexpr u64 kClassMask = 7;
+// With one-leaf arrays (Tree's array_entries = 1), a leaf whose key fits sits in its array's
+// own 64-byte slot, after the entry word: the entry names it with this class, so the array and
+// its leaf are one line to read.
+inline constexpr int kInSlotClass = 7;
+inline constexpr std::size_t kInSlotKeyBytes = 64 - 8 - 16;
 inline u64 entry_leaf(u64 e) {
   return e & ((u64{1} << kFpShift) - 1) & ~kClassMask;
 }

@@ -126,15 +126,18 @@ bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
   if (!arenas_[kArenaArray].mark_used(off_of(c)))
     problem(at_off("leaf array", off_of(c)) + " is not a leaf-array slot or is reached twice");
   std::size_t n = 0;
-  for (const u64& e : node<LeafArray>(c)->entry) {
+  for (const u64* it = array_begin(c); it != array_end(c); ++it) {
+    const u64 e = *it;
     if (!e) continue;
     int cls = entry_class(e);
     u64 lo = entry_leaf(e);
-    if (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].mark_used(lo))
+    const bool inside = in_slot(c, e);
+    if (!inside && (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].mark_used(lo)))
       problem(at_off("leaf", lo) + " (in leaf array " + std::to_string(off_of(c)) +
               ") is not a leaf slot of its class or is reached twice");
     const Leaf* l = leaf_at(e);
-    if (l->len == 0 || l->len > kMaxKeyBytes || sizeof(Leaf) + l->len > (std::size_t{32} << cls))
+    const std::size_t room = inside ? sizeof(Leaf) + kInSlotKeyBytes : std::size_t{32} << cls;
+    if (l->len == 0 || l->len > kMaxKeyBytes || sizeof(Leaf) + l->len > room)
       problem(at_off("leaf", lo) + " has an impossible key length " + std::to_string(l->len));
     std::string_view k(l->key(), l->len);
     if ((end ? k.size() != depth : k.size() < depth) || !p.holds(k))

@@ -69,8 +69,11 @@ class Tree {
   Tree(pm::Pool& pool, u64 form, unsigned threads);
   // A ROART of string keys inside another index's root block (PACTree's search layer): `root`
   // is zeroed on creation. The owner claims the pool, and its check() verifies the allocator's
-  // blocks with arenas() among its own.
-  Tree(pm::Pool& pool, Root* root, unsigned threads);
+  // blocks with arenas() among its own. `array_entries` is kArrayEntries or 1: with 1, every
+  // leaf array is one line holding one leaf, so a floor query reads the one leaf at the end of
+  // its path (as an ART does) instead of every leaf of a 64-entry array. A pool keeps the
+  // choice it was created with; the owner's format names it.
+  Tree(pm::Pool& pool, Root* root, unsigned threads, std::size_t array_entries = kArrayEntries);
 
   // The greatest key <= k and its value, if any; floor_value gives the value alone.
   std::optional<std::pair<std::string, Value>> floor(std::string_view k) const;
@@ -128,6 +131,9 @@ class Tree {
                     bool may_update);
   u64 new_leaf(std::string_view k, Value v);
   u64 new_array(const std::vector<u64>& entries);
+  u64 new_array_of(std::string_view k, Value v);
+  u64 array_with_leaf(u64 off, std::string_view k, Value v);
+  bool in_slot(u64 array, u64 entry) const;
   u64 new_node(std::size_t depth, std::string_view prefix, u64 end,
                const std::vector<std::pair<int, u64>>& kids);
   void split_array(const Slot& s, std::size_t depth, u64 entry);
@@ -153,6 +159,9 @@ class Tree {
   }
 
   void open(unsigned threads);
+  // The entries of leaf array w that this tree uses (array_entries_ of them).
+  u64* array_begin(u64 w) const { return node<LeafArray>(w)->entry; }
+  u64* array_end(u64 w) const { return node<LeafArray>(w)->entry + array_entries_; }
   const Leaf* floor_walk(u64 w, std::size_t depth, std::string_view k, bool bounded) const;
   const Leaf* floor_array(u64 w, std::string_view k, bool bounded) const;
 
@@ -161,6 +170,7 @@ class Tree {
   Root* root_ = nullptr;
   ArenaSet<kArenas> arenas_;
   bool embedded_ = false;
+  std::size_t array_entries_ = kArrayEntries;
   bool concurrent_ = false;
   std::unique_ptr<WriteLocks> locks_;  // when concurrent
   std::atomic<std::size_t> records_{0};

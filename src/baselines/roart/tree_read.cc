@@ -30,10 +30,9 @@ std::optional<Value> Tree::lookup(std::string_view k) const {
     d = b + 1;
   }
   if (!w) return std::nullopt;
-  const LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
-  for (const u64& e : a->entry) {
-    u64 x = load8(&e);
+  for (const u64* e = array_begin(w); e != array_end(w); ++e) {
+    u64 x = load8(e);
     if (!x || entry_fp(x) != fp) continue;
     const Leaf* l = leaf_at(x);
     if (l->len == k.size() && std::memcmp(l->key(), k.data(), k.size()) == 0)
@@ -63,8 +62,8 @@ bool Tree::walk_array(u64 w, std::string_view start, bool bounded, std::size_t c
                       std::size_t& got) const {
   std::pair<std::string_view, Value> kv[kArrayEntries];
   std::size_t n = 0;
-  for (const u64& e : node<LeafArray>(w)->entry)
-    if (u64 x = load8(&e)) {
+  for (const u64* e = array_begin(w); e != array_end(w); ++e)
+    if (u64 x = load8(e)) {
       const Leaf* l = leaf_at(x);
       std::string_view k(l->key(), l->len);
       if (!bounded || k >= start) kv[n++] = {k, load8(&l->value)};
@@ -158,8 +157,8 @@ std::optional<Value> Tree::floor_value(std::string_view k) const {
 // The leaf of the greatest key of array w (<= k when `bounded`); null if none.
 const Leaf* Tree::floor_array(u64 w, std::string_view k, bool bounded) const {
   const Leaf* best = nullptr;
-  for (const u64& e : node<LeafArray>(w)->entry)
-    if (u64 x = load8(&e)) {
+  for (const u64* e = array_begin(w); e != array_end(w); ++e)
+    if (u64 x = load8(e)) {
       const Leaf* l = leaf_at(x);
       std::string_view lk(l->key(), l->len);
       if ((!bounded || lk <= k) && (!best || lk > std::string_view(best->key(), best->len)))

@@ -57,7 +57,7 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
       if (!may_insert) return false;
       Locked g(*this, s, 0);
       if (!g) return std::nullopt;
-      publish(s, new_array({new_leaf(k, v)}));
+      publish(s, new_array_of(k, v));
       ++records_;
       return true;
     }
@@ -87,7 +87,7 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
       if (!may_insert) return false;
       Locked g(*this, s, w);
       if (!g || find_child(w, uc(k[b])).word) return std::nullopt;  // or added meanwhile
-      add_child(Slot{s.word, s.hi, s.parent, s.byte, w}, uc(k[b]), new_array({new_leaf(k, v)}));
+      add_child(Slot{s.word, s.hi, s.parent, s.byte, w}, uc(k[b]), new_array_of(k, v));
       ++records_;
       return true;
     }
@@ -101,7 +101,7 @@ bool Tree::put_in_array(const Slot& s, std::size_t depth, std::string_view k, Va
   LeafArray* a = node<LeafArray>(child_of(*s.word));
   unsigned fp = fingerprint(k);
   int free_at = -1;
-  for (int i = 0; i < int(kArrayEntries); ++i) {
+  for (int i = 0; i < int(array_entries_); ++i) {
     u64 e = a->entry[i];
     if (!e) {
       if (free_at < 0) free_at = i;
@@ -131,8 +131,7 @@ bool Tree::put_in_array(const Slot& s, std::size_t depth, std::string_view k, Va
 // The leaves move by reference; the node is swung in by one store.
 void Tree::split_array(const Slot& s, std::size_t depth, u64 entry) {
   u64 old = child_of(*s.word);
-  std::vector<u64> all(std::begin(node<LeafArray>(old)->entry),
-                       std::end(node<LeafArray>(old)->entry));
+  std::vector<u64> all(array_begin(old), array_end(old));
   all.push_back(entry);
   auto key = [&](u64 e) { return std::string_view(leaf_at(e)->key(), leaf_at(e)->len); };
   std::string_view first = key(all[0]);
@@ -178,7 +177,7 @@ void Tree::split_prefix(const Slot& s, std::size_t depth, std::size_t m, std::st
     pm::store_bytes(at(copy), img.data(), kNodeSlot[arena]);
     pm::flush(at(copy), kNodeSlot[arena]);
   }
-  u64 arr = new_array({new_leaf(k, v)});
+  u64 arr = new_array_of(k, v);
   std::vector<std::pair<int, u64>> kids{{uc(pfx[m - depth]), copy | tag_of(w)}};
   if (k.size() > m) kids.emplace_back(uc(k[m]), arr);
   std::sort(kids.begin(), kids.end());
@@ -276,7 +275,7 @@ std::optional<bool> Tree::remove_once(std::string_view k) {
   LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
   int at_i = -1, left = 0;
-  for (int i = 0; i < int(kArrayEntries); ++i) {
+  for (int i = 0; i < int(array_entries_); ++i) {
     u64 e = a->entry[i];
     if (!e) continue;
     const Leaf* l = leaf_at(e);
@@ -289,7 +288,7 @@ std::optional<bool> Tree::remove_once(std::string_view k) {
   if (at_i < 0) return false;
   u64 gone = a->entry[at_i];
   unlink(Slot{&a->entry[at_i]});
-  retire(kArenaLeaf0 + entry_class(gone), entry_leaf(gone));
+  if (!in_slot(w, gone)) retire(kArenaLeaf0 + entry_class(gone), entry_leaf(gone));
   --records_;
   if (left == 0) {
     unlink(s);

@@ -1,7 +1,9 @@
 """Ratios of ours to the original per round, from scripts/originals/compare's JSON lines, and
 their median and range: one table, every round in it. A file may hold several runs of the
 script (their `run` field, the time each started; lines without one are one run), and runs at
-several thread counts (`threads`; lines without it ran one thread)."""
+several thread counts (`threads`; lines without it ran one thread), and runs on 2 MiB pages
+(a pool folder on a huge tmpfs) apart from the others. The medians span every commit in the
+file: pass the lines of one code to get that code's."""
 import json
 import statistics
 import sys
@@ -21,6 +23,8 @@ def main(path):
     for r in runs:
         t = r.get("threads", 1)
         r["label"] = r["index"] if t == 1 else f"{r['index']}, {t} threads"
+        if r.get("machine", {}).get("pool_fs_huge") in ("always", "within_size"):
+            r["label"] += ", 2 MiB pages"
     for index in dict.fromkeys(r["label"] for r in runs):
         mine = [r for r in runs if r["label"] == index]
         for key in sorted({(r.get("run", ""), r["round"]) for r in mine}):

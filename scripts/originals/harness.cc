@@ -14,8 +14,10 @@
 // Environment (ours): PREFAULT=1 maps the pool's pages before the timed loop, as the original
 // LB+-Tree's pool initialisation touches every page of its pool; POOL_GIB=N sizes the pool
 // (default 2, the original LB+-Tree's; ROART needs more at 10M keys).
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -62,6 +64,23 @@ std::string pool_dir() {
 // A file in the pool folder named for this process, so that two runs at once keep apart.
 std::string shm_file(const char* stem) {
   return pool_dir() + "/dptree-originals-" + std::string(stem) + "-" + std::to_string(getpid());
+}
+
+// A new file of `size` bytes (sparse) mapped shared: the PM the uTree originals take their list
+// nodes from, as their own drivers map a DAX device.
+char* map_pm_file(const std::string& path, std::size_t size) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || ftruncate(fd, size) != 0) {
+    std::fprintf(stderr, "harness: cannot create %s\n", path.c_str());
+    std::exit(2);
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "harness: cannot map %s\n", path.c_str());
+    std::exit(2);
+  }
+  return static_cast<char*>(p);
 }
 
 double now() {
@@ -199,10 +218,6 @@ struct Impl {
   }
 };
 #elif defined(IMPL_UTREE)
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include "utree.h"
 // Its list nodes come from a bump pointer over a PM mapping that the program provides (its own
 // test maps /dev/dax0.0): here a shared mapping of a 2 GiB file in the pool folder, ours' pool
@@ -216,18 +231,7 @@ struct Impl : NoThreadHooks {
   static constexpr std::size_t kSize = 2ull << 30;
   btree* t;
   Impl() {
-    const int fd = open(pool_file.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || ftruncate(fd, kSize) != 0) {
-      std::fprintf(stderr, "harness: cannot create %s\n", pool_file.c_str());
-      std::exit(2);
-    }
-    void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-      std::fprintf(stderr, "harness: cannot map %s\n", pool_file.c_str());
-      std::exit(2);
-    }
-    start_addr = curr_addr = static_cast<char*>(p);
+    start_addr = curr_addr = map_pm_file(pool_file, kSize);
     t = new btree();
   }
   void insert(std::uint64_t k, std::uint64_t v) { t->insert((entry_key_t)k, (char*)v); }
@@ -238,10 +242,6 @@ struct Impl : NoThreadHooks {
   }
 };
 #elif defined(IMPL_UTREE_MT)
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include "utree.h"
 // Its list nodes come from a bump pointer per thread over a PM mapping the program provides (its
 // own driver maps /dev/dax0.0 and gives each thread a range): here a shared mapping of a sparse
@@ -257,18 +257,7 @@ struct Impl {
   char* base;
   btree* t;
   Impl() {
-    const int fd = open(pool_file.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || ftruncate(fd, size) != 0) {
-      std::fprintf(stderr, "harness: cannot create %s\n", pool_file.c_str());
-      std::exit(2);
-    }
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-      std::fprintf(stderr, "harness: cannot map %s\n", pool_file.c_str());
-      std::exit(2);
-    }
-    base = start_addr = curr_addr = static_cast<char*>(p);
+    base = start_addr = curr_addr = map_pm_file(pool_file, size);
     t = new btree();
   }
   void thread_begin(unsigned tid) { start_addr = curr_addr = base + kSlice * (tid + 1); }

@@ -11,6 +11,7 @@
 
 #include "baselines/common.h"
 #include "baselines/phase.h"
+#include "baselines/roart/big_endian.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
@@ -173,8 +174,7 @@ std::string PacTree::key_at(const Pair& pr) const {
     const Leaf* l = leaf(pr.val);
     return std::string(l->key(), l->len);
   }
-  u64 be = __builtin_bswap64(pr.key);
-  return std::string(reinterpret_cast<const char*>(&be), 8);
+  return std::string(std::string_view(BigEndian(pr.key)));
 }
 
 std::string PacTree::anchor_key(u64 n) const {
@@ -212,8 +212,7 @@ std::size_t PacTree::gather(u64 n, const Probe& start, std::pair<std::string_vie
     std::string_view k;
     Value v = val;
     if (ints_) {
-      const u64 be = __builtin_bswap64(kw);
-      std::memcpy(words[m], &be, 8);
+      std::memcpy(words[m], BigEndian(kw).b, 8);
       k = {words[m], 8};
     } else {
       if (!val) continue;  // a torn read the version check will discard

@@ -103,21 +103,15 @@ std::optional<u64> base_lookup(const BaseCtx& cx, const BaseSnapshot& s, u64 k) 
 
 bool base_collect(const BaseCtx& cx, const BaseSnapshot& s, u64 start, std::size_t n,
                   std::vector<KVPair>& out) {
-  std::size_t li = s.index_of(start);
-  if (li == s.leaf.size()) return true;
-  Leaf lf = cx.leaf(s.leaf[li]);
-  ensure_fresh(cx, s, li, lf);
-  std::size_t pos = detail::leaf_lower_bound(lf, s.v, start);
-  for (;;) {
-    n -= detail::leaf_collect(lf, s.v, pos, n, out, [&](std::size_t slot) {
-      return value_ref(lf, slot).load(std::memory_order_acquire);
-    });
-    if (n == 0) return false;
-    if (++li == s.leaf.size()) return true;
-    lf = cx.leaf(s.leaf[li]);
-    ensure_fresh(cx, s, li, lf);
-    pos = 0;
-  }
+  auto leaf_at = [&](std::size_t i) {
+    Leaf lf = cx.leaf(s.leaf[i]);
+    ensure_fresh(cx, s, i, lf);
+    return lf;
+  };
+  return detail::leaves_collect(s.index_of(start), s.leaf.size(), s.v, start, n, out, leaf_at,
+                                [](Leaf lf, std::size_t slot) {
+                                  return value_ref(lf, slot).load(std::memory_order_acquire);
+                                });
 }
 
 bool base_update_in_place(const BaseCtx& cx, BaseSnapshot& s, u64 k, u64 v) {

@@ -81,6 +81,25 @@ std::size_t leaf_collect(Leaf lf, int v, std::size_t pos, std::size_t n, std::ve
   }
   return end - pos;
 }
+// A scan's walk over a leaf list, in both trees: from leaf `li` of `nleaves` (the one whose
+// range holds start), appends version v's entries from the first key >= start to out, at most
+// n. `leaf_at(i)` gives leaf i with its metadata current; `value_of(leaf, slot)` reads a value.
+// True when the entries reach the end of the list (fewer than n may then be appended); false
+// when n were appended and more may follow.
+template <class LeafAt, class ValueOf>
+bool leaves_collect(std::size_t li, std::size_t nleaves, int v, u64 start, std::size_t n,
+                    std::vector<KVPair>& out, LeafAt leaf_at, ValueOf value_of) {
+  if (li == nleaves) return true;
+  Leaf lf = leaf_at(li);
+  std::size_t pos = leaf_lower_bound(lf, v, start);
+  for (;;) {
+    n -= leaf_collect(lf, v, pos, n, out, [&](std::size_t s) { return value_of(lf, s); });
+    if (n == 0) return false;
+    if (++li == nleaves) return true;
+    lf = leaf_at(li);
+    pos = 0;
+  }
+}
 // Appends version v's entries to out, in key order.
 void leaf_entries(Leaf lf, int v, std::vector<KVPair>& out);
 // Slots free for new entries in version nv: free in nv and not holding an entry of 1 - nv.

@@ -51,20 +51,12 @@ std::optional<u64> BaseTree::lookup_at(std::size_t i, u64 k, u64 h, ProbeMode mo
 }
 
 bool BaseTree::collect(u64 start, std::size_t n, std::vector<KVPair>& out) const {
-  std::size_t li = leaf_index(start);
-  if (li == leaf_.size()) return true;
-  const int v = cv();
-  ensure_meta(li);
-  Leaf lf = leaf(leaf_[li]);
-  std::size_t pos = leaf_lower_bound(lf, v, start);
-  for (;;) {
-    n -= leaf_collect(lf, v, pos, n, out, [&](std::size_t s) { return lf.value(s); });
-    if (n == 0) return false;
-    if (++li == leaf_.size()) return true;
-    ensure_meta(li);
-    lf = leaf(leaf_[li]);
-    pos = 0;
-  }
+  auto leaf_at = [&](std::size_t i) {
+    ensure_meta(i);
+    return leaf(leaf_[i]);
+  };
+  return leaves_collect(leaf_index(start), leaf_.size(), cv(), start, n, out, leaf_at,
+                        [](Leaf lf, std::size_t s) { return lf.value(s); });
 }
 
 }  // namespace dptree::detail

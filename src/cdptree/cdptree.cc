@@ -228,13 +228,56 @@ std::optional<u64> CDPTree::Impl::write(u64 k, F&& decide) {
 
 namespace {
 
-// Up to n entries >= start of an OLC tree; true when it has no more.
-bool collect_tree(const btree::OlcBTree& t, u64 start, std::size_t n, std::vector<KVPair>& out) {
+// Up to n entries in [start, limit] of an OLC tree; true when it has no more there.
+bool collect_tree(const btree::OlcBTree& t, u64 start, u64 limit, std::size_t n,
+                  std::vector<KVPair>& out) {
+  bool more = false;
   t.scan(start, [&](u64 k, u64 v) {
+    if (k > limit) return false;
     out.emplace_back(k, v);
-    return out.size() < n;
+    more = out.size() == n;
+    return !more;
   });
-  return out.size() < n;
+  return !more;
+}
+
+// The last key a component's batch vouches for: all of it when the batch is complete, else
+// up to its last entry.
+u64 batch_bound(bool complete, const std::vector<KVPair>& a) {
+  return complete ? ~u64{0} : a.back().first;
+}
+
+// Merges the three batches' entries up to `bound` into `out` (Front, Middle, base: a newer
+// component's entry, tombstone or not, hides an older one) until `got` reaches `count`;
+// true when it did. The base's entries below both buffers' next key are copied in a tight
+// run: the buffers hold about a tenth of the records.
+bool merge_batches(const std::vector<KVPair> (&a)[3], u64 bound, std::size_t count,
+                   std::size_t& got, std::vector<KV>& out) {
+  std::size_t pos[3] = {0, 0, 0};
+  auto head = [&](int i) { return pos[i] < a[i].size() ? a[i][pos[i]].first : ~u64{0}; };
+  auto emit = [&](u64 k, u64 v) {
+    if (v & kTombstone) return false;
+    out.emplace_back(k, v);
+    return ++got == count;
+  };
+  for (;;) {
+    const u64 below = std::min(head(0), head(1));
+    for (; pos[2] < a[2].size() && a[2][pos[2]].first < below && a[2][pos[2]].first <= bound;
+         ++pos[2])
+      if (emit(a[2][pos[2]].first, a[2][pos[2]].second)) return true;
+    int who = -1;
+    u64 best = 0;
+    for (int i = 0; i < 3; ++i)
+      if (pos[i] < a[i].size() && head(i) <= bound && (who < 0 || head(i) < best)) {
+        best = head(i);
+        who = i;
+      }
+    if (who < 0) return false;
+    const u64 v = a[who][pos[who]].second;  // the lowest index with this key: the newest
+    for (int i = 0; i < 3; ++i)
+      if (pos[i] < a[i].size() && head(i) == best) ++pos[i];
+    if (emit(best, v)) return true;
+  }
 }
 
 }  // namespace
@@ -242,53 +285,33 @@ bool collect_tree(const btree::OlcBTree& t, u64 start, std::size_t n, std::vecto
 // Range scan: batches from Front, Middle and base, merged by key with that priority (a
 // newer component's entry, tombstone or not, hides an older one). Entries up to the
 // smallest last key of a batch that stopped at its limit are final; the next round starts
-// above it.
+// above it. The three pointers are taken in the order Front, Middle, base, so an entry that
+// a switch or a merge moves between two of them is in one the round holds; the base is then
+// read first, and the buffers only up to its batch's last key: with a buffer about a tenth
+// of the base, its entries past that key would be copied only to be dropped.
 std::size_t CDPTree::Impl::scan(u64 start, std::size_t count, std::vector<KV>& out) const {
   std::size_t got = 0;
   u64 cur = start;
   auto& s = sm.mine();
-  std::vector<KVPair> a[3];
+  thread_local std::vector<KVPair> a[3];  // reused: a scan allocates nothing in steady state
   while (got < count) {
     std::size_t batch = std::max<std::size_t>(count - got, 16);
-    bool complete[3] = {true, true, true};
     for (auto& x : a) x.clear();
-    {
-      Guard<cdp::Cpbt> g(s, cdp::kFR, gp_f);
-      complete[0] = collect_tree(g.get()->tree, cur, batch, a[0]);
+    Guard<cdp::Cpbt> gf(s, cdp::kFR, gp_f);
+    Guard<cdp::Cpbt> gm(s, cdp::kMR, gp_m);
+    Guard<cdp::BaseSnapshot> gb(s, cdp::kBR, gp_b);
+    const bool base_all = cdp::base_collect(base_ctx(), *gb.get(), cur, batch, a[2]);
+    u64 bound = batch_bound(base_all, a[2]);
+    bool all = base_all;
+    const bool front_all = collect_tree(gf.get()->tree, cur, bound, batch, a[0]);
+    bound = std::min(bound, batch_bound(front_all, a[0]));
+    all = all && front_all;
+    if (gm.get()) {
+      const bool middle_all = collect_tree(gm.get()->tree, cur, bound, batch, a[1]);
+      bound = std::min(bound, batch_bound(middle_all, a[1]));
+      all = all && middle_all;
     }
-    {
-      Guard<cdp::Cpbt> g(s, cdp::kMR, gp_m);
-      if (g.get()) complete[1] = collect_tree(g.get()->tree, cur, batch, a[1]);
-    }
-    {
-      Guard<cdp::BaseSnapshot> g(s, cdp::kBR, gp_b);
-      complete[2] = cdp::base_collect(base_ctx(), *g.get(), cur, batch, a[2]);
-    }
-    bool all = true;
-    u64 bound = ~u64{0};
-    for (int i = 0; i < 3; ++i)
-      if (!complete[i]) {
-        all = false;
-        bound = std::min(bound, a[i].back().first);
-      }
-    std::size_t pos[3] = {0, 0, 0};
-    for (;;) {
-      u64 best = 0;
-      int who = -1;
-      for (int i = 0; i < 3; ++i)
-        if (pos[i] < a[i].size() && a[i][pos[i]].first <= bound &&
-            (who < 0 || a[i][pos[i]].first < best)) {
-          best = a[i][pos[i]].first;
-          who = i;
-        }
-      if (who < 0) break;
-      u64 v = a[who][pos[who]].second;  // the lowest index with this key: the newest
-      for (int i = 0; i < 3; ++i)
-        if (pos[i] < a[i].size() && a[i][pos[i]].first == best) ++pos[i];
-      if (v & kTombstone) continue;
-      out.emplace_back(best, v);
-      if (++got == count) return got;
-    }
+    if (merge_batches(a, bound, count, got, out)) return got;
     // bound < cur only in a damaged base (keys outside their leaves' ranges, which open does
     // not check key by key): stop rather than go round forever.
     if (all || bound == ~u64{0} || bound < cur) break;

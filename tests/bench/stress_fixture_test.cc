@@ -1,6 +1,7 @@
 // The shared stress fixture (tests/fixtures/stress_fixture.h) passes a correct concurrent
-// index and catches broken ones: an index that serves stale reads, one that loses writes and
-// one that invents values. Without these a stress test of a real index could pass vacuously.
+// index and catches broken ones: an index that serves stale reads, one that loses writes, one
+// that invents values and one whose scans pass over a key. Without these a stress test of a real
+// index could pass vacuously.
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
@@ -14,7 +15,7 @@
 namespace dptree::testing {
 namespace {
 
-enum class Fault { stale_reads, lost_writes, invented_values };
+enum class Fault { stale_reads, lost_writes, invented_values, scans_skip };
 
 // `btree` (correct and concurrent) with one fault injected.
 class Faulty final : public Index {
@@ -41,7 +42,17 @@ class Faulty final : public Index {
     return got;
   }
   std::size_t scan(Key s, std::size_t n, std::vector<KV>& out) const override {
-    return inner_->scan(s, n, out);
+    if (fault_ != Fault::scans_skip) return inner_->scan(s, n, out);
+    // Drops the entries of keys 200-209, as a scan that missed a component would.
+    std::vector<KV> all;
+    inner_->scan(s, n + 10, all);
+    std::size_t got = 0;
+    for (const auto& kv : all)
+      if ((kv.first < 200 || kv.first >= 210) && got < n) {
+        out.push_back(kv);
+        ++got;
+      }
+    return got;
   }
   IndexStats stats() const override { return inner_->stats(); }
 
@@ -114,6 +125,11 @@ TEST(StressFixture, CatchesLostWrites) {
 TEST(StressFixture, CatchesInventedValues) {
   register_faulty("faulty-invented", Fault::invented_values);
   EXPECT_GT(failures_reported("faulty-invented"), 0u);
+}
+
+TEST(StressFixture, CatchesScansThatPassOverAKey) {
+  register_faulty("faulty-scans", Fault::scans_skip);
+  EXPECT_GT(failures_reported("faulty-scans"), 0u);
 }
 
 }  // namespace

@@ -868,20 +868,31 @@ def tries_rows(rs, absl, order, indexes):
     return rows
 
 
+def tries_kind(r):
+    """A tries run's key kind: its `kind` (a STRING_KINDS name), or for runs written before it
+    was recorded, u64 or u64be by its key type."""
+    return r.get("kind") or ("u64" if r.get("key_type", "u64") == "u64" else "u64be")
+
+
+def kind_title(kind):
+    return {"u64": "integer", "u64be": "8-byte string"}.get(kind, kind)
+
+
 def tries_reversal(runs, n):
     """The survey's finding, as this run has it: the best B+-tree and the best trie on lookups
-    and inserts, 1 thread, integer keys against 8-byte string keys."""
+    and inserts, 1 thread, for each key kind (integer keys, 8-byte string keys, then the
+    random strings where the run has them)."""
     out = []
-    for kind in ("u64", "string"):
+    for kind, _ in STRING_KINDS:
         for w in ("read_only", "insert_only"):
             rs = [r for r in runs if r["size"] == n and r["threads"] == 1 and
-                  r.get("key_type", "u64") == kind and r["workload"] == w]
+                  tries_kind(r) == kind and r["workload"] == w]
             best = lambda names: max(((r["throughput_mops"], r["index"]) for r in rs
                                       if r["index"] in names), default=None)
             b, t = best(BTREES), best(TRIE_NAMES)
             if b and t:
                 lead = NAMES.get(b[1], b[1]) if b[0] >= t[0] else NAMES.get(t[1], t[1])
-                out.append(f"{'integer' if kind == 'u64' else '8-byte string'} keys, {w}: best "
+                out.append(f"{kind_title(kind)} keys, {w}: best "
                            f"B+-tree {NAMES.get(b[1], b[1])} {b[0]:.3f}, best trie "
                            f"{NAMES.get(t[1], t[1])} {t[0]:.3f} Mops/s: **{lead} ahead** "
                            f"({rx(max(b[0], t[0]) / min(b[0], t[0]))})")
@@ -894,7 +905,9 @@ def body_tries(d, cfg):
             f"--load-once`), pmem mode; then the mixes for {cfg.seconds} s each, in the order "
             f"{', '.join(order)} (scan_insert: 95% scans of 100 records). Integer keys, then the "
             "same keys as 8-byte big-endian strings (`--key-type string --key-set u64be`, the "
-            "survey's \"8B string keys\"). Throughput in Mops/s and, in brackets, relative to "
+            "survey's \"8B string keys\"), and at the smaller size random strings of 16, 64 "
+            "and 256 bytes (`--key-set random --key-length L`, the survey's variable-length "
+            "keys). Throughput in Mops/s and, in brackets, relative to "
             "absl::btree_map at 1 thread on the same keys and mix, in the same script. Each "
             "table's heading gives the 1-minute load averages around its processes.\n\n")
     if d.get("no_strings"):
@@ -907,17 +920,17 @@ def body_tries(d, cfg):
         text += "".join(f"- {line}\n" for line in rev) + "\n"
         heads += [f"{human(n)}: " + "; ".join(line.split(": **")[1].rstrip("*)").split("** (")[0]
                                               for line in rev[:1] + rev[2:3])] if rev else []
-        for kind in ("u64", "string"):
+        for kind, _ in STRING_KINDS:
             for t in (1, 2):
                 rs = [r for r in runs if r["size"] == n and r["threads"] == t and
-                      r.get("key_type", "u64") == kind]
+                      tries_kind(r) == kind]
                 if not rs:
                     continue
                 indexes = [i for i in TRIES if pick(rs, index=i)]
                 absl = [r for r in runs if r["size"] == n and r["threads"] == 1 and
-                        r["index"] == "absl-btree" and r.get("key_type", "u64") == kind]
+                        r["index"] == "absl-btree" and tries_kind(r) == kind]
                 loads = sorted({load_note(r) for r in rs})
-                text += (f"### {'integer' if kind == 'u64' else '8-byte string'} keys, {t} "
+                text += (f"### {kind_title(kind)} keys, {t} "
                          f"thread{'s' if t > 1 else ''} (load {loads[0]} .. {loads[-1]})\n\n")
                 text += table(["mix", *[NAMES.get(i, i) for i in indexes]],
                               tries_rows(rs, absl, order, indexes)) + "\n"

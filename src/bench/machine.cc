@@ -100,4 +100,15 @@ void measure_huge_pages(MachineState& m) {
   }
 }
 
+std::uint64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string field;
+    std::uint64_t kib = 0;
+    if (f >> field >> kib && field == "VmHWM:") return kib * 1024;
+  }
+  return 0;
+}
+
 }  // namespace dptree::bench

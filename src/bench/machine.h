@@ -33,5 +33,7 @@ MachineState machine_state(const std::filesystem::path& pool_dir);
 double load1();
 // Fills heap_huge_kib and pool_huge_kib from this process's current mappings.
 void measure_huge_pages(MachineState& m);
+// This process's peak resident memory in bytes (VmHWM of /proc/self/status; 0 if unreadable).
+std::uint64_t peak_rss_bytes();
 
 }  // namespace dptree::bench

@@ -110,6 +110,8 @@ const Field kFields[] = {
     {"", "pm_bytes_written_per_op", 15, "pm_bytes_written_per_op", [](const RunResult& r) { return Value(r.pm_bytes_written_per_op); }},
     {"", "dram_bytes", 16, "dram_bytes", [](const RunResult& r) { return Value(std::uint64_t{r.dram_bytes}); }},
     {"", "pm_bytes", 17, "pm_bytes", [](const RunResult& r) { return Value(std::uint64_t{r.pm_bytes}); }},
+    {"", "pm_peak_bytes", 33, "pm_peak_bytes", [](const RunResult& r) { return Value(std::uint64_t{r.pm_peak_bytes}); }},
+    {"", "peak_rss_bytes", 34, "peak_rss_bytes", [](const RunResult& r) { return Value(std::uint64_t{r.peak_rss_bytes}); }},
     {"", "recovery_seconds", 18, "recovery_seconds", [](const RunResult& r) { return opt(r.recovery_seconds); }},
     {"", "pool_open_seconds", -1, "", [](const RunResult& r) { return opt(r.pool_open_seconds); }},
     {"", "pm_mode", 19, "pm_mode", [](const RunResult& r) { return Value(r.pm_mode); }},

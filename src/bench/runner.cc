@@ -613,6 +613,8 @@ RunResult run_on(LoadedIndex& loaded, const RunSpec& spec, Progress* progress) {
   count_costs(r, delta, st.sindex ? st.sindex->stats() : st.index->stats());
   r.machine.load1_after = load1();
   measure_huge_pages(r.machine);  // while the run's index and pool are still mapped
+  if (st.pool) r.pm_peak_bytes = st.pool->allocator().peak_used_bytes();
+  r.peak_rss_bytes = peak_rss_bytes();
   if (spec.recovery && st.info->persistent && !stop_requested()) {
     report("recovery", 0);
     time_recovery(r, st, dist);

@@ -87,6 +87,10 @@ struct RunResult {
   std::vector<std::pair<std::string, double>> flushes_per_op_by_category;
   std::size_t dram_bytes = 0, pm_bytes = 0;
   double dram_bytes_per_record = 0, pm_bytes_per_record = 0;
+  // High-water marks: the pool's heap bytes in use at once since it was opened (whole 64 KiB
+  // chunks; 0 for a volatile index), and this process's peak resident memory (VmHWM: every
+  // run of the process so far, its generated keys included).
+  std::size_t pm_peak_bytes = 0, peak_rss_bytes = 0;
   // --recovery: the index's recovery on an opened pool until one lookup completes, and,
   // apart, the pool's open before it.
   std::optional<double> recovery_seconds, pool_open_seconds;

@@ -2,6 +2,7 @@
 // reserve / activate / free through a block's persistent owner word, and the rebuild on open.
 #include "dptree/pm/allocator.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
@@ -237,6 +238,8 @@ void Allocator::assign_chunks(std::size_t first, int cls, std::size_t run) {
   fence();
   std::size_t blocks = cls < kClasses ? kLayouts[cls].blocks : 1;
   chunks_[first].busy.assign((blocks + 63) / 64, 0);
+  used_chunks_ += run;
+  peak_used_chunks_ = std::max(peak_used_chunks_, used_chunks_);
 }
 
 // Back to free. No fence: a stale durable state is harmless because the owner words it
@@ -249,6 +252,7 @@ void Allocator::release_chunks(std::size_t first, std::size_t run) {
     flush(&desc[i].state, 8);
     chunks_[i] = ChunkInfo{};
   }
+  used_chunks_ -= run;
 }
 
 std::uint64_t Allocator::reserve(std::size_t size) {
@@ -396,6 +400,11 @@ void Allocator::for_each_live_block(
   }
 }
 
+std::size_t Allocator::peak_used_bytes() const {
+  std::lock_guard g(mu_);
+  return peak_used_chunks_ * kChunkSize;
+}
+
 Allocator::Stats Allocator::stats() const {
   Stats s;
   s.capacity_bytes = nchunks_ * kChunkSize;
@@ -403,6 +412,7 @@ Allocator::Stats Allocator::stats() const {
   {
     std::lock_guard g(mu_);
     for (const auto& ci : chunks_) s.used_chunks += ci.cls != -1;
+    s.peak_used_chunks = std::max(peak_used_chunks_, s.used_chunks);
     s.reserved_blocks = reserved_.size();
   }
   for_each_live_block([&](std::uint64_t, std::size_t size) {
@@ -446,6 +456,9 @@ void Allocator::recover() {
     wrote |= recover_small(c, code - 1);
   }
   if (wrote) fence();
+  used_chunks_ = static_cast<std::size_t>(std::count_if(
+      chunks_.begin(), chunks_.end(), [](const ChunkInfo& ci) { return ci.cls != -1; }));
+  peak_used_chunks_ = used_chunks_;
 }
 
 // The large block starting at chunk c: live (its followers covered, c moved to its last

@@ -152,7 +152,8 @@ TEST(Cli, JsonAndCsvOfATinyRun) {
     for (const char* f :
          {"index", "workload", "threads", "records", "ops", "seconds", "throughput_mops",
           "latency_ns", "flushes_per_op", "fences_per_op", "pm_bytes_written_per_op", "dram_bytes",
-          "pm_bytes", "recovery_seconds", "pm_mode", "cpu_seconds", "cpu_ns_per_op"})
+          "pm_bytes", "recovery_seconds", "pm_mode", "cpu_seconds", "cpu_ns_per_op",
+          "pm_peak_bytes", "peak_rss_bytes"})
       EXPECT_TRUE(run.contains(f)) << f;
     for (const char* p : {"p50", "p90", "p99", "p999", "p9999", "max"})
       EXPECT_TRUE(run["latency_ns"].contains(p)) << p;
@@ -162,6 +163,8 @@ TEST(Cli, JsonAndCsvOfATinyRun) {
     EXPECT_GT(run["throughput_mops"].get<double>(), 0);
     EXPECT_GT(run["cpu_ns_per_op"].get<double>(), 0);
     EXPECT_TRUE(run["recovery_seconds"].is_null()) << "volatile indexes have no recovery";
+    EXPECT_EQ(run["pm_peak_bytes"], 0) << "a volatile index holds no pool";
+    EXPECT_GT(run["peak_rss_bytes"].get<std::uint64_t>(), 0u);
   }
   EXPECT_EQ(j[0]["index"], "btree");
   EXPECT_EQ(j[1]["index"], "stdmap");

@@ -114,6 +114,27 @@ TEST(Allocator, ReopenRebuildsFreeListsAndReusesSpace) {
   EXPECT_GT(n, 250u);
 }
 
+// The high-water mark a benchmark reports: it rises with the chunks in use, stays when they
+// are released, and restarts from what a reopened pool has in use.
+TEST(Allocator, PeakUsedBytesIsTheHighWaterMark) {
+  ModeScope m(Mode::dram);
+  auto pool = Pool::create_in_memory(4 << 20);
+  auto& a = pool->allocator();
+  auto* t = make_root_table(*pool, 8);
+  const std::size_t before = a.peak_used_bytes();
+  EXPECT_EQ(before, a.stats().used_chunks * Allocator::kChunkSize);
+  a.activate(&t[0], a.reserve(4 * Allocator::kChunkSize));  // a large block: four chunks
+  const std::size_t high = a.peak_used_bytes();
+  EXPECT_EQ(high, before + 4 * Allocator::kChunkSize);
+  a.free(&t[0]);
+  EXPECT_EQ(a.stats().used_chunks * Allocator::kChunkSize, before) << "its chunks are free";
+  EXPECT_EQ(a.peak_used_bytes(), high) << "the mark stays";
+  EXPECT_EQ(a.stats().peak_used_chunks * Allocator::kChunkSize, high);
+  Image img{Buffer::copy_of({pool->base(), pool->size()})};
+  auto re = Pool::open_image(std::move(img));
+  EXPECT_EQ(re->allocator().peak_used_bytes(), before) << "a reopened pool starts from its use";
+}
+
 // Randomized reserve / activate / free under the crash simulator with a capture at every fence
 // (and at random flushes, in both atomicity units): every recovered image has exactly the
 // blocks the root table references (no leak), none twice, each with the content written before

@@ -35,6 +35,9 @@ class Allocator {
   struct Stats {
     std::size_t capacity_bytes = 0;  // heap bytes
     std::size_t used_chunks = 0;     // chunks assigned to a class or a large block
+    // The most chunks in use at once since the pool was opened (a run's PM high-water mark;
+    // chunks recovery found in use count from the open).
+    std::size_t peak_used_chunks = 0;
     std::size_t total_chunks = 0;
     std::size_t live_blocks = 0;
     std::size_t live_bytes = 0;       // sum of block sizes of live blocks
@@ -72,6 +75,9 @@ class Allocator {
   // Every allocated block (offset, size), in address order.
   void for_each_live_block(const std::function<void(std::uint64_t, std::size_t)>& fn) const;
   Stats stats() const;
+  // The most heap bytes (whole chunks) in use at once since the pool was opened; cheap, unlike
+  // stats(), which walks every live block.
+  std::size_t peak_used_bytes() const;
 
   ~Allocator();
 
@@ -86,6 +92,7 @@ class Allocator {
   std::vector<std::vector<std::uint32_t>> partial_;  // per class: chunks with a free block
   std::unordered_set<std::uint64_t> reserved_;       // reserved, not yet activated
   std::size_t nchunks_ = 0;
+  std::size_t used_chunks_ = 0, peak_used_chunks_ = 0;  // volatile, under mu_
   std::uint64_t heap_off_ = 0, desc_off_ = 0;
 
   // helpers (allocator.cc)

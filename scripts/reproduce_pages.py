@@ -49,9 +49,15 @@ TITLES = {
     "yardstick": "The yardstick: our indexes as ratios to absl::btree_map",
     "tries": "Beyond the paper: the tries against the B+-trees, integer and string keys",
     "strings": "Beyond the paper: the B+-trees over byte-string keys",
+    "scale": "Beyond the paper: the yardstick indexes from 2^20 keys to N",
 }
 
 YARDSTICK = ["absl-btree", "dptree", "cdptree", "fastfair", "lbtree"]
+SCALE = YARDSTICK  # the `scale` experiment's indexes (absl-btree first: the reference)
+# Its targets: from the smallest size to the largest, a ratio to absl-btree falls and flushes
+# per insert rise by at most 10%; the concurrent DPTree (2 recovery threads) recovers 2^27
+# records in under 0.5 s and DPTree in at most 20 ns a record; no insert waits over 10 ms.
+SCALE_DRIFT, SCALE_CDP_RECOVERY_S, SCALE_DP_RECOVERY_NS, SCALE_MAX_WAIT_MS = 0.10, 0.5, 20, 10
 HISTORY_FILE = "yardstick_history.jsonl"  # beside the pages: one line per yardstick run
 # Run in the yardstick's 2-thread processes only, with no target: the concurrent DPTree's
 # volatile OLC buffer tree alone (no PM, no merge), the floor of a 2-thread insert tail here.
@@ -998,10 +1004,126 @@ def body_strings(d, cfg):
     return text, head
 
 
+def size_name(n):
+    """2^k (and its rounded count) for a power of two, else the count."""
+    k = n.bit_length() - 1
+    return f"2^{k} ({n / 1e6:.3g}M)" if n == 1 << k and k >= 17 else human(n)
+
+
+def scale_row(rs, absl, n):
+    """One index at one size: the build, the insert window, lookups, costs, memory."""
+    ins, rd = one(rs, workload="insert_only"), one(rs, workload="read_only")
+    a_ins, a_rd = one(absl, workload="insert_only"), one(absl, workload="read_only")
+    if not ins or not rd:
+        return None
+    # --load-once: the first run (read_only) carries the preload's time, drain included
+    build = n / rd["preload_seconds"] / 1e6 if rd.get("preload_seconds") else None
+    a_build = (n / a_rd["preload_seconds"] / 1e6
+               if a_rd and a_rd.get("preload_seconds") else None)
+    rec = ins.get("recovery_seconds")
+    lat = ins.get("latency_ns", {})
+    return {"build": build, "build_x": ratio(build, a_build),
+            "insert": ins["throughput_mops"],
+            "insert_x": ratio(ins["throughput_mops"], a_ins and a_ins["throughput_mops"]),
+            "lookup": rd["throughput_mops"],
+            "lookup_x": ratio(rd["throughput_mops"], a_rd and a_rd["throughput_mops"]),
+            "flushes": ins["flushes_per_op"], "pmb": ins.get("pm_bytes_per_record", 0),
+            "p9999_us": lat.get("p9999", 0) / 1e3, "max_ms": lat.get("max", 0) / 1e6,
+            "recovery_s": rec, "recovery_ns": rec * 1e9 / ins["final_records"]
+            if rec is not None and ins.get("final_records") else None,
+            "pm_peak_gib": ins.get("pm_peak_bytes", 0) / 2**30,
+            "rss_gib": ins.get("peak_rss_bytes", 0) / 2**30, "load": load_note(ins)}
+
+
+def fmt(v, spec, none="-"):
+    return none if v is None else format(v, spec)
+
+
+def scale_verdicts(rows, sizes):
+    """The targets against the smallest and the largest size of each line."""
+    out = []
+    lo, hi = sizes[0], sizes[-1]
+    for (i, t), by in rows.items():
+        if i == "absl-btree" or lo not in by or hi not in by or lo == hi:
+            continue
+        a, b = by[lo], by[hi]
+        name = NAMES.get(i, i) + (f", {t} threads" if t > 1 else "")
+        for what, key, worse in (("build ratio", "build_x", -1), ("insert ratio", "insert_x", -1),
+                                 ("lookup ratio", "lookup_x", -1), ("flushes/insert", "flushes", 1)):
+            if a[key] is None or b[key] is None or a[key] == 0:
+                continue
+            drift = (b[key] - a[key]) / a[key] * worse
+            ok = drift <= SCALE_DRIFT
+            out.append(f"{name}: {what} {a[key]:.2f} at {size_name(lo)} -> {b[key]:.2f} at "
+                       f"{size_name(hi)} ({'+' if drift >= 0 else ''}{drift * 100:.0f}% worse; target "
+                       f"<= {SCALE_DRIFT * 100:.0f}%: **{'met' if ok else 'missed'}**)")
+        if b["max_ms"] is not None:
+            ok = b["max_ms"] <= SCALE_MAX_WAIT_MS
+            out.append(f"{name}: longest insert at {size_name(hi)} {b['max_ms']:.1f} ms (target <= "
+                       f"{SCALE_MAX_WAIT_MS} ms: **{'met' if ok else 'missed'}**)")
+        if i == "dptree" and b["recovery_ns"] is not None:
+            ok = b["recovery_ns"] <= SCALE_DP_RECOVERY_NS
+            out.append(f"{name}: recovery {b['recovery_ns']:.1f} ns a record at {size_name(hi)} "
+                       f"(target <= {SCALE_DP_RECOVERY_NS}: **{'met' if ok else 'missed'}**)")
+        if i == "cdptree" and t == 2 and b["recovery_s"] is not None and hi >= 2**27:
+            ok = b["recovery_s"] < SCALE_CDP_RECOVERY_S
+            out.append(f"{name}: recovery {b['recovery_s']:.2f} s at {size_name(hi)} (target < "
+                       f"{SCALE_CDP_RECOVERY_S} s at 2^27: **{'met' if ok else 'missed'}**)")
+    return out
+
+
+def body_scale(d, cfg):
+    runs, sizes = d["runs"], d["sizes"]
+    text = ("One `dptree bench` process per index and size, pmem mode: a preload of the size "
+            "(inserts of random keys into an empty index: **build**), then on it lookups "
+            "(read_only) and inserts of new keys (insert_only), a sixth of the size each "
+            "(`--load-once`; the insert window is longer than what DPTree buffers before a merge "
+            "at R = 0.1, so a merge falls inside it and its wait is in the latencies), every "
+            "operation's latency measured (`--sample-rate 1`), then recovery (`--recovery`). "
+            "Ratios (x) are to absl::btree_map at the same size in the same script. Flushes per "
+            "insert and PM bytes per record are the insert window's; peak PM is the pool's "
+            "high-water mark (`pm_peak_bytes`), peak RSS the process's (`peak_rss_bytes`, the "
+            "generated keys included); recovery per record divides by the records held after "
+            "the window. The last column is the 1-minute load before/after the process.\n\n")
+    rows = {}
+    absl = lambda n: [r for r in runs if r["size"] == n and r["index"] == "absl-btree"]
+    lines = []
+    for n in sizes:
+        tab = []
+        for i in SCALE:
+            for t in sorted({r["threads"] for r in runs if r["index"] == i}):
+                rs = [r for r in runs if r["size"] == n and r["index"] == i and r["threads"] == t]
+                row = scale_row(rs, absl(n), n)
+                if not row:
+                    continue
+                rows.setdefault((i, t), {})[n] = row
+                tab.append([NAMES.get(i, i) + (f" ({t} thr)" if t > 1 else ""),
+                            f"{fmt(row['build'], '.3f')} ({rx(row['build_x'])})",
+                            f"{row['insert']:.3f} ({rx(row['insert_x'])})",
+                            f"{row['lookup']:.3f} ({rx(row['lookup_x'])})",
+                            f"{row['flushes']:.2f}", f"{row['pmb']:.1f}",
+                            f"{row['p9999_us']:.1f}", f"{row['max_ms']:.2f}",
+                            fmt(row["recovery_s"], ".3f"), fmt(row["recovery_ns"], ".1f"),
+                            f"{row['pm_peak_gib']:.2f}", f"{row['rss_gib']:.2f}", row["load"]])
+        if tab:
+            text += f"## {size_name(n)} keys\n\n" + table(
+                ["index", "build Mops/s", "insert Mops/s", "lookup Mops/s", "flushes/insert",
+                 "PM B/record", "insert p99.99 us", "insert max ms", "recovery s",
+                 "recovery ns/record", "peak PM GiB", "peak RSS GiB", "load"], tab) + "\n"
+    lines = scale_verdicts(rows, sizes)
+    if lines:
+        text += ("## Targets, smallest size against largest\n\n" +
+                 "".join(f"- {line}\n" for line in lines) + "\n")
+    missed = sum("missed" in line for line in lines)
+    head = (f"{size_name(sizes[0])} to {size_name(sizes[-1])} keys: {len(lines) - missed} of "
+            f"{len(lines)} targets met")
+    return text, head
+
+
 BODIES = {"table1": body_table1, "fig8ab": body_fig8ab, "fig8c": body_fig8c, "fig8d": body_fig8d,
           "fig10": body_fig10, "fig11": body_fig11, "space": body_space, "fig12": body_fig12, "fig13": body_fig13,
           "peers": body_peers, "recovery": body_recovery, "yardstick": body_yardstick,
-          "tries": body_tries, "strings": body_strings}
+          "tries": body_tries, "strings": body_strings, "scale": body_scale}
 
 HEADLINES = {}
 

@@ -278,6 +278,31 @@ def plot_recovery(d, cfg, path):
     return save(fig, path, "Recovery time at 2^k keys")
 
 
+def plot_scale(d, cfg, path):
+    runs = d["runs"]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    panels = (("insert_only", "throughput_mops", "insert Mops/s"),
+              ("insert_only", "flushes_per_op", "flushes per insert"),
+              ("insert_only", "pm_bytes_per_record", "PM bytes per record"))
+    for ax, (w, field, label) in zip(axes, panels):
+        for i in P.SCALE:
+            for t in sorted({r["threads"] for r in runs if r["index"] == i}):
+                rs = sorted(P.pick(runs, index=i, threads=t, workload=w), key=lambda r: r["size"])
+                if not rs or (field != "throughput_mops" and not rs[0].get("persistent", True)):
+                    continue
+                # the concurrent DPTree apart from DPTree; absl-btree in black (the reference)
+                color = {"cdptree": "tab:cyan", "absl-btree": "black"}.get(i, COLORS.get(i))
+                ax.plot([r["size"] for r in rs], [r.get(field, 0) for r in rs],
+                        "--" if t > 1 else "-", marker="o", color=color,
+                        label=P.NAMES.get(i, i) + (f", {t} threads" if t > 1 else ""))
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("keys")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize="x-small")
+    return save(fig, path, "The yardstick indexes against the number of keys")
+
+
 PLOTTERS = {"table1": plot_table1, "fig8ab": plot_fig8ab, "fig8c": plot_fig8c,
             "fig8d": plot_fig8d, "fig10": plot_fig10, "fig11": plot_fig11, "space": plot_space, "fig12": plot_fig12,
-            "fig13": plot_fig13, "peers": plot_peers, "recovery": plot_recovery}
+            "fig13": plot_fig13, "peers": plot_peers, "recovery": plot_recovery,
+            "scale": plot_scale}

@@ -6,6 +6,7 @@
 //   -DIMPL_UTREE     the original uTree's single-threaded tree (its utree.h)
 //   -DIMPL_UTREE_MT  the original uTree's concurrent tree (its multiThread/utree/utree.h)
 //   -DIMPL_PACTREE   the original PACTree (its pactree.h, linked with its two libraries)
+//   -DIMPL_DPTREE    the DPTree paper's authors' single-threaded DPTree (its dptree.hpp)
 //   -DIMPL_OURS      our index named by argv[2], through the public Index interface
 // usage: harness KEYS [INDEX]. Inserts KEYS distinct keys in one order, then looks every key
 // up in another, uses every result, and prints one JSON line. THREADS=T (default 1) splits
@@ -295,6 +296,23 @@ struct Impl {
   void finish() {
     for (const auto& f : kPools) std::filesystem::remove(f);
   }
+};
+#elif defined(IMPL_DPTREE)
+#include "dptree.hpp"
+// The authors' DPTree as their benchmark drives it: leaves and log on the heap
+// (posix_memalign), each flush a clwb, the log's and the merge's fences issued under their
+// default COUNT_CLFLUSH build (without it their clflush_len fences nothing). A lookup's value
+// comes back as the tree stores it, shifted left by the bit that marks a tombstone.
+struct Impl : NoThreadHooks {
+  const char* name = "dptree";
+  const char* impl = "original";
+  dtree::dpftree<std::uint64_t, std::uint64_t> t;
+  void insert(std::uint64_t k, std::uint64_t v) { t.insert(k, v); }
+  std::uint64_t lookup(std::uint64_t k) {
+    std::uint64_t v = 0;
+    return t.lookup(k, v) ? v >> 1 : 0;
+  }
+  void finish() {}
 };
 #elif defined(IMPL_OURS)
 #include "dptree/pm/persist.h"

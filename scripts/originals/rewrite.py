@@ -82,10 +82,21 @@ def pactree(path, text):
     sys.exit(f"rewrite: nothing to change in PACTree's {path}")
 
 
+def dptree(path, text):
+    # dptree.hpp: the buffer iterator's prefix ++ falls off its end without returning *this.
+    # GCC 12 takes that path as unreachable and the merge's loop over the buffer never ends
+    # (it grows a vector until the heap is gone), in the authors' own test too. Its return is
+    # added; nothing else changes. Their flushes are already clwb, their fences sfence.
+    return sub_once(f"the authors' DPTree's stxtree_kv_iterator::operator++ in {path}",
+                    r'inline iterator_type &operator\+\+\(\) \{ \+\+it; \}',
+                    'inline iterator_type &operator++() { ++it; return *this; }', text)
+
+
 def main(original, paths):
-    edit = {'fastfair': fastfair, 'utree': utree, 'roart': roart, 'pactree': pactree}.get(original)
+    edit = {'fastfair': fastfair, 'utree': utree, 'roart': roart, 'pactree': pactree,
+            'dptree': dptree}.get(original)
     if edit is None or not paths:
-        sys.exit("usage: rewrite.py fastfair|utree|roart|pactree FILE...")
+        sys.exit("usage: rewrite.py fastfair|utree|roart|pactree|dptree FILE...")
     for path in paths:
         text = open(path).read()
         open(path, 'w').write(edit(path, text))

@@ -106,10 +106,7 @@ TEST(Roart, NodesGrowThroughEveryKindAndGoWhenEmptied) {
 
 // The engine's floor query (the greatest key <= k; PACTree's search layer uses it) against
 // std::map, over mixed keys and probes that are keys, their prefixes and their extensions.
-TEST(RoartTree, FloorMatchesStdMap) {
-  PmModeScope mode(pm::Mode::dram);
-  auto pool = pm::Pool::create_in_memory(32 << 20);
-  baselines::roart::Tree t(*pool, baselines::roart::kFormStrings, 1);
+void expect_floor_matches_std_map(baselines::roart::Tree& t) {
   std::map<std::string, Value> model;
   std::mt19937_64 rng(5);
   auto keys = mixed_keys(rng, 1500);
@@ -132,6 +129,24 @@ TEST(RoartTree, FloorMatchesStdMap) {
       }
     }
   }
+}
+
+TEST(RoartTree, FloorMatchesStdMap) {
+  PmModeScope mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(32 << 20);
+  baselines::roart::Tree t(*pool, baselines::roart::kFormStrings, 1);
+  expect_floor_matches_std_map(t);
+}
+
+// The same with one-leaf arrays, as PACTree embeds the engine: every path ends at one leaf.
+TEST(RoartTree, OneLeafArraysFloorMatchesStdMap) {
+  PmModeScope mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(32 << 20);
+  // A root block whose second half holds the tree's root, as PACTree's root block does.
+  void* block = baselines::open_arena_root(*pool, 256, 0x5453'4554'524F'4F4Cull, "floor test");
+  auto* root = reinterpret_cast<baselines::roart::Root*>(static_cast<char*>(block) + 128);
+  baselines::roart::Tree t(*pool, root, 1, 1);
+  expect_floor_matches_std_map(t);
 }
 
 TEST(Roart, RefusesBadStringKeysAndTheOtherForm) {

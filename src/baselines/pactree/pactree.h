@@ -75,6 +75,7 @@ class PacTree {
   int compare_anchor(const Probe& p, u64 n) const;  // <0, 0, >0: p against n's anchor
   bool covers_next(u64 n, const Probe& p, u64& next) const;
   u64 find_node(const Probe& p) const;
+  void prefetch_probe_lines(u64 n) const;
   int find_pair(u64 n, const Probe& p) const;
   Value value_at(const Pair& pr) const;
   std::string anchor_key(u64 n) const;  // empty for the head

@@ -116,8 +116,7 @@ class Tree {
   bool walk_node(u64 w, std::size_t depth, std::string_view start, bool bounded, std::size_t count,
                  const std::function<void(std::string_view, Value)>& emit, std::size_t& got) const;
   std::vector<std::pair<int, u64>> children(u64 node) const;
-  bool for_each_child(u64 node, int lo, int hi, bool down,
-                      const std::function<bool(int, u64)>& fn) const;
+  bool for_each_child(u64 node, int lo, int hi, const std::function<bool(int, u64)>& fn) const;
 
   // Writes: each *_once returns nullopt when a lock's validation failed (retry from the root).
   struct Locked;
@@ -164,6 +163,8 @@ class Tree {
   u64* array_end(u64 w) const { return node<LeafArray>(w)->entry + array_entries_; }
   const Leaf* floor_walk(u64 w, std::size_t depth, std::string_view k, bool bounded) const;
   const Leaf* floor_array(u64 w, std::string_view k, bool bounded) const;
+  u64 child_below(u64 w, int& byte) const;
+  std::string_view prefix_view(u64 w, std::size_t depth, std::string& whole) const;
 
   std::optional<pm::PoolClaim> claim_;  // before anything touches the pool (standalone)
   pm::Pool& pool_;

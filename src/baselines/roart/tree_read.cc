@@ -100,25 +100,22 @@ bool Tree::walk_node(u64 w, std::size_t d, std::string_view start, bool bounded,
   }
   const NodeHeader* h = node<NodeHeader>(w);
   if (take_end && walk(child_of(load8(&h->end)), b, start, false, count, emit, got)) return true;
-  return for_each_child(w, bounded ? first : 0, 256, false, [&](int byte, u64 c) {
+  return for_each_child(w, bounded ? first : 0, 256, [&](int byte, u64 c) {
     return walk(c, b + 1, start, bounded && byte == first, count, emit, got);
   });
 }
 
-// Calls fn(byte, child word) for node w's children with a byte in [lo, hi), ascending (or
-// descending when `down`), until it returns true; returns whether one did. No allocation:
-// scans and floor queries call it for every node they pass.
-bool Tree::for_each_child(u64 w, int lo, int hi, bool down,
-                          const std::function<bool(int, u64)>& fn) const {
-  const int first = down ? hi - 1 : lo, last = down ? lo - 1 : hi, step = down ? -1 : 1;
+// Calls fn(byte, child word) for node w's children with a byte in [lo, hi), ascending, until it
+// returns true; returns whether one did. No allocation: scans call it for every node they pass.
+bool Tree::for_each_child(u64 w, int lo, int hi, const std::function<bool(int, u64)>& fn) const {
   if (tag_of(w) == kN256) {
-    for (int b = first; b != last; b += step)
+    for (int b = lo; b != hi; ++b)
       if (u64 c = child_of(load8(&node<N256>(w)->child[b])); c && fn(b, c)) return true;
     return false;
   }
   if (tag_of(w) == kN48) {
     const N48* n = node<N48>(w);
-    for (int b = first; b != last; b += step) {
+    for (int b = lo; b != hi; ++b) {
       unsigned i = std::atomic_ref<const std::uint8_t>(n->slot[b]).load(std::memory_order_acquire);
       if (i == 0 || i > 48) continue;
       u64 c = load8(&n->child[i - 1]);
@@ -134,7 +131,7 @@ bool Tree::for_each_child(u64 w, int lo, int hi, bool down,
       kids[k++] = {byte_of(c), child_of(c)};
   std::sort(kids, kids + k);
   for (int i = 0; i < k; ++i)
-    if (fn(kids[down ? k - 1 - i : i].first, kids[down ? k - 1 - i : i].second)) return true;
+    if (fn(kids[i].first, kids[i].second)) return true;
   return false;
 }
 
@@ -168,16 +165,18 @@ const Leaf* Tree::floor_array(u64 w, std::string_view k, bool bounded) const {
 }
 
 // The leaf of the greatest key below child word w (at `depth`): <= k when `bounded` (the path
-// so far holds k's bytes), else the greatest of all. Mirrors walk_node, from the right.
+// so far holds k's bytes), else the greatest of all. Mirrors walk_node, from the right; the
+// largest of all needs only the prefix's length, not its bytes.
 const Leaf* Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool bounded) const {
   if (!w) return nullptr;
   if (tag_of(w) == kArray) return floor_array(w, k, bounded);
-  std::string pfx;
-  if (!prefix_bytes(w, d, pfx)) return nullptr;
-  std::size_t b = d + pfx.size();
   const NodeHeader* h = node<NodeHeader>(w);
+  const std::size_t b = d + meta_plen(h->meta);
   int below = 256;  // children with a byte below this one are all < k
   if (bounded) {
+    std::string whole;
+    const std::string_view pfx = prefix_view(w, d, whole);
+    if (pfx.size() != b - d) return nullptr;  // emptied meanwhile
     std::size_t m = d;
     while (m < b && m < k.size() && k[m] == pfx[m - d]) ++m;
     if (m < b) {
@@ -192,12 +191,55 @@ const Leaf* Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool boun
     }
   }
   // Children below, greatest first; one emptied meanwhile gives the next one down.
-  const Leaf* found = nullptr;
-  for_each_child(w, 0, below, true, [&](int, u64 c) {
-    found = floor_walk(c, b + 1, k, false);
-    return found != nullptr;
-  });
-  return found ? found : floor_walk(child_of(load8(&h->end)), b, k, false);  // a prefix of k
+  while (u64 c = child_below(w, below))
+    if (const Leaf* l = floor_walk(c, b + 1, k, false)) return l;
+  return floor_walk(child_of(load8(&h->end)), b, k, false);  // a prefix of k
+}
+
+// Node w's prefix (w at `depth`): in its header when all of it is stored there, else read into
+// `whole` by prefix_bytes; shorter than the prefix when the subtree emptied meanwhile.
+std::string_view Tree::prefix_view(u64 w, std::size_t depth, std::string& whole) const {
+  const NodeHeader* h = node<NodeHeader>(w);
+  const std::size_t p = meta_plen(h->meta);
+  if (p <= kStoredPrefix) return {reinterpret_cast<const char*>(&h->prefix), p};
+  if (!prefix_bytes(w, depth, whole)) return {};
+  return whole;
+}
+
+// The child of node w with the greatest byte below `byte`, and `byte` set to its byte; 0 when
+// there is none. Nothing is collected or sorted: a floor query takes one child at a time.
+u64 Tree::child_below(u64 w, int& byte) const {
+  if (tag_of(w) == kN256) {
+    for (int b = byte - 1; b >= 0; --b)
+      if (u64 c = child_of(load8(&node<N256>(w)->child[b]))) {
+        byte = b;
+        return c;
+      }
+    return 0;
+  }
+  if (tag_of(w) == kN48) {
+    const N48* n = node<N48>(w);
+    for (int b = byte - 1; b >= 0; --b) {
+      unsigned i = std::atomic_ref<const std::uint8_t>(n->slot[b]).load(std::memory_order_acquire);
+      if (i == 0 || i > 48) continue;
+      if (u64 c = load8(&n->child[i - 1]); child_of(c) && byte_of(c) == b) {
+        byte = b;
+        return child_of(c);
+      }
+    }
+    return 0;
+  }
+  const u64* words = tag_of(w) == kN4 ? node<N4>(w)->child : node<N16>(w)->child;
+  const int n = tag_of(w) == kN4 ? 4 : 16;
+  int best = -1;
+  u64 found = 0;
+  for (int i = 0; i < n; ++i)
+    if (u64 c = load8(&words[i]); child_of(c) && byte_of(c) < byte && byte_of(c) > best) {
+      best = byte_of(c);
+      found = child_of(c);
+    }
+  if (found) byte = best;
+  return found;
 }
 
 // ---- writes ---------------------------------------------------------------------------

@@ -158,9 +158,6 @@ class UTree final : public PutIndex<UTree<Slots>> {
     list_ = std::make_unique<SlabArena>(pool, &root_->list_dir, sizeof(ListNode), root_->slab_size);
     recover();
   }
-  ~UTree() override {
-    for (Leaf* l = first_; l;) delete std::exchange(l, l->next.load(std::memory_order_acquire));
-  }
 
   bool remove(Key k) override {
     {
@@ -692,7 +689,7 @@ class UTree final : public PutIndex<UTree<Slots>> {
   // otherwise recovery writes only flag bits of the working image, whose meaning is volatile.
   void recover() {
     list_->open();
-    Leaf* l = first_ = new Leaf;
+    Leaf* l = leaves_.first = new Leaf;
     inner_.insert(~Key{0}, reinterpret_cast<std::uintptr_t>(l));
     leaf_count_ = 1;
     std::int64_t records = 0;
@@ -741,7 +738,14 @@ class UTree final : public PutIndex<UTree<Slots>> {
   std::byte* base_ = nullptr;  // the pool's offset 0
   std::unique_ptr<SlabArena> list_;
   Inner inner_;
-  Leaf* first_ = nullptr;  // the leaf from key 0; owns the others through their next links
+  // Owns the array leaves: the one from key 0 and, through their next links, the others (also
+  // when recovery refuses a damaged pool, from the constructor).
+  struct LeafChain {
+    Leaf* first = nullptr;
+    ~LeafChain() {
+      for (Leaf* l = first; l;) delete std::exchange(l, l->next.load(std::memory_order_acquire));
+    }
+  } leaves_;
   std::atomic<std::size_t> leaf_count_{0};
   mutable std::array<ThreadSlot, kThreadSlots> slots_;
   alignas(64) std::atomic<std::uint64_t> epoch_{0};  // changed by reclaim() only

@@ -3,7 +3,7 @@
 // key-value nodes (the shadow list layer) in PM.
 //
 // A put writes and persists one list node, then links it behind its predecessor with one
-// 8-byte CAS (slides: "PUT: list layer => array layer"); sorting, splits and merges happen
+// 8-byte store or CAS (slides: "PUT: list layer => array layer"); sorting, splits and merges happen
 // only in the DRAM array layer ("never perform SROs in PM"), which is where the design gets
 // its low tail latency. A get goes array layer => list node; a range query finds its first
 // node through the array layer and then walks the list ("probe in the list layer directly").
@@ -11,52 +11,59 @@
 //
 // Coordinated concurrency control (slides, "Coordinated Concurrency Control"): a writer locks
 // the array-layer leaf that covers its key (a version lock; readers of the array layer take
-// none and retry when the version moved) and changes the list layer with 8-byte CASes only,
-// because a list link can also be changed by the writer of the neighbouring leaf: the link
-// from the last node of one leaf to the first node of the next (or across empty leaves).
-// Three low bits of a node's next word (nodes are 32-byte aligned) coordinate that:
+// none and retry when the version moved). A link from one node of a leaf to another has only
+// that leaf's lock holder as writer, who stores it; a link at a leaf's edge (from the last
+// node of one leaf to the first node of the next, or across empty leaves) can also be changed
+// by the writer of the neighbouring leaf and changes by 8-byte CAS only. Three low bits of a
+// node's next word (nodes are 32-byte aligned) coordinate that:
 //   kBusy   the paper's version bit: set while the node's value is updated in place, so a
 //           scan that reads values straight from the list never returns an unpersisted one
 //           (put-get conflicts);
 //   kMark   set before a remove unlinks the node: its next is then frozen, so an insert
 //           behind it fails its CAS instead of being lost (put-del conflicts, as in Harris's
 //           list);
-//   kDirty  a link that is CASed but not yet persisted; whoever reads it persists it first.
-// Removed nodes return to the slab only when no operation is in flight (when a writer holds
-// the inner lock alone): the epoch-based reclamation of the paper, with the inner lock as the
-// epoch. The inner nodes of the array layer are a DRAM B+-tree under a reader-writer lock,
-// held alone only to split an array leaf. List nodes come from a slab arena (baselines/slab).
+//   kDirty  a link that is written but not yet persisted; whoever reads it persists it first.
+// Removed nodes return to the slab only when every operation in flight at their removal has
+// ended: the epoch-based reclamation of the paper, each thread counting its operations on a
+// line of its own. The inner nodes of the array layer are an optimistic-lock-coupling B+-tree
+// in DRAM, and the array leaves a B-link chain: a split takes only the split leaf's lock (the
+// original locks one page of its array layer), and a thread that reaches a leaf before its new
+// sibling is in the inner nodes follows the leaf's link. List nodes come from a slab arena
+// (baselines/slab), a run of slots per thread at a time.
 //
 // Why no acknowledged write is lost when several threads write (a fence persists only the
 // fencing thread's own flushes):
-//  - a node is persisted by its writer before the CAS that makes it reachable;
-//  - a link is CASed with kDirty, persisted, then cleaned; a thread that reads a dirty link
+//  - a node is persisted by its writer before the store or CAS that makes it reachable;
+//  - a link is written with kDirty, persisted, then cleaned; a thread that reads a dirty link
 //    persists it itself before building on it, so what it then acknowledges never hangs off
 //    a link that only another thread's pending fence would make durable;
 //  - a node enters the array layer (where other threads find it without walking the list)
 //    only after its link is durable, and its leaf stays locked until then;
+//  - a store into a link inside a leaf replaces no other thread's value: other writers CAS
+//    only links to nodes of their own leaf's range, and the link and both its nodes change
+//    only under the leaf's lock;
 //  - the clean-up CAS can clear a dirty bit that another thread set for the same value (ABA),
-//    but only a remove can put an old value back (no slot is reused while any operation is in
-//    flight), and a remove's own thread persists its link before it returns; the durable list
-//    then still holds the removed node, an operation in flight.
+//    but only a remove can put an old value back (no slot is reused while an operation in
+//    flight at its removal runs), and a remove's own thread persists its link before it
+//    returns; the durable list then still holds the removed node, an operation in flight.
 #include "baselines/utree/utree.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <shared_mutex>  // std::shared_lock
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "baselines/common.h"
 #include "baselines/slab/slab_arena.h"
 #include "baselines/slab/version_lock.h"
-#include "btree/btree.h"
+#include "btree/olc_btree.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -89,16 +96,44 @@ struct alignas(64) Root {
 };
 static_assert(sizeof(Root) == 64);
 
-// An array-layer leaf: the sorted keys in [low, next leaf's low) and their list nodes.
-// Changed under `lock` (or with the inner lock held alone); read optimistically.
+// An array-layer leaf: the sorted keys in [low, high) and their list nodes. Changed under
+// `lock`; read optimistically. A split moves the upper half to a new right sibling and
+// lowers `high` (a B-link tree: Lehman and Yao, TODS 1981), so a thread that the inner nodes
+// routed here before the split finds its key's leaf by following `next`; `low` never changes
+// and leaves are never freed while the index lives.
 template <std::size_t Slots>
 struct alignas(64) ArrayLeaf {
   VersionLock lock;
   Key low = 0;
+  Key high = ~Key{0};  // the next leaf's low; ~0 (and no next) for the last leaf
+  std::atomic<ArrayLeaf*> next{nullptr};
   std::uint32_t n = 0;
   Key keys[Slots];
   std::uint64_t offs[Slots];
 };
+
+// What one thread changes on every operation, on lines of its own, so that two threads'
+// operations write no common line: its operations in flight (by epoch parity, see OpGuard),
+// its share of the record count and a run of free list-node slots taken from the arena at
+// once (each thread's nodes are then neighbours of its own, not of the other thread's: two
+// threads persisting halves of one line would wait for each other). Threads pick a slot by a
+// process-wide thread number; beyond kThreadSlots threads two may share one, correctly.
+struct alignas(64) ThreadSlot {
+  static constexpr std::uint32_t kCache = 32;
+  std::atomic<std::uint64_t> active[2] = {0, 0};
+  std::atomic<std::int64_t> records{0};
+  std::atomic_flag cache_lock;
+  std::uint32_t cached = 0;
+  std::uint64_t cache[kCache];
+};
+constexpr std::size_t kThreadSlots = 64;
+
+std::size_t thread_slot() {
+  static std::atomic<std::size_t> threads{0};
+  thread_local const std::size_t slot =
+      threads.fetch_add(1, std::memory_order_relaxed) % kThreadSlots;
+  return slot;
+}
 
 template <std::size_t Slots>
 class UTree final : public PutIndex<UTree<Slots>> {
@@ -106,8 +141,11 @@ class UTree final : public PutIndex<UTree<Slots>> {
   static constexpr const char* kName = "utree";
 
   using Leaf = ArrayLeaf<Slots>;
-  // Inner nodes: a leaf's low bound -> the leaf, descending, so lower_bound(k) is k's leaf.
-  using Inner = btree::BPlusTree<Key, Leaf*, 64, 64, std::greater<Key>>;
+  // Inner nodes: ~(a leaf's low bound) -> the leaf, so the least entry at or above ~k names
+  // k's leaf (or one left of it that a split has not yet entered its sibling beside). An
+  // optimistic-lock-coupling tree: routing takes no lock, and a split locks only the nodes
+  // it changes, as the original locks one page of its array layer.
+  using Inner = btree::BasicOlcBTree<64, 64>;
 
  public:
   // `shared`: several threads may use the index (IndexConfig::threads != 1). With one thread
@@ -123,9 +161,9 @@ class UTree final : public PutIndex<UTree<Slots>> {
 
   bool remove(Key k) override {
     {
-      std::shared_lock inner(inner_mu_);
-      Leaf* l = route(k);
-      std::lock_guard g(l->lock);
+      OpGuard op(*this);
+      Leaf* l = lock_leaf(route(k), k);
+      std::lock_guard g(l->lock, std::adopt_lock);
       std::uint32_t n = l->n, pos = lower(l, n, k);
       if (pos == n || l->keys[pos] != k) return false;
       pm::CategoryScope cat(pm::Category::node);
@@ -160,42 +198,35 @@ class UTree final : public PutIndex<UTree<Slots>> {
         st(l->offs[i], l->offs[i + 1]);
       }
       st(l->n, n - 1);
-      records_.fetch_sub(1, std::memory_order_relaxed);
+      slots_[thread_slot()].records.fetch_sub(1, std::memory_order_relaxed);
       std::lock_guard a(arena_mu_);
       retired_.push_back(x);
       retired_count_.store(retired_.size(), std::memory_order_relaxed);
     }
-    if (retired_count_.load(std::memory_order_relaxed) >= kReclaimBatch) {
-      std::unique_lock inner(inner_mu_);
-      reclaim();
-    }
+    if (retired_count_.load(std::memory_order_relaxed) >= kReclaimBatch) reclaim();
     return true;
   }
 
   std::optional<Value> lookup(Key k) const override {
-    std::shared_lock inner(inner_mu_);
-    const Leaf* l = route(k);
-    for (;;) {
-      std::uint64_t v = l->lock.read_begin();
+    OpGuard op(*this);
+    return read_leaf(k, [&](const Leaf* l) {
       std::uint32_t n = ld(l->n), pos = lower(l, n, k);
       std::optional<Value> r;
       if (pos < n && ld(l->keys[pos]) == k)
         if (std::uint64_t off = ld(l->offs[pos])) r = ld(node(off)->value);
-      if (l->lock.read_valid(v)) return r;
-    }
+      return r;
+    });
   }
 
   // Finds the greatest node below `start` through the array layer, then walks the list.
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {
-    std::shared_lock inner(inner_mu_);
-    const Leaf* l = route(start);
-    std::uint64_t p;
-    for (;;) {
-      std::uint64_t v = l->lock.read_begin();
-      std::uint32_t n = ld(l->n), pos = lower(l, n, start);
-      p = pos ? ld(l->offs[pos - 1]) : 0;
-      if (l->lock.read_valid(v)) break;
-    }
+    OpGuard op(*this);
+    const Leaf* l = nullptr;
+    std::uint64_t p = read_leaf(start, [&](const Leaf* at) {
+      l = at;
+      std::uint32_t n = ld(at->n), pos = lower(at, n, start);
+      return pos ? ld(at->offs[pos - 1]) : 0;
+    });
     if (!p) p = left_pred(l);
     std::size_t got = 0;
     bool any = false;
@@ -227,18 +258,17 @@ class UTree final : public PutIndex<UTree<Slots>> {
   }
 
   IndexStats stats() const override {
-    std::shared_lock inner(inner_mu_);
     IndexStats s;
-    s.records = records_.load(std::memory_order_relaxed);
-    s.dram_bytes = inner_.memory_bytes() + leaves_.size() * sizeof(Leaf);
+    s.records = record_count();
+    std::size_t leaves = leaf_count_.load(std::memory_order_relaxed);
+    s.dram_bytes = inner_.dram_bytes() + leaves * sizeof(Leaf);
     s.pm_bytes = pool_.allocator().block_size(*pool_.root_word()) + list_->pm_bytes();
-    s.extra = {{"array_leaves", double(leaves_.size())},
-               {"array_height", double(inner_.height() + 1)}};
+    s.extra = {{"array_leaves", double(leaves)}, {"array_height", double(inner_.height() + 1)}};
     return s;
   }
 
+  // With no operation in flight, as every index's check.
   CheckReport check() const override {
-    std::unique_lock inner(inner_mu_);
     CheckReport r;
     for (const auto& p : inner_.check()) r.fail("array layer inner nodes: " + p);
     // The list: ascending, every node a used slot, no remove or update left half-done.
@@ -263,13 +293,19 @@ class UTree final : public PutIndex<UTree<Slots>> {
     }
     // The array layer: leaves in order, each sorted within its range, naming the list nodes.
     std::vector<const Leaf*> leaves;
-    for (auto it = inner_.begin(); it.valid(); ++it) leaves.push_back(it.value());
-    std::reverse(leaves.begin(), leaves.end());  // the inner tree is descending
+    inner_.scan(0, [&](std::uint64_t, std::uint64_t leaf) {
+      leaves.push_back(reinterpret_cast<const Leaf*>(leaf));
+      return true;
+    });
+    std::reverse(leaves.begin(), leaves.end());  // the inner keys are ~low: descending lows
     std::size_t held = 0;
     for (std::size_t i = 0; i < leaves.size() && r.problems.size() < 20; ++i) {
       const Leaf* l = leaves[i];
       std::string at = "array leaf at " + std::to_string(l->low);
       if (i == 0 && l->low != 0) r.fail(at + ": the first leaf must start at key 0");
+      const Leaf* next = i + 1 < leaves.size() ? leaves[i + 1] : nullptr;
+      if (l->next.load() != next || l->high != (next ? next->low : ~Key{0}))
+        r.fail(at + ": its sibling link or high bound disagrees with the inner nodes");
       if (l->n > Slots) r.fail(at + " is overfull");
       for (std::uint32_t j = 0; j < l->n && j < Slots; ++j) {
         Key k = l->keys[j];
@@ -282,17 +318,19 @@ class UTree final : public PutIndex<UTree<Slots>> {
       }
       held += l->n;
     }
-    if (leaves.size() != leaves_.size()) r.fail("array leaves are lost from the inner nodes");
-    if (held != listed.size() || held != records_.load())
+    if (leaves.size() != leaf_count_.load()) r.fail("array leaves are lost from the inner nodes");
+    if (held != listed.size() || held != record_count())
       r.fail("array layer holds " + std::to_string(held) + " keys, list " +
-             std::to_string(listed.size()) + ", count " + std::to_string(records_.load()));
-    if (list_->used_slots() != listed.size() + retired_.size())
+             std::to_string(listed.size()) + ", count " + std::to_string(record_count()));
+    std::size_t cached = 0;
+    for (const ThreadSlot& t : slots_) cached += t.cached;
+    if (list_->used_slots() != listed.size() + retired_.size() + cached)
       r.fail("arena uses " + std::to_string(list_->used_slots()) + " slots, list has " +
-             std::to_string(listed.size()) + " and " + std::to_string(retired_.size()) +
-             " wait for reclamation");
+             std::to_string(listed.size()) + ", " + std::to_string(retired_.size()) +
+             " wait for reclamation and threads hold " + std::to_string(cached));
     check_arena_blocks(pool_, {list_.get()}, r);
     r.facts = {{"records", double(listed.size())},
-               {"array_leaves", double(leaves_.size())},
+               {"array_leaves", double(leaves.size())},
                {"array_height", double(inner_.height() + 1)}};
     return r;
   }
@@ -310,7 +348,65 @@ class UTree final : public PutIndex<UTree<Slots>> {
   }
   std::uint64_t* link_word(std::uint64_t p) { return p ? &node(p)->next : &root_->head; }
 
-  Leaf* route(Key k) const { return inner_.lower_bound(k).value(); }
+  // An operation in flight, counted in its thread's slot under the parity of the epoch it
+  // began in: removed list nodes return to the arena only once every operation that was in
+  // flight when they were unlinked has ended (reclaim(): the paper's epoch-based
+  // reclamation). The count is on the thread's own line, so operations share no written word.
+  class OpGuard {
+   public:
+    explicit OpGuard(const UTree& t) {
+      if (!t.shared_) return;  // one thread: reclaim() runs between its operations
+      slot_ = &t.slots_[thread_slot()];
+      for (;;) {
+        std::uint64_t e = t.epoch_.load();
+        parity_ = e & 1;
+        slot_->active[parity_].fetch_add(1);
+        if (t.epoch_.load() == e) return;  // else reclaim() may have counted this slot already
+        slot_->active[parity_].fetch_sub(1, std::memory_order_release);
+      }
+    }
+    ~OpGuard() {
+      if (slot_) slot_->active[parity_].fetch_sub(1, std::memory_order_release);
+    }
+    OpGuard(const OpGuard&) = delete;
+    OpGuard& operator=(const OpGuard&) = delete;
+
+   private:
+    ThreadSlot* slot_ = nullptr;
+    std::uint64_t parity_ = 0;
+  };
+
+  // The leaf the inner nodes name for k: k's leaf, or one to its left whose split has not
+  // yet entered the new sibling (beyond() then leads on).
+  Leaf* route(Key k) const { return reinterpret_cast<Leaf*>(inner_.ceiling(~k)->second); }
+  // The next leaf if k lies beyond l's range (a split moved it right), else null.
+  static Leaf* beyond(const Leaf* l, Key k) {
+    return k < ld(l->high) ? nullptr : l->next.load(std::memory_order_acquire);
+  }
+  // Locks k's leaf, starting from l (k's leaf or one left of it).
+  static Leaf* lock_leaf(Leaf* l, Key k) {
+    for (;;) {
+      l->lock.lock();
+      Leaf* r = beyond(l, k);
+      if (!r) return l;
+      l->lock.unlock();
+      l = r;
+    }
+  }
+  // f(k's leaf) under an optimistic read, until it ran on an unchanged leaf; its result.
+  template <class F>
+  auto read_leaf(Key k, F f) const {
+    const Leaf* l = route(k);
+    for (;;) {
+      std::uint64_t v = l->lock.read_begin();
+      if (const Leaf* r = beyond(l, k)) {  // lows never change: k's leaf is r or further
+        l = r;
+        continue;
+      }
+      auto res = f(l);
+      if (l->lock.read_valid(v)) return res;
+    }
+  }
 
   // Loads every line of l at once, so that the search, the predecessor's entry and the shift
   // wait for one overlapped miss rather than one after another (as the btree's prefetched
@@ -337,16 +433,12 @@ class UTree final : public PutIndex<UTree<Slots>> {
   // the left (read optimistically), 0 for the head word.
   std::uint64_t left_pred(const Leaf* l) const {
     for (Key low = l->low; low > 0;) {
-      const Leaf* left = route(low - 1);
-      std::uint64_t off;
-      for (;;) {
-        std::uint64_t v = left->lock.read_begin();
+      std::uint64_t off = read_leaf(low - 1, [&](const Leaf* left) {
         std::uint32_t n = std::min<std::uint32_t>(ld(left->n), Slots);
-        off = n ? ld(left->offs[n - 1]) : 0;
-        if (left->lock.read_valid(v)) break;
-      }
+        low = left->low;
+        return n ? ld(left->offs[n - 1]) : 0;
+      });
       if (off) return off;
-      low = left->low;
     }
     return 0;
   }
@@ -368,14 +460,17 @@ class UTree final : public PutIndex<UTree<Slots>> {
 
   bool put(Key k, Value v, bool may_insert, bool may_update) {
     pm::CategoryScope cat(pm::Category::node);
+    OpGuard op(*this);
     for (;;) {
+      Leaf* r;
       {
-        std::shared_lock inner(inner_mu_, std::defer_lock);
-        if (shared_) inner.lock();
         Leaf* l = route(k);
         prefetch(l);
-        std::unique_lock g(l->lock, std::defer_lock);
-        if (shared_) g.lock();
+        std::unique_lock<VersionLock> g;
+        if (shared_) {
+          l = lock_leaf(l, k);
+          g = std::unique_lock(l->lock, std::adopt_lock);
+        }
         std::uint32_t n = l->n, pos = lower(l, n, k);
         if (pos < n && l->keys[pos] == k) {
           if (!may_update) return false;
@@ -404,25 +499,54 @@ class UTree final : public PutIndex<UTree<Slots>> {
             link_alone(l, pos, k, v);
           return true;
         }
+        r = split(l);  // a full array leaf (DRAM only)
       }
-      // A full array leaf: split it (DRAM only) with the inner lock held alone, then retry.
-      std::unique_lock inner(inner_mu_);
-      split(route(k));
+      inner_.insert(~r->low, reinterpret_cast<std::uintptr_t>(r));  // l is unlocked: B-link
     }
   }
 
   // Writes and persists a new node for k, links it into the list (lock-free: the link may be
   // shared with the neighbouring leaf's writer) and then into l at pos.
   void link_in(Leaf* l, std::uint32_t pos, Key k, Value v) {
-    std::uint64_t off;
-    {
-      std::lock_guard a(arena_mu_);
-      off = list_->alloc();
-    }
+    std::uint64_t off = alloc_node();
     ListNode* ln = node(off);
     pm::store(&ln->key, k);
     pm::store(&ln->value, v);
     pm::store(&ln->pad, 0);
+    if (pos > 0 && pos < l->n)
+      link_inside(l->offs[pos - 1], l->offs[pos], ln, off);
+    else
+      link_at_edge(l, pos, k, ln, off);
+    std::uint32_t n = l->n;
+    for (std::uint32_t i = n; i > pos; --i) {
+      st(l->keys[i], l->keys[i - 1]);
+      st(l->offs[i], l->offs[i - 1]);
+    }
+    st(l->keys[pos], k);
+    st(l->offs[pos], off);
+    st(l->n, n + 1);
+    slots_[thread_slot()].records.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Links node off (ln) between two nodes of l, p and succ. A link from one node of l to
+  // another is written only under l's lock: the writers of other leaves CAS only a link to a
+  // node of their own range (the one they insert behind, the node they remove), and changing
+  // p or succ needs l's lock. So stores do the CAS's work, and succ is the leaf's next entry:
+  // the insert reads no list node. The dirty bit still marks the link until it is durable, for
+  // the scans and the edge writers that walk across it.
+  void link_inside(std::uint64_t p, std::uint64_t succ, ListNode* ln, std::uint64_t off) {
+    std::uint64_t* w = &node(p)->next;
+    __builtin_prefetch(w, 1);  // written after the node's persist: fetch the line meanwhile
+    pm::store(&ln->next, succ);
+    pm::persist(ln, sizeof(ListNode));  // before the link makes it reachable
+    st(*w, off | kDirty);
+    pm::persist(w, 8);  // the commit
+    st(*w, off);
+  }
+
+  // Links node off (ln) at an end of l, behind a node that may be in another leaf: the link
+  // is shared with the writers of the neighbouring leaves, so it changes by CAS only.
+  void link_at_edge(Leaf* l, std::uint32_t pos, Key k, ListNode* ln, std::uint64_t off) {
     std::uint64_t p = pos ? l->offs[pos - 1] : left_pred(l);
     for (unsigned spins = 0;;) {
       std::uint64_t* w = link_word(p);
@@ -444,17 +568,28 @@ class UTree final : public PutIndex<UTree<Slots>> {
       }
       pm::store(&ln->next, succ);  // the node is not reachable yet
       pm::persist(ln, sizeof(ListNode));
-      if (publish(w, s, off)) break;  // the commit: one 8-byte CAS, persisted
+      if (publish(w, s, off)) return;  // the commit: one 8-byte CAS, persisted
     }
-    std::uint32_t n = l->n;
-    for (std::uint32_t i = n; i > pos; --i) {
-      st(l->keys[i], l->keys[i - 1]);
-      st(l->offs[i], l->offs[i - 1]);
+  }
+
+  // A free list-node slot from the thread's run, refilled from the arena kCache at a time.
+  std::uint64_t alloc_node() {
+    ThreadSlot& t = slots_[thread_slot()];
+    for (unsigned spins = 0; t.cache_lock.test_and_set(std::memory_order_acquire);)
+      spin_pause(spins);  // only a thread sharing the slot holds it
+    struct Release {
+      std::atomic_flag& f;
+      ~Release() { f.clear(std::memory_order_release); }
+    } release{t.cache_lock};
+    if (!t.cached) {
+      std::lock_guard a(arena_mu_);
+      try {
+        while (t.cached < ThreadSlot::kCache) t.cache[t.cached++] = list_->alloc();
+      } catch (const Error&) {
+        if (!t.cached) throw;  // the pool is full: no slot at all
+      }
     }
-    st(l->keys[pos], k);
-    st(l->offs[pos], off);
-    st(l->n, n + 1);
-    records_.fetch_add(1, std::memory_order_relaxed);
+    return t.cache[--t.cached];
   }
 
   // link_in with one thread. The array layer then names every list node in list order
@@ -489,38 +624,64 @@ class UTree final : public PutIndex<UTree<Slots>> {
     l->keys[pos] = k;
     l->offs[pos] = off;
     l->n = n + 1;
-    records_.store(records_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    auto& records = slots_[0].records;
+    records.store(records.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
-  // With the inner lock held alone: no operation is in flight.
-  void split(Leaf* l) {
-    reclaim();
-    if (l->n < Slots) return;  // another writer split it first
-    auto r = std::make_unique<Leaf>();
+  // Moves the upper half of the full leaf l (locked, or the one thread) to a new right
+  // sibling, linked before l's range shrinks; the caller enters it into the inner nodes once
+  // l is unlocked (until then, threads routed to l follow its link).
+  Leaf* split(Leaf* l) {
+    auto* r = new Leaf;
     std::uint32_t half = Slots / 2;
     r->low = l->keys[half];
+    r->high = l->high;
     r->n = l->n - half;
     std::copy(l->keys + half, l->keys + l->n, r->keys);
     std::copy(l->offs + half, l->offs + l->n, r->offs);
-    l->n = half;
-    inner_.insert(r->low, r.get());
-    leaves_.push_back(std::move(r));
+    r->next.store(l->next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    l->next.store(r, std::memory_order_release);  // a reader that sees the new high finds r
+    st(l->high, r->low);
+    st(l->n, half);
+    leaf_count_.fetch_add(1, std::memory_order_relaxed);
+    return r;
   }
 
-  // With the inner lock held alone: removed nodes go back to the slab (nobody can be reading
-  // them any more).
+  // Outside any operation: returns the nodes removed so far to the arena once every
+  // operation in flight at their removal has ended. Operations from now on count under the
+  // other parity (OpGuard); the old parity then drains in every slot. One reclaimer at a
+  // time; another leaves the work to it.
   void reclaim() {
+    std::unique_lock one(reclaim_mu_, std::try_to_lock);
+    if (!one.owns_lock()) return;
+    std::vector<std::uint64_t> batch;
+    {
+      std::lock_guard a(arena_mu_);
+      batch.swap(retired_);
+      retired_count_.store(0, std::memory_order_relaxed);
+    }
+    std::uint64_t old = epoch_.fetch_add(1) & 1;
+    for (const ThreadSlot& t : slots_)
+      for (unsigned spins = 0; t.active[old].load(std::memory_order_acquire);) spin_pause(spins);
     std::lock_guard a(arena_mu_);
-    for (std::uint64_t off : retired_) list_->release(off);
-    retired_.clear();
-    retired_count_.store(0, std::memory_order_relaxed);
+    for (std::uint64_t off : batch) list_->release(off);
   }
 
-  Leaf* new_leaf(Key low) {
-    leaves_.push_back(std::make_unique<Leaf>());
-    leaves_.back()->low = low;
-    inner_.insert(low, leaves_.back().get());
-    return leaves_.back().get();
+  std::size_t record_count() const {
+    std::int64_t n = 0;
+    for (const ThreadSlot& t : slots_) n += t.records.load(std::memory_order_relaxed);
+    return std::size_t(n);
+  }
+
+  // A new last leaf from `low` on, right of l (recovery: one thread, before any operation).
+  Leaf* new_leaf(Leaf* l, Key low) {
+    auto* r = new Leaf;
+    r->low = low;
+    l->high = low;
+    l->next.store(r, std::memory_order_release);
+    inner_.insert(~low, reinterpret_cast<std::uintptr_t>(r));
+    leaf_count_.fetch_add(1, std::memory_order_relaxed);
+    return r;
   }
 
   // Rebuilds the array layer from the list (leaves filled to 3/4). A remove that a crash
@@ -528,10 +689,10 @@ class UTree final : public PutIndex<UTree<Slots>> {
   // otherwise recovery writes only flag bits of the working image, whose meaning is volatile.
   void recover() {
     list_->open();
-    inner_.clear();
-    leaves_.clear();
-    records_ = 0;
-    Leaf* l = new_leaf(0);
+    Leaf* l = leaves_.first = new Leaf;
+    inner_.insert(~Key{0}, reinterpret_cast<std::uintptr_t>(l));
+    leaf_count_ = 1;
+    std::int64_t records = 0;
     constexpr std::uint32_t kFill = Slots * 3 / 4;
     bool first = true;
     Key prev = 0;
@@ -557,12 +718,13 @@ class UTree final : public PutIndex<UTree<Slots>> {
                 std::to_string(prev));
       first = false;
       prev = ln.key;
-      if (l->n == kFill) l = new_leaf(ln.key);
+      if (l->n == kFill) l = new_leaf(l, ln.key);
       l->keys[l->n] = ln.key;
       l->offs[l->n++] = off;
-      ++records_;
+      ++records;
       w = &ln.next;
     }
+    slots_[0].records = records;
     list_->finish();
   }
   // PM is untrusted: what recovery cannot make sense of refuses the pool, before any
@@ -576,12 +738,21 @@ class UTree final : public PutIndex<UTree<Slots>> {
   std::byte* base_ = nullptr;  // the pool's offset 0
   std::unique_ptr<SlabArena> list_;
   Inner inner_;
-  std::vector<std::unique_ptr<Leaf>> leaves_;  // owns the array leaves
-  // Shared by every operation; held alone to split an array leaf or reclaim removed nodes.
-  mutable SharedSpinLock inner_mu_;
-  std::mutex arena_mu_;  // the slab arena and retired_
+  // Owns the array leaves: the one from key 0 and, through their next links, the others (also
+  // when recovery refuses a damaged pool, from the constructor).
+  struct LeafChain {
+    Leaf* first = nullptr;
+    ~LeafChain() {
+      for (Leaf* l = first; l;) delete std::exchange(l, l->next.load(std::memory_order_acquire));
+    }
+  } leaves_;
+  std::atomic<std::size_t> leaf_count_{0};
+  mutable std::array<ThreadSlot, kThreadSlots> slots_;
+  alignas(64) std::atomic<std::uint64_t> epoch_{0};  // changed by reclaim() only
+  std::mutex arena_mu_;                              // the slab arena and retired_
+  std::mutex reclaim_mu_;
   std::vector<std::uint64_t> retired_;
-  std::atomic<std::size_t> retired_count_{0}, records_{0};
+  std::atomic<std::size_t> retired_count_{0};
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
-// ROART's concurrency (lock-free readers; writers that lock the word's holder and their
-// target and validate them; slots reused only after every traversal that may hold them has
-// ended) under the shared stress fixture: more threads than cores on one shared key space,
-// leaf arrays splitting and running empty while other threads look up and scan; and string
-// writers splitting prefixes under a reader. concurrent_crash_test crashes it while threads
+// ROART's concurrency (lock-free readers; writers that lock their target, and the word's
+// holder when they swing its word, and validate them; slots reused only after every traversal that
+// may hold them has ended) under the shared stress fixture: more threads than cores on one shared
+// key space, leaf arrays splitting and running empty while other threads look up and scan; and
+// string writers splitting prefixes under a reader. concurrent_crash_test crashes it while threads
 // write. Runs under ThreadSanitizer too (label concurrency).
 #include <gtest/gtest.h>
 

@@ -298,12 +298,16 @@ class FastFair final : public Index {
     }
   }
 
-  // One thread, on a node this open tidied or created: no split is under way and no crash
-  // left entries at or past the sibling's low key, so an entry at or above k shows that k is
-  // below that low key, and the sibling's header (one cache miss per level) is not read. The
-  // original FAST_FAIR also looks at the sibling only past a node's last entry.
+  // A node this open tidied or created holds no crash leftovers, so an entry at or above k
+  // shows that k is below the sibling's low key, and the sibling's header (one cache miss per
+  // level) is not read; only past the last entry is it. With several threads, the one time a
+  // settled node holds entries at or past its sibling's low key is a split between publishing
+  // the sibling and truncating the node: those entries are then copies of the sibling's, which
+  // stays locked until the truncation, so either node gives the same answer (a leaf reader
+  // that overlaps the truncation sees the version move and reads again). docs/peers.md.
   bool settled(std::uint64_t n) const {
-    return !shared_ && hdr(n)->repaired == static_cast<std::uint32_t>(epoch_);
+    return std::atomic_ref<std::uint32_t>(hdr(n)->repaired).load(std::memory_order_acquire) ==
+           static_cast<std::uint32_t>(epoch_);
   }
   // Where k goes in a tidied node (sorted, no hole), in one pass, as the original's insert
   // finds it in its one backward pass: the entry count n, the first entry p at or above k,
@@ -378,24 +382,32 @@ class FastFair final : public Index {
     }
     return n;
   }
-  // The leaf that holds k, locked and tidied, and k's spot in it. On a settled node an entry
-  // at or above k shows that the sibling does not cover k; only past the last entry is the
-  // sibling's low key read.
+  // The leaf that holds k, locked and tidied, and k's spot in it. A locked, tidied node holds
+  // only keys below its sibling's low key, so an entry at or above k shows that the sibling
+  // does not cover k; only past the last entry is the sibling's low key read, and the lock
+  // then moves right by lock coupling.
   std::uint64_t locked_leaf(Key k, Path& path, Spot& at) {
     std::uint64_t n = descend(k, &path);
-    if (settled(n)) {
+    if (!shared_ && settled(n)) {  // one thread: no lock, and nothing to tidy
       at = spot(n, k);
-      if (at.p < at.n || move_right(n, k) == n) return n;  // one thread: no lock is taken
+      if (at.p < at.n || move_right(n, k) == n) return n;
     }
-    n = lock_right(n, k);
-    try {
-      tidy(n);
-    } catch (...) {
+    lock(n);
+    for (;;) {
+      try {
+        tidy(n);
+      } catch (...) {
+        unlock(n);
+        throw;
+      }
+      at = spot(n, k);
+      if (at.p < at.n) return n;
+      const std::uint64_t s = load8(&hdr(n)->sibling);
+      if (!s || k < hdr(s)->low_key) return n;
+      lock(s);
       unlock(n);
-      throw;
+      n = s;
     }
-    at = spot(n, k);
-    return n;
   }
 
   // Writes a node's words in program order and persists a cache line when the next write
@@ -493,7 +505,9 @@ class FastFair final : public Index {
     const auto e = static_cast<std::uint32_t>(epoch_);
     if (hdr(node)->repaired == e) return;
     repair(node);
-    pm::store(&hdr(node)->repaired, e);  // in the header line, not written back (above)
+    // In the header line, not written back (above); released: lock-free readers trust a node
+    // marked tidy (settled()).
+    pm::store_release(&hdr(node)->repaired, e);
   }
 
   // Tidies what a crash left in this node before writing to it: a FAIR split whose

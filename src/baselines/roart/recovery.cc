@@ -54,7 +54,7 @@ void Tree::recover() {
   pm::CategoryScope cat(pm::Category::node);
   Phase ph("recover");
   arenas_.open();
-  records_ = 0;
+  records_.reset();
   Repairs rep;
   g_repairs = &rep;
   Path p;
@@ -146,7 +146,7 @@ bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
       problem(at_off("leaf", lo) + " does not have the fingerprint its entry carries");
     ++n;
   }
-  records_ += n;
+  records_.add(static_cast<std::int64_t>(n));
   return n > 0;
 }
 

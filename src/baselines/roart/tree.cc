@@ -340,9 +340,9 @@ IndexStats Tree::stats() const {
   s.dram_bytes = u.dram_bytes;
   s.extra = {{"nodes", double(nodes_in(u.used))},
              {"leaf_arrays", double(u.used[kArenaArray])},
-             {"array_splits", double(array_splits_)},
-             {"grows", double(grows_)},
-             {"prefix_splits", double(prefix_splits_)}};
+             {"array_splits", double(array_splits_.load())},
+             {"grows", double(grows_.load())},
+             {"prefix_splits", double(prefix_splits_.load())}};
   return s;
 }
 

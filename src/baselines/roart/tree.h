@@ -21,6 +21,7 @@
 #include "baselines/roart/arena_set.h"
 #include "baselines/roart/epoch.h"
 #include "baselines/roart/layout.h"
+#include "baselines/roart/thread_slots.h"
 #include "baselines/roart/write_locks.h"
 #include "baselines/slab/slab_arena.h"
 #include "dptree/index.h"
@@ -120,14 +121,15 @@ class Tree {
 
   // Writes: each *_once returns nullopt when a lock's validation failed (retry from the root).
   struct Locked;
+  struct Held;
   struct Checker;  // check.cc
   std::optional<bool> put_once(std::string_view k, Value v, bool may_insert, bool may_update);
   std::optional<bool> remove_once(std::string_view k);
   bool drop_empty_node(std::string_view k);
   bool node_empty(u64 w) const;
   void collect();
-  bool put_in_array(const Slot& s, std::size_t depth, std::string_view k, Value v, bool may_insert,
-                    bool may_update);
+  std::optional<bool> put_in_array(const Slot& s, u64 w, std::size_t depth, std::string_view k,
+                                   Value v, bool may_insert, bool may_update, bool may_split);
   u64 new_leaf(std::string_view k, Value v);
   u64 new_array(const std::vector<u64>& entries);
   u64 new_array_of(std::string_view k, Value v);
@@ -137,6 +139,7 @@ class Tree {
                const std::vector<std::pair<int, u64>>& kids);
   void split_array(const Slot& s, std::size_t depth, u64 entry);
   void split_prefix(const Slot& s, std::size_t depth, std::size_t m, std::string_view k, Value v);
+  u64* free_word(u64 node, int byte) const;
   void add_child(const Slot& s, int byte, u64 child);
   void publish(const Slot& s, u64 child);
   void unlink(const Slot& s);
@@ -174,8 +177,8 @@ class Tree {
   std::size_t array_entries_ = kArrayEntries;
   bool concurrent_ = false;
   std::unique_ptr<WriteLocks> locks_;  // when concurrent
-  std::atomic<std::size_t> records_{0};
-  std::atomic<std::size_t> array_splits_{0}, grows_{0}, prefix_splits_{0};
+  SpreadCount records_;                // every insert and remove of every thread adds to it
+  SpreadCount array_splits_, grows_, prefix_splits_;
 };
 
 }  // namespace dptree::baselines::roart

@@ -29,6 +29,21 @@ struct Tree::Locked {
   explicit operator bool() const { return ok; }
 };
 
+// Holds the lock of node or leaf array x alone when concurrent, and tells whether x is still
+// linked (write_locks.h): enough for a change inside x that swings no word above it, as ROART
+// locks only the node it inserts into. Two writers under one parent then do not wait on each
+// other, where Locked made every insert under a node take that node's lock.
+struct Tree::Held {
+  std::optional<WriteLocks::One> one;
+  bool ok = true;
+  Held(Tree& t, u64 x) {
+    if (!t.concurrent_) return;
+    one.emplace(*t.locks_, off_of(x));
+    ok = !t.locks_->obsolete(off_of(x));
+  }
+  explicit operator bool() const { return ok; }
+};
+
 void Tree::collect() {
   arenas_.collect();
 }
@@ -62,9 +77,14 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
       return true;
     }
     if (tag_of(w) == kArray) {
+      if (concurrent_) {  // the array alone; only a full one's split swings s's word
+        Held a(*this, w);
+        if (!a) return std::nullopt;
+        if (auto r = put_in_array(s, w, d, k, v, may_insert, may_update, false)) return r;
+      }
       Locked g(*this, s, w);
       if (!g) return std::nullopt;
-      return put_in_array(s, d, k, v, may_insert, may_update);
+      return put_in_array(s, w, d, k, v, may_insert, may_update, true);
     }
     if (!prefix_bytes(w, d, pfx)) return std::nullopt;  // a remove is dropping the empty node
     std::size_t b = d + pfx.size(), m = d;
@@ -85,9 +105,19 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
     Slot c = find_child(w, uc(k[b]));
     if (!c.word) {
       if (!may_insert) return false;
+      const Slot at{s.word, s.hi, s.parent, s.byte, w};
+      if (concurrent_) {  // the node alone; only a full one's growth swings s's word
+        Held n(*this, w);
+        if (!n || find_child(w, uc(k[b])).word) return std::nullopt;  // or added meanwhile
+        if (free_word(w, uc(k[b]))) {
+          add_child(at, uc(k[b]), new_array_of(k, v));
+          ++records_;
+          return true;
+        }
+      }
       Locked g(*this, s, w);
       if (!g || find_child(w, uc(k[b])).word) return std::nullopt;  // or added meanwhile
-      add_child(Slot{s.word, s.hi, s.parent, s.byte, w}, uc(k[b]), new_array_of(k, v));
+      add_child(at, uc(k[b]), new_array_of(k, v));
       ++records_;
       return true;
     }
@@ -96,9 +126,11 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
   }
 }
 
-bool Tree::put_in_array(const Slot& s, std::size_t depth, std::string_view k, Value v,
-                        bool may_insert, bool may_update) {
-  LeafArray* a = node<LeafArray>(child_of(*s.word));
+// Array w is s's child, locked; a full one is split when may_split (s's holder locked too),
+// else nothing is done and nullopt returned.
+std::optional<bool> Tree::put_in_array(const Slot& s, u64 w, std::size_t depth, std::string_view k,
+                                       Value v, bool may_insert, bool may_update, bool may_split) {
+  LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
   int free_at = -1;
   for (int i = 0; i < int(array_entries_); ++i) {
@@ -117,6 +149,7 @@ bool Tree::put_in_array(const Slot& s, std::size_t depth, std::string_view k, Va
     return true;
   }
   if (!may_insert) return false;
+  if (free_at < 0 && !may_split) return std::nullopt;
   u64 e = new_leaf(k, v);
   if (free_at >= 0)
     publish(Slot{&a->entry[free_at]}, e);
@@ -189,35 +222,38 @@ void Tree::split_prefix(const Slot& s, std::size_t depth, std::size_t m, std::st
 
 // Adds child `c` under `byte` to node s.seen: one store into a free word, or a grown copy of
 // the node swung into s (ART's node growth, copy-on-write).
-void Tree::add_child(const Slot& s, int byte, u64 c) {
-  u64 w = s.seen;
-  auto into_free = [&](u64* words, int n) {
+// The word of node w (locked) a child under `byte` can take without growing w; nullptr when w
+// is full.
+u64* Tree::free_word(u64 w, int byte) const {
+  auto first_free = [](u64* words, int n) -> u64* {
     for (int i = 0; i < n; ++i)
-      if (!child_of(words[i])) {
-        publish(Slot{&words[i], with_byte(byte, 0)}, c);
-        return i;
-      }
-    return -1;
+      if (!child_of(words[i])) return &words[i];
+    return nullptr;
   };
   switch (tag_of(w)) {
     case kN4:
-      if (into_free(node<N4>(w)->child, 4) >= 0) return;
-      break;
+      return first_free(node<N4>(w)->child, 4);
     case kN16:
-      if (into_free(node<N16>(w)->child, 16) >= 0) return;
-      break;
+      return first_free(node<N16>(w)->child, 16);
     case kN48:
-      if (int i = into_free(node<N48>(w)->child, 48); i >= 0) {
-        Phase ph("index");  // recovery rebuilds it, so a crash before it loses nothing
-        std::uint8_t* idx = &node<N48>(w)->slot[byte];
-        pm::store_release(idx, std::uint8_t(i + 1));
-        pm::persist(idx, 1);
-        return;
-      }
-      break;
+      return first_free(node<N48>(w)->child, 48);
     default:
-      publish(Slot{&node<N256>(w)->child[byte]}, c);
-      return;
+      return &node<N256>(w)->child[byte];
+  }
+}
+
+void Tree::add_child(const Slot& s, int byte, u64 c) {
+  u64 w = s.seen;
+  if (u64* word = free_word(w, byte)) {
+    const bool n256 = tag_of(w) == kN256;  // its words keep no key byte
+    publish(Slot{word, n256 ? 0 : with_byte(byte, 0)}, c);
+    if (tag_of(w) == kN48) {
+      Phase ph("index");  // recovery rebuilds it, so a crash before it loses nothing
+      std::uint8_t* idx = &node<N48>(w)->slot[byte];
+      pm::store_release(idx, std::uint8_t(word - node<N48>(w)->child + 1));
+      pm::persist(idx, 1);
+    }
+    return;
   }
   auto kids = children(w);
   kids.emplace_back(byte, c);

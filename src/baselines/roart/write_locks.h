@@ -1,6 +1,8 @@
-// ROWEX's write side (the concurrency ROART takes from ART-ROWEX): a writer locks the word
-// holder it swings (the parent) and the node or leaf array it changes, then validates that
-// neither has been replaced meanwhile. Readers take no lock.
+// ROWEX's write side (the concurrency ROART takes from ART-ROWEX): a writer locks the node or
+// leaf array it changes, and the word holder (the parent) too when it swings the parent's word,
+// then validates that neither has been replaced meanwhile. Readers take no lock. Every word of
+// a node or array changes only under that node's or array's lock, and a node or array is
+// marked replaced under its own lock, so one not marked is still linked.
 //
 // The locks and the "replaced" (obsolete) marks are volatile, so they live in DRAM beside the
 // pool rather than in the nodes: a crash leaves no lock held, and recovery resets nothing.
@@ -44,6 +46,20 @@ class WriteLocks {
    private:
     WriteLocks& l_;
     std::size_t s1_, s2_;
+  };
+
+  // Holds the stripe of `a` alone: a change inside one node or leaf array (ROWEX, as ROART
+  // locks the node it inserts into); Pair only when a word above it swings too.
+  class One {
+   public:
+    One(WriteLocks& l, std::uint64_t a) : l_(l), s_(stripe(a)) { l_.lock(s_); }
+    ~One() { l_.unlock(s_); }
+    One(const One&) = delete;
+    One& operator=(const One&) = delete;
+
+   private:
+    WriteLocks& l_;
+    std::size_t s_;
   };
 
   bool obsolete(std::uint64_t off) const {

@@ -87,28 +87,36 @@ double load1() {
   return in >> l ? l : -1;
 }
 
-void measure_huge_pages(MachineState& m) {
-  std::ifstream in("/proc/self/smaps_rollup");
-  m.heap_huge_kib = m.pool_huge_kib = 0;
+namespace {
+
+// Calls fn(field, kib) for each "Field: N kB" line of a /proc file (smaps_rollup, status).
+template <class Fn>
+void for_each_kib_line(const char* path, Fn&& fn) {
+  std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
     std::istringstream f(line);
     std::string field;
     std::uint64_t kib = 0;
-    if (!(f >> field >> kib)) continue;
-    if (field == "AnonHugePages:") m.heap_huge_kib = kib;
-    if (field == "ShmemPmdMapped:" || field == "FilePmdMapped:") m.pool_huge_kib += kib;
+    if (f >> field >> kib) fn(field, kib);
   }
 }
 
+}  // namespace
+
+void measure_huge_pages(MachineState& m) {
+  m.heap_huge_kib = m.pool_huge_kib = 0;
+  for_each_kib_line("/proc/self/smaps_rollup", [&](const std::string& field, std::uint64_t kib) {
+    if (field == "AnonHugePages:") m.heap_huge_kib = kib;
+    if (field == "ShmemPmdMapped:" || field == "FilePmdMapped:") m.pool_huge_kib += kib;
+  });
+}
+
 std::uint64_t peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream f(line);
-    std::string field;
-    std::uint64_t kib = 0;
-    if (f >> field >> kib && field == "VmHWM:") return kib * 1024;
-  }
-  return 0;
+  std::uint64_t bytes = 0;
+  for_each_kib_line("/proc/self/status", [&](const std::string& field, std::uint64_t kib) {
+    if (field == "VmHWM:") bytes = kib * 1024;
+  });
+  return bytes;
 }
 
 }  // namespace dptree::bench

@@ -39,6 +39,8 @@ CDPTree::Impl::LeafCount CDPTree::Impl::check_leaf(Leaf lf, int v, const LeafWal
     if (keys[i].first == keys[i - 1].first) r.fail(at + ": duplicate key");
   const u64 rc = lf.rc(v);
   if (rc == R.restart_count) {
+    if (long s = leaf_bad_fp_code(lf, v); s >= 0)
+      r.fail(at + ": slot " + std::to_string(s) + "'s fingerprint byte is not its state's code");
     if (lf.count(v) != keys.size()) {
       r.fail(at + ": count differs from the bitmap");
     } else {

@@ -142,6 +142,10 @@ struct LeafLayout {
   }
 };
 
+inline constexpr unsigned kEmpty = 0, kOccupied = 1, kDeleted = 2;
+// A fingerprint byte's two reserved codes; a key's fingerprint is never either.
+inline constexpr std::uint8_t kFpEmpty = 0, kFpDeleted = 1;
+
 // A view of one leaf. Version v selects the metadata set.
 struct Leaf {
   std::byte* p;
@@ -175,9 +179,13 @@ struct Leaf {
   unsigned state(int v, std::size_t s) const {
     return static_cast<unsigned>(bitmap(v)[s / 32] >> (2 * (s % 32)) & 3);
   }
+  // An empty or deleted slot's fingerprint byte takes the state's code too (kFpEmpty,
+  // kFpDeleted), so a probe reads one line of fingerprints and no bitmap; an occupied slot's
+  // fingerprint is the caller's to store.
   void set_state(int v, std::size_t s, unsigned st) const {
     u64& w = bitmap(v)[s / 32];
     pm::store(&w, (w & ~(u64{3} << (2 * (s % 32)))) | (u64{st} << (2 * (s % 32))));
+    if (st != kOccupied) pm::store(&fp(v)[s], st == kEmpty ? kFpEmpty : kFpDeleted);
   }
   void copy_meta(int from, int to) const {
     pm::store_bytes(p + L->meta_p[to], p + L->meta_p[from], L->meta_p_bytes);
@@ -193,7 +201,6 @@ struct Leaf {
   }
 };
 
-inline constexpr unsigned kEmpty = 0, kOccupied = 1, kDeleted = 2;
 inline constexpr unsigned kBadState = 3;  // bitmap code 11: no slot may hold it
 
 inline u64 hash_key(u64 x) {

@@ -20,7 +20,11 @@ void rebuild_leaf_meta(Leaf lf, int v) {
   thread_local std::vector<std::uint16_t> ord;
   ord.clear();
   for (std::size_t s = 0; s < cap; ++s) {
-    if (lf.state(v, s) != kOccupied) continue;
+    const unsigned st = lf.state(v, s);
+    if (st != kOccupied) {
+      pm::store(&lf.fp(v)[s], st == kEmpty ? kFpEmpty : kFpDeleted);
+      continue;
+    }
     ord.push_back(static_cast<std::uint16_t>(s));
     pm::store(&lf.fp(v)[s], fingerprint_of(hash_key(lf.key(s))));
   }
@@ -28,6 +32,15 @@ void rebuild_leaf_meta(Leaf lf, int v) {
             [&](std::uint16_t a, std::uint16_t b) { return lf.key(a) < lf.key(b); });
   pm::store_bytes(lf.order(v), ord.data(), ord.size() * sizeof ord[0]);
   pm::store(&lf.count(v), ord.size());
+}
+
+long leaf_bad_fp_code(Leaf lf, int v) {
+  for (std::size_t s = 0; s < lf.L->cap; ++s) {
+    const unsigned st = lf.state(v, s);
+    if (st != kOccupied && lf.fp(v)[s] != (st == kEmpty ? kFpEmpty : kFpDeleted))
+      return static_cast<long>(s);
+  }
+  return -1;
 }
 
 bool ensure_leaf_meta(Leaf lf, int v, u64 restart_count) {
@@ -42,40 +55,30 @@ bool ensure_leaf_meta(Leaf lf, int v, u64 restart_count) {
 #if defined(__SSE2__)
 namespace {
 
-// The linear probe of §2.2 sixteen slots at a time: one compare of sixteen fingerprints and
-// one half bitmap word give the candidate slots and the first empty slot of a block. Keys
-// are read only for candidates before the first empty slot, in probe order, so the answer
-// is the scalar probe's; a long cluster (a leaf near full, or a kept split's deleted slots)
-// costs a few blocks instead of dozens of single-slot steps.
+// The linear probe of §2.2 sixteen slots at a time, on the fingerprint bytes alone (an empty
+// slot's byte is kFpEmpty, a deleted one's kFpDeleted, neither ever a key's fingerprint): two
+// compares of sixteen bytes give the candidate slots and the first empty slot of a block, and
+// the bitmap's line is not read. Keys are read only for candidates before the first empty
+// slot, in probe order, so the answer is the scalar probe's; a long cluster (a leaf near
+// full, or a kept split's deleted slots) costs a few blocks instead of dozens of steps.
 constexpr std::size_t kProbeBlock = 16;
-
-// The even bits of x (one per slot of a 2-bit bitmap) packed into the low 16 bits.
-inline unsigned pack_even_bits(std::uint32_t x) {
-  x &= 0x55555555u;
-  x = (x | x >> 1) & 0x33333333u;
-  x = (x | x >> 2) & 0x0f0f0f0fu;
-  x = (x | x >> 4) & 0x00ff00ffu;
-  x = (x | x >> 8) & 0x0000ffffu;
-  return x;
-}
 
 long find_in_blocks(Leaf lf, int v, u64 k, std::uint8_t f, std::size_t home) {
   const std::size_t nblocks = lf.L->cap / kProbeBlock;
   const __m128i want = _mm_set1_epi8(static_cast<char>(f));
+  const __m128i none = _mm_setzero_si128();  // kFpEmpty
   const std::uint8_t* fps = lf.fp(v);
-  const u64* bm = lf.bitmap(v);
   std::size_t blk = home / kProbeBlock;
   const unsigned first = 0xffffu << (home % kProbeBlock) & 0xffffu;
   // nblocks + 1 blocks: the home block again at the end, for the slots before home.
   for (std::size_t i = 0; i <= nblocks; ++i, blk = blk + 1 == nblocks ? 0 : blk + 1) {
     unsigned valid = i == 0 ? first : i == nblocks ? ~first & 0xffffu : 0xffffu;
-    auto bits = static_cast<std::uint32_t>(bm[blk / 2] >> (32 * (blk % 2)));
-    unsigned occupied = pack_even_bits(bits & ~(bits >> 1));  // 01
-    unsigned empty = pack_even_bits(~(bits | bits >> 1));     // 00
-    const auto* p = reinterpret_cast<const __m128i*>(fps + blk * kProbeBlock);
-    auto match = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(p), want)));
+    const __m128i bytes =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(fps + blk * kProbeBlock));
+    auto match = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, want)));
+    auto empty = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, none)));
     empty &= valid;
-    unsigned cand = match & occupied & valid;
+    unsigned cand = match & valid;
     if (empty) cand &= (empty & (0u - empty)) - 1;  // only slots before the first empty one
     for (; cand; cand &= cand - 1) {
       std::size_t s = blk * kProbeBlock + static_cast<std::size_t>(std::countr_zero(cand));
@@ -89,33 +92,37 @@ long find_in_blocks(Leaf lf, int v, u64 k, std::uint8_t f, std::size_t home) {
 }  // namespace
 #endif
 
-void leaf_prefetch(Leaf lf, int v, u64 h) {
+void leaf_prefetch(Leaf lf, int v, u64 h, ProbeMode mode) {
   const std::size_t home = home_slot(h, lf.L->cap);
-  __builtin_prefetch(lf.bitmap(v) + home / 32);
+  if (mode == ProbeMode::linear) __builtin_prefetch(lf.bitmap(v) + home / 32);
   __builtin_prefetch(lf.fp(v) + home);
   __builtin_prefetch(lf.entry(home));
 }
 
 long leaf_find(Leaf lf, int v, u64 k, u64 h, ProbeMode mode) {
   const std::size_t cap = lf.L->cap;
-  if (mode == ProbeMode::fingerprint) {
-    auto f = fingerprint_of(h);
-    const std::uint8_t* fp = lf.fp(v);
+  const std::uint8_t f = fingerprint_of(h);
+  const std::uint8_t* fp = lf.fp(v);
+  if (mode == ProbeMode::fingerprint) {  // a matching byte is an occupied slot's
     for (std::size_t s = 0; s < cap; ++s)
-      if (fp[s] == f && lf.state(v, s) == kOccupied && lf.key(s) == k) return static_cast<long>(s);
+      if (fp[s] == f && lf.key(s) == k) return static_cast<long>(s);
     return -1;
   }
-  auto f = fingerprint_of(h);
-  const bool use_fp = mode == ProbeMode::both;
   std::size_t s = home_slot(h, cap);
+  if (mode == ProbeMode::linear) {  // the bitmap's states, every occupied slot's key read
+    for (std::size_t n = 0; n < cap; ++n, s = (s + 1 == cap ? 0 : s + 1)) {
+      unsigned st = lf.state(v, s);
+      if (st == kEmpty) return -1;
+      if (st == kOccupied && lf.key(s) == k) return static_cast<long>(s);
+    }
+    return -1;
+  }
 #if defined(__SSE2__)
-  if (use_fp && cap % kProbeBlock == 0) return find_in_blocks(lf, v, k, f, s);
+  if (cap % kProbeBlock == 0) return find_in_blocks(lf, v, k, f, s);
 #endif
   for (std::size_t n = 0; n < cap; ++n, s = (s + 1 == cap ? 0 : s + 1)) {
-    unsigned st = lf.state(v, s);
-    if (st == kEmpty) return -1;
-    if (st == kOccupied && (!use_fp || lf.fp(v)[s] == f) && lf.key(s) == k)
-      return static_cast<long>(s);
+    if (fp[s] == kFpEmpty) return -1;
+    if (fp[s] == f && lf.key(s) == k) return static_cast<long>(s);
   }
   return -1;
 }

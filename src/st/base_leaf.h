@@ -29,8 +29,10 @@ using KVPair = std::pair<u64, u64>;
 //                 whose fingerprint matches (no use of the hash position)
 using dptree::ProbeMode;
 
+// The hash's top byte, moved off the two codes an empty or deleted slot's byte holds.
 inline std::uint8_t fingerprint_of(u64 hash) {
-  return static_cast<std::uint8_t>(hash >> 56);
+  const auto f = static_cast<std::uint8_t>(hash >> 56);
+  return f <= kFpDeleted ? static_cast<std::uint8_t>(f + 2) : f;
 }
 inline std::size_t home_slot(u64 hash, std::size_t cap) {
   return static_cast<std::size_t>(hash % cap);
@@ -38,6 +40,9 @@ inline std::size_t home_slot(u64 hash, std::size_t cap) {
 
 // Rebuilds count, order and fingerprints of version v from the bitmap and the pool.
 void rebuild_leaf_meta(Leaf lf, int v);
+// The first empty or deleted slot of version v whose fingerprint byte is not its state's
+// code (kFpEmpty, kFpDeleted), which a probe relies on; -1 when there is none.
+long leaf_bad_fp_code(Leaf lf, int v);
 // Partial persistence (§2.2, Algorithm 2 lines 2-4): if the leaf's restart counter of
 // version v lags `restart_count`, rebuilds and persists the counter. True if it rebuilt.
 bool ensure_leaf_meta(Leaf lf, int v, u64 restart_count);
@@ -47,9 +52,10 @@ long leaf_find(Leaf lf, int v, u64 k, u64 h, ProbeMode mode = ProbeMode::both);
 inline long leaf_find(Leaf lf, int v, u64 k, ProbeMode mode = ProbeMode::both) {
   return leaf_find(lf, v, k, hash_key(k), mode);
 }
-// Prefetches what leaf_find(lf, v, k, h) reads first: the home block's bitmap word and
-// fingerprints and the home slot's entry. A lookup then waits for one miss, not three.
-void leaf_prefetch(Leaf lf, int v, u64 h);
+// Prefetches what leaf_find(lf, v, k, h, mode) reads first: the home block's fingerprints
+// (its bitmap word for the linear scheme) and the home slot's entry. A lookup then waits
+// for one miss, not two.
+void leaf_prefetch(Leaf lf, int v, u64 h, ProbeMode mode = ProbeMode::both);
 // Position in version v's order array of the first key >= k.
 std::size_t leaf_lower_bound(Leaf lf, int v, u64 k);
 // Requests the entry at position i of version v's order array (none past its count). A scan

@@ -37,8 +37,8 @@ void BaseTree::ensure_meta(std::size_t i) const {
   fresh_[i] = 1;
 }
 
-void BaseTree::prefetch(std::size_t i, u64 h) const {
-  if (i < leaf_.size()) leaf_prefetch(leaf(leaf_[i]), cv(), h);
+void BaseTree::prefetch(std::size_t i, u64 h, ProbeMode mode) const {
+  if (i < leaf_.size()) leaf_prefetch(leaf(leaf_[i]), cv(), h, mode);
 }
 
 std::optional<u64> BaseTree::lookup_at(std::size_t i, u64 k, u64 h, ProbeMode mode) const {

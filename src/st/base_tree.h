@@ -40,9 +40,9 @@ class BaseTree {
   // DRAM flag of the inner index answers without touching the leaf once it is current.
   void ensure_meta(std::size_t i) const;
 
-  // Starts loading the lines a lookup of a key with hash h reads in leaves()[i] (the bitmap
-  // word, the fingerprints and the key slots of its home block), so the misses overlap.
-  void prefetch(std::size_t i, u64 h) const;
+  // Starts loading the lines a lookup of a key with hash h reads in leaves()[i] (the
+  // fingerprints and the key slots of its home block), so the misses overlap.
+  void prefetch(std::size_t i, u64 h, ProbeMode mode) const;
   std::optional<u64> lookup(u64 k, ProbeMode mode) const {
     return lookup_at(leaf_index(k), k, hash_key(k), mode);
   }

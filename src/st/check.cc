@@ -60,6 +60,8 @@ std::size_t DPTreeCore::Impl::check_leaf(Leaf lf, int v, const LeafWalk& walk,
       if (lf.fp(v)[keys[i].second] != fingerprint_of(hash_key(keys[i].first)))
         r.fail(at + ": fingerprint wrong");
     }
+    if (long s = leaf_bad_fp_code(lf, v); s >= 0)
+      r.fail(at + ": slot " + std::to_string(s) + "'s fingerprint byte is not its state's code");
   }
   return keys.size();
 }

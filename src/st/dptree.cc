@@ -177,7 +177,7 @@ std::optional<u64> DPTreeCore::Impl::lookup(u64 k) const {
   const u64 h = hash_key(k);
   bloom.prefetch(h);
   const std::size_t leaf = base->leaf_index(k);  // searched once, for the prefetch and the probe
-  base->prefetch(leaf, h);
+  base->prefetch(leaf, h, opt.probe);
   if (bloom.may_contain_hashed(h))
     if (const u64* p = buffer.find(k)) {
       if (*p & kTombstone) return std::nullopt;

@@ -241,6 +241,40 @@ TEST(DPTreeProbe, BlockProbeAnswersAsTheSlotProbe) {
   EXPECT_GT(wrapped, 10u) << "leaves without an empty slot were probed";
 }
 
+// A probe reads the fingerprint bytes and not the bitmap: an empty slot's byte is kFpEmpty
+// and a deleted one's kFpDeleted, kept so by every state change and restored by the rebuild
+// after a restart, whatever the bytes held; leaf_bad_fp_code (check()) names a wrong byte.
+TEST(DPTreeProbe, FingerprintBytesCarryTheEmptyAndDeletedCodes) {
+  HandLeaf h(64);
+  auto& [L, mem, lf] = h;
+  const auto es = h.fill(40, 7);
+  EXPECT_EQ(detail::leaf_bad_fp_code(lf, 0), -1);
+  for (std::size_t s = 0; s < L.cap; ++s)
+    if (lf.state(0, s) == detail::kOccupied)
+      EXPECT_GT(lf.fp(0)[s], detail::kFpDeleted) << "slot " << s;
+  // Deleting every other key: the keys behind a deleted slot are still found.
+  for (std::size_t i = 0; i < es.size(); i += 2) {
+    long s = detail::leaf_find(lf, 0, es[i].first);
+    ASSERT_GE(s, 0);
+    lf.set_state(0, static_cast<std::size_t>(s), detail::kDeleted);
+    EXPECT_EQ(lf.fp(0)[s], detail::kFpDeleted);
+  }
+  for (std::size_t i = 0; i < es.size(); ++i)
+    EXPECT_EQ(detail::leaf_find(lf, 0, es[i].first) >= 0, i % 2 == 1) << es[i].first;
+  EXPECT_EQ(detail::leaf_bad_fp_code(lf, 0), -1);
+  // A byte that disagrees with its state is named.
+  std::size_t empty = 0;
+  while (lf.state(0, empty) != detail::kEmpty) ++empty;
+  lf.fp(0)[empty] = 0x77;
+  EXPECT_EQ(detail::leaf_bad_fp_code(lf, 0), static_cast<long>(empty));
+  // After a restart the bytes may hold anything: the rebuild makes them right again.
+  for (std::size_t s = 0; s < L.cap; ++s) lf.fp(0)[s] = static_cast<std::uint8_t>(s * 37 + 5);
+  detail::rebuild_leaf_meta(lf, 0);
+  EXPECT_EQ(detail::leaf_bad_fp_code(lf, 0), -1);
+  for (std::size_t i = 0; i < es.size(); ++i)
+    EXPECT_EQ(detail::leaf_find(lf, 0, es[i].first) >= 0, i % 2 == 1) << es[i].first;
+}
+
 // Whole trees: every scheme answers every lookup the same, hits and misses, also right after
 // a restart (lazy rebuild).
 TEST(DPTreeProbe, EverySchemeAnswersTheSame) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "baselines/fastfair/layout.h"
+#include "baselines/fastfair/quick_pass.h"
 #include "baselines/peers.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
@@ -163,6 +164,115 @@ TEST(FastFairOpen, RefusesANodeMarkedTidiedByTheOpenToCome) {
   }
   node->repaired = 0;  // an old mark: the node is tidied again, nothing refused
   EXPECT_NO_THROW(make_index("fastfair", pool.get(), {}));
+}
+
+// FAST_FAIR's searches stop at the kEnd that every node's last slot holds for good; a pool
+// whose node lacks it would send them past the node, so the open refuses it.
+TEST(FastFairOpen, RefusesANodeWithoutAnEndMarkInItsLastSlot) {
+  pm::set_mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  {
+    auto idx = make_index("fastfair", pool.get(), {{"node_bytes", "128"}});
+    for (Key k = 1; k <= 100; ++k) idx->upsert(k, k);
+  }
+  const auto* root = pool->at<baselines::fastfair::Root>(*pool->root_word());
+  // The root: a node of 128 bytes, a header line and four slots.
+  auto* last = pool->at<baselines::fastfair::Entry>(root->tree_root + 128 - 16);
+  ASSERT_EQ(last->val, baselines::fastfair::kEnd);
+  last->val = 7;
+  try {
+    make_index("fastfair", pool.get(), {});
+    FAIL() << "the pool was opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::corrupt);
+    EXPECT_NE(std::string(e.what()).find("has no end mark in its last slot"), std::string::npos)
+        << e.what();
+  }
+  last->val = baselines::fastfair::kEnd;
+  auto idx = make_index("fastfair", pool.get(), {});
+  for (Key k = 1; k <= 100; ++k) EXPECT_EQ(idx->lookup(k), std::optional<Value>(k)) << k;
+}
+
+// A crash in the middle of a shift leaves a hole in a node, and the slot after it holds the
+// entry that was being moved; lookups after the open (the node not yet tidied) must step over
+// the hole to it, as scans do.
+TEST(FastFairOpen, LookupsStepOverAHoleACrashLeft) {
+  using baselines::fastfair::Entry, baselines::fastfair::kEnd, baselines::fastfair::kHole;
+  pm::set_mode(pm::Mode::dram);
+  auto pool = pm::Pool::create_in_memory(1 << 20);
+  {
+    auto idx = make_index("fastfair", pool.get(), {{"node_bytes", "256"}});
+    idx->upsert(1, 10);
+    idx->upsert(2, 20);
+  }
+  const auto* root = pool->at<baselines::fastfair::Root>(*pool->root_word());
+  auto* e = pool->at<Entry>(root->tree_root + sizeof(baselines::fastfair::Header));
+  ASSERT_EQ(e[1].key, 2u);
+  ASSERT_EQ(e[2].val, kEnd);
+  // An insert of a key below 1 stopped after it copied (2, 20) one slot up and put the hole in
+  // slot 1 for (1, 10).
+  e[2] = e[1];
+  e[1].val = kHole;
+  auto idx = make_index("fastfair", pool.get(), {});
+  EXPECT_EQ(idx->lookup(2), std::optional<Value>(20));
+  EXPECT_EQ(idx->lookup(1), std::optional<Value>(10));
+  std::vector<KV> all;
+  EXPECT_EQ(idx->scan(0, 10, all), 2u);
+  expect_check_ok(*idx, "a hole left by a crash");
+}
+
+// FAST_FAIR's quick passes (quick_pass.h) against a shift that rewrites entries between their
+// two loads of one, as a concurrent insert can: the pass reads a value, the shift moves every
+// entry from there one slot right and writes the new one, the pass reads the key. What the
+// passes take from that torn pair must still be right.
+struct ShiftBetweenLoads {
+  baselines::fastfair::Entry* e;
+  std::size_t at, slot;  // the shift runs right after the value load of e[at]; new entry slot
+  baselines::fastfair::Entry fresh;
+  bool done = false;
+  std::uint64_t operator()(const std::uint64_t* p) {
+    const std::uint64_t v = *p;
+    if (!done && p == &e[at].val) {
+      done = true;
+      for (std::size_t i = 4; i > slot; --i) e[i] = e[i - 1];
+      e[slot] = fresh;
+    }
+    return v;
+  }
+};
+
+TEST(FastFairQuickPass, ATornPairSendsNoDescentRightOfTheKey) {
+  using baselines::fastfair::Entry, baselines::fastfair::kEnd;
+  const std::map<std::uint64_t, Key> low = {{100, 0}, {150, 5}, {200, 10}, {300, 20}, {400, 30}};
+  auto low_key = [&](std::uint64_t c) { return low.at(c); };
+  Entry e[5] = {{10, 200}, {20, 300}, {30, 400}, {0, kEnd}, {0, kEnd}};  // leftmost child 100
+  bool reached = false;
+  ASSERT_EQ(baselines::fastfair::quick_child(e, 100, 15, reached,
+                                             ShiftBetweenLoads{e, 0, 0, {}, true}, low_key),
+            200u)
+      << "no shift: the child for 15 is the one of key 10";
+  // Inserting (5, 150) at slot 0 after the pass loaded slot 1's value (300): the key it then
+  // loads there is 10, so it pairs 10 with the child of 20.
+  reached = false;
+  const std::uint64_t c = baselines::fastfair::quick_child(
+      e, 100, 15, reached, ShiftBetweenLoads{e, 1, 0, {5, 150}}, low_key);
+  EXPECT_TRUE(c == 0 || low.at(c) <= 15) << "took child " << c << ", whose low key is above 15";
+  EXPECT_EQ(e[0].key, 5u) << "the shift ran";
+}
+
+TEST(FastFairQuickPass, ATornPairGivesNoValueOfAnotherKey) {
+  using baselines::fastfair::Entry, baselines::fastfair::kEnd;
+  Entry e[5] = {{2, 200}, {20, 2000}, {30, 3000}, {0, kEnd}, {0, kEnd}};
+  // Inserting (10, 1000) at slot 1 after the pass loaded slot 1's value (2000): the key it then
+  // loads there is 10, the key it looks for.
+  Value v = 0;
+  bool has = false, reached = false;
+  if (baselines::fastfair::quick_find(e, 10, v, has, reached,
+                                      ShiftBetweenLoads{e, 1, 1, {10, 1000}})) {
+    EXPECT_TRUE(has);
+    EXPECT_EQ(v, 1000u) << "the value of another key";
+  }
+  EXPECT_EQ(e[1].val, 1000u) << "the shift ran";
 }
 
 TEST(PeerOptions, BadOptionsAreRefused) {

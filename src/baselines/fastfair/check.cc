@@ -46,7 +46,8 @@ struct FastFair::Checker {
       r.fail("node " + str(x) + ": sibling's low key is not above its own");
     const auto* e = t.ents(x);
     const std::size_t n = t.end_of(x);
-    if (n > t.cap_) r.fail("node " + str(x) + " has no end mark");
+    if (n > t.cap_ || e[t.slots_ - 1].val != kEnd)
+      r.fail("node " + str(x) + " has no end mark in its last slot");
     for (std::size_t i = 0; i < n; ++i)
       if (e[i].val == kHole || (i && e[i - 1].val != kHole && e[i - 1].key == e[i].key))
         ++transient;

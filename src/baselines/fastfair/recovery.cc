@@ -28,8 +28,9 @@ void FastFair::corrupt(std::uint64_t off, const std::string& problem) const {
 
 // PM is untrusted: before anything follows a word of the tree, every node must be a chain
 // node (node_chain.h), every child, sibling and creator a node, children one level down,
-// siblings on the same level with no cycle, and no lock word stamped with this open's
-// epoch (readers would wait on it forever). Lookups and writes then trust the tree.
+// siblings on the same level with no cycle, no lock word stamped with this open's epoch
+// (readers would wait on it forever), and kEnd in every node's last slot. Lookups and writes then
+// trust the tree.
 void FastFair::validate(std::uint64_t epoch) const {
   if (node_bytes_ < 128 || node_bytes_ > 4096 || (node_bytes_ & (node_bytes_ - 1)))
     corrupt(pool_.offset_of(root_), "(the root) holds node_bytes " + std::to_string(node_bytes_));
@@ -47,6 +48,9 @@ void FastFair::validate(std::uint64_t epoch) const {
     if (h->level > 64) corrupt(n, "has level " + std::to_string(h->level));
     if ((h->sync >> 32) == epoch) corrupt(n, "holds a lock word of an open still to come");
     if (h->repaired == epoch) corrupt(n, "is marked tidied by an open still to come");
+    // The searches rely on it to stop (tree.h, the quick passes): a node is created with every
+    // slot kEnd and persisted before it is linked, and no store puts anything else there.
+    if (ents(n)[slots_ - 1].val != kEnd) corrupt(n, "has no end mark in its last slot");
     if (h->links.creator) node_at(n, h->links.creator, -1, "creator");
     if (h->links.prev) node_at(n, h->links.prev, -1, "prev");
     if (h->sibling) node_at(n, h->sibling, h->level, "sibling");

@@ -20,15 +20,16 @@
 // shift leaves at most one full duplicate of a neighbour, which readers skip.
 //
 // Concurrency (FAST_FAIR §5; the DPTree paper §4.4 for updates): searches take no lock. They
-// read each entry as value, key, value again (a torn pair is read again), skip holes and
-// duplicates, and move right past a split. A writer locks the leaf (moving right with lock
-// coupling), then shifts, or updates the value in place with one failure-atomic 8-byte store.
-// What a lock-free reader cannot tolerate is an entry moving left under it (a delete's shift,
-// a split's truncation): those bump the node's version before and after, and readers of a
-// leaf retry when the version changed. The lock and version share one word per node
-// (Header::sync) that carries the epoch of the open that set it, so a lock a crash left set
-// in PM is simply stale after reopening. Creating a node and publishing it is serialised by
-// one mutex, which keeps the creation chain's one-unpublished-tail invariant.
+// read each entry's value and key once and check what they take from a pair a shift may have
+// torn (quick_pass.h); past a hole they read each entry as value, key, value again (a torn pair
+// is read again) and skip holes and duplicates; and they move right past a split. A writer locks
+// the leaf (moving right with lock coupling), then shifts, or updates the value in place with one
+// failure-atomic 8-byte store. What a lock-free reader cannot tolerate is an entry moving left
+// under it (a delete's shift, a split's truncation): those bump the node's version before and
+// after, and readers of a leaf retry when the version changed. The lock and version share one word
+// per node (Header::sync) that carries the epoch of the open that set it, so a lock a crash left
+// set in PM is simply stale after reopening. Creating a node and publishing it is serialised by one
+// mutex, which keeps the creation chain's one-unpublished-tail invariant.
 #pragma once
 
 #include <algorithm>
@@ -40,6 +41,7 @@
 
 #include "baselines/common.h"
 #include "baselines/fastfair/layout.h"
+#include "baselines/fastfair/quick_pass.h"
 #include "baselines/node_chain.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -57,10 +59,12 @@ class FastFair final : public Index {
    public:
     std::size_t size() const { return n_; }
     std::uint64_t& operator[](std::size_t i) { return at_[i]; }
-    // Grows to n levels, the new ones 0 (never shrinks: see descend()).
+    // Grows to n levels (never shrinks: see descend()). The new levels are left unset:
+    // descend() sets every level from the root down to the one it stops at, and zeroing them
+    // on every write was 3% of an insert's instructions (callgrind).
     void grow_to(std::size_t n) {
       check(n);
-      for (; n_ < n; ++n_) at_[n_] = 0;
+      n_ = std::max(n_, n);
     }
     void push_back(std::uint64_t node) {
       check(n_ + 1);
@@ -105,18 +109,7 @@ class FastFair final : public Index {
       const std::uint64_t v0 = read_begin(leaf);
       std::optional<Value> found;
       bool reached = false;  // an entry at or above k: k is this leaf's, if it is settled
-      const auto* e = ents(leaf);
-      Entry x;
-      for (std::size_t i = 0; i < slots_; ++i) {
-        const Slot s = read_entry(e[i], x);
-        if (s == Slot::end) break;
-        if (s == Slot::skip) continue;
-        if (x.key >= k) {  // a duplicate holds the same pair: the first will do
-          if (x.key == k) found = x.val;
-          reached = true;
-          break;
-        }
-      }
+      if (!quick_find(leaf, k, found, reached)) find(leaf, k, found, reached);
       if (!read_valid(leaf, v0)) continue;  // an entry moved left under us: read again
       if (own) {  // past the last entry the sibling may hold k: read it if so
         const std::uint64_t r = reached ? leaf : move_right(leaf, k);
@@ -199,19 +192,9 @@ class FastFair final : public Index {
 
   // --- lock-free reading ---------------------------------------------------------------
 
-  enum class Slot { end, skip, ok };
-  // One entry as a pair that was in the node at one instant: value, key, value again (every
-  // rewrite stores hole, key, value, so equal values bracket a key of that same write).
+  static std::uint64_t load_word(const std::uint64_t* p) { return load8(p); }
   static Slot read_entry(const Entry& e, Entry& out) {
-    for (;;) {
-      const Value v1 = load8(&e.val);
-      if (v1 == kEnd) return Slot::end;
-      if (v1 == kHole) return Slot::skip;
-      const Key k = load8(&e.key);
-      if (load8(&e.val) != v1) continue;  // rewritten meanwhile
-      out = {k, v1};
-      return Slot::ok;
-    }
+    return fastfair::read_entry(e, out, load_word);
   }
 
   // The entries readers see: holes and duplicates skipped, and entries a crash left behind a
@@ -273,6 +256,35 @@ class FastFair final : public Index {
     return c;
   }
 
+  // A leaf's entry for k, each entry read whole (read_entry); *reached as for child_for().
+  void find(std::uint64_t leaf, Key k, std::optional<Value>& found, bool& reached) const {
+    const auto* e = ents(leaf);
+    Entry x;
+    for (std::size_t i = 0; i < slots_; ++i) {
+      const Slot s = read_entry(e[i], x);
+      if (s == Slot::end) break;
+      if (s == Slot::skip) continue;
+      if (x.key >= k) {  // a duplicate holds the same pair: the first will do
+        if (x.key == k) found = x.val;
+        reached = true;
+        return;
+      }
+    }
+  }
+
+  // The quick passes (quick_pass.h) over this tree's nodes.
+  bool quick_find(std::uint64_t leaf, Key k, std::optional<Value>& found, bool& reached) const {
+    Value v = 0;
+    bool has = false;
+    if (!fastfair::quick_find(ents(leaf), k, v, has, reached, load_word)) return false;
+    if (has) found = v;
+    return true;
+  }
+  std::uint64_t quick_child(std::uint64_t n, Key k, bool& reached) const {
+    return fastfair::quick_child(ents(n), hdr(n)->leftmost, k, reached, load_word,
+                                 [this](std::uint64_t c) { return hdr(c)->low_key; });
+  }
+
   // Root to the node of `level` that covers k, moving right where a split's parent entry is
   // missing; path[l] = the node passed on level l.
   std::uint64_t descend(Key k, Path* path, std::uint32_t level = 0) const {
@@ -281,13 +293,18 @@ class FastFair final : public Index {
     // above it descends again to its parent's level, and the splits below it still use theirs.
     if (path) path->grow_to(hdr(n)->level + 1);
     for (;;) {
-      if (!settled(n)) n = move_right(n, k);
+      const bool own = settled(n);
+      if (!own) n = move_right(n, k);
       const std::uint32_t lv = hdr(n)->level;
       if (path) (*path)[lv] = n;
       if (lv == level) return n;  // a settled node: its caller looks at the sibling if need be
       bool reached = false;
-      const std::uint64_t c = child_for(n, k, &reached);
-      if (!reached && settled(n)) {  // past the last entry: the sibling may cover k
+      std::uint64_t c = quick_child(n, k, reached);
+      if (!c) {
+        reached = false;
+        c = child_for(n, k, &reached);
+      }
+      if (!reached && own) {  // past the last entry: the sibling may cover k
         const std::uint64_t r = move_right(n, k);
         if (r != n) {
           n = r;
@@ -319,11 +336,11 @@ class FastFair final : public Index {
   Spot spot(std::uint64_t node, Key k) const {
     const auto* e = ents(node);
     Spot at;
-    std::size_t i = 0;
-    while (i < slots_ && e[i].val != kEnd && e[i].key < k) ++i;
+    std::size_t i = 0;  // the last slot ends both loops (quick_pass.h)
+    while (e[i].val != kEnd && e[i].key < k) ++i;
     at.p = i;
-    at.found = i < slots_ && e[i].val != kEnd && e[i].key == k;
-    while (i < slots_ && e[i].val != kEnd) ++i;
+    at.found = e[i].val != kEnd && e[i].key == k;
+    while (e[i].val != kEnd) ++i;
     at.n = i;
     return at;
   }

@@ -10,8 +10,10 @@
 //    drop holds the moved keys twice (recovery drops the old node's copies, and a crash in that
 //    redo leaves what the next recovery redoes); one before the anchor is in the search layer
 //    is missing it (recovery inserts it). Integer keys, and string keys that tie on their first
-//    8 bytes (the inline key word) so the leaves decide.
-// A pool of the first format (every key out of place) is refused, naming the fix.
+//    8 bytes (the inline key word) so the leaves decide; and a second split, whose anchor splits
+//    the search layer's word naming the first split's node into an inner node.
+// Pools of the earlier formats (every key out of place; a search layer ending at one-leaf
+// arrays) are refused, naming the fix.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -202,6 +204,13 @@ TEST(PacTreeCrash, SplitIntoTheNewNodeCrashedAtEveryStepAndInItsRecovery) {
   split_case<Ints>(full_int_node(), kFull * 10 + 5, false);
 }
 
+// Two nodes, the second full: the anchor of its split goes into a search layer that holds one.
+TEST(PacTreeCrash, ASecondSplitsAnchorSplitsTheSearchLayersWord) {
+  std::map<Key, Value> m;
+  for (Key k = 1; k <= kFull + kFull / 2; ++k) m[k * 10] = k;  // the second node ends full
+  split_case<Ints>(m, m.rbegin()->first + 5, false);
+}
+
 std::map<std::string, Value> full_string_node() {
   std::map<std::string, Value> m;
   for (int i = 1; i <= int(kFull); ++i) m[long_key(i * 10)] = i;
@@ -213,18 +222,20 @@ TEST(PacTreeCrash, StringSplitOnTiedKeyWordsCrashedAtEveryStep) {
   split_case<Strings>(full_string_node(), long_key(int(kFull) * 10 + 5), false);
 }
 
-TEST(PacTreeCrash, RefusesAPoolOfTheOutOfPlaceFormat) {
+TEST(PacTreeCrash, RefusesPoolsOfTheEarlierFormats) {
   pm::set_mode(pm::Mode::dram);
-  auto pool = pm::Pool::create_in_memory(1 << 20);
-  make_index("pactree", pool.get(), kInline, 1)->upsert(1, 1);
-  *pool->root<std::uint64_t>() = 0x3152'5443'4150'4D50ull;  // "PMPACTR1"
-  try {
-    make_index("pactree", pool.get(), kInline, 1);
-    FAIL() << "opened a pool of the first format";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
-    EXPECT_NE(std::string(e.what()).find("earlier format"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("new pool"), std::string::npos) << e.what();
+  for (std::uint64_t magic : {0x3152'5443'4150'4D50ull, 0x3252'5443'4150'4D50ull}) {
+    auto pool = pm::Pool::create_in_memory(1 << 20);
+    make_index("pactree", pool.get(), kInline, 1)->upsert(1, 1);
+    *pool->root<std::uint64_t>() = magic;  // "PMPACTR1", "PMPACTR2"
+    try {
+      make_index("pactree", pool.get(), kInline, 1);
+      FAIL() << "opened a pool of an earlier format";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
+      EXPECT_NE(std::string(e.what()).find("earlier format"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("new pool"), std::string::npos) << e.what();
+    }
   }
 }
 

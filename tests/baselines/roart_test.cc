@@ -1,7 +1,7 @@
 // ROART through the generic fixtures (generic_peer_fixture.h: model runs with reopens, bad
 // input, crash images in 64-byte and 8-byte units; tests/strings/ runs the string form) and its
 // own cases: integer keys that share long prefixes, a node grown through every kind and
-// emptied, the floor query against std::map, and the two forms kept apart in a pool.
+// emptied, and the two forms kept apart in a pool (roart_records_test has the floor query).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "baselines/generic_peer_fixture.h"
-#include "baselines/roart/tree.h"
 #include "baselines/trie_strings.h"
 #include "dptree/error.h"
 #include "dptree/string_index.h"
@@ -102,51 +101,6 @@ TEST(Roart, NodesGrowThroughEveryKindAndGoWhenEmptied) {
   EXPECT_EQ(NamedStats(idx->stats().extra)["nodes"], 0);
   EXPECT_EQ(NamedStats(idx->stats().extra)["leaf_arrays"], 0);
   expect_string_check_ok(*idx, "after removing everything");
-}
-
-// The engine's floor query (the greatest key <= k; PACTree's search layer uses it) against
-// std::map, over mixed keys and probes that are keys, their prefixes and their extensions.
-void expect_floor_matches_std_map(baselines::roart::Tree& t) {
-  std::map<std::string, Value> model;
-  std::mt19937_64 rng(5);
-  auto keys = mixed_keys(rng, 1500);
-  for (std::size_t i = 0; i < keys.size(); i += 2) {
-    t.put(keys[i], i, true, true);
-    model[keys[i]] = i;
-  }
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    for (std::string probe :
-         {keys[i], keys[i] + '\0', keys[i].substr(0, keys[i].size() / 2 + 1), keys[i] + '\xff'}) {
-      auto got = t.floor(probe);
-      auto it = model.upper_bound(probe);
-      if (it == model.begin()) {
-        ASSERT_FALSE(got.has_value()) << "probe of " << probe.size() << " bytes";
-      } else {
-        --it;
-        ASSERT_TRUE(got.has_value()) << "probe of " << probe.size() << " bytes";
-        ASSERT_EQ(got->first, it->first);
-        ASSERT_EQ(got->second, it->second);
-      }
-    }
-  }
-}
-
-TEST(RoartTree, FloorMatchesStdMap) {
-  PmModeScope mode(pm::Mode::dram);
-  auto pool = pm::Pool::create_in_memory(32 << 20);
-  baselines::roart::Tree t(*pool, baselines::roart::kFormStrings, 1);
-  expect_floor_matches_std_map(t);
-}
-
-// The same with one-leaf arrays, as PACTree embeds the engine: every path ends at one leaf.
-TEST(RoartTree, OneLeafArraysFloorMatchesStdMap) {
-  PmModeScope mode(pm::Mode::dram);
-  auto pool = pm::Pool::create_in_memory(32 << 20);
-  // A root block whose second half holds the tree's root, as PACTree's root block does.
-  void* block = baselines::open_arena_root(*pool, 256, 0x5453'4554'524F'4F4Cull, "floor test");
-  auto* root = reinterpret_cast<baselines::roart::Root*>(static_cast<char*>(block) + 128);
-  baselines::roart::Tree t(*pool, root, 1, 1);
-  expect_floor_matches_std_map(t);
 }
 
 TEST(Roart, RefusesBadStringKeysAndTheOtherForm) {

@@ -40,11 +40,15 @@ unsigned fingerprint(bool ints, std::string_view k, u64 word) {
   return static_cast<unsigned>(h >> 56);
 }
 
-// Whether the pool holds a pactree of the first format (every key out of place).
-bool holds_out_of_place_format(const pm::Pool& pool) {
-  if (*pool.root_word() == 0) return false;
+// The earlier format the pool holds, if any: a sentence for the error that refuses it.
+const char* earlier_format(const pm::Pool& pool) {
+  if (*pool.root_word() == 0) return nullptr;
   owned_root(pool, "pactree");
-  return *pool.root<u64>() == kMagicOutOfPlace;
+  const u64 magic = *pool.root<u64>();
+  if (magic == kMagicOutOfPlace) return "the first format (every key in an out-of-place leaf)";
+  if (magic == kMagicLeafArrays)
+    return "the second format (a search layer ending at one-leaf arrays)";
+  return nullptr;
 }
 
 // Fingerprint word `w` with slot i's byte (i % 8 of the word) set to fp.
@@ -70,11 +74,10 @@ PacTree::PacTree(pm::Pool& pool, u64 form, unsigned threads, bool background)
       ints_(form == roart::kFormInts),
       concurrent_(threads != 1),
       background_(background && threads != 1) {
-  if (holds_out_of_place_format(pool))
-    throw Error(Errc::version_mismatch,
-                "pool '" + pool.name() +
-                    "' holds a pactree of the earlier format (every key in an out-of-place "
-                    "leaf), which this build does not read: load its keys into a new pool");
+  if (const char* earlier = earlier_format(pool))
+    throw Error(Errc::version_mismatch, "pool '" + pool.name() + "' holds a pactree of " + earlier +
+                                            ", an earlier format this build does not read: load "
+                                            "its keys into a new pool");
   root_ = static_cast<Root*>(open_arena_root(pool, sizeof(Root), kMagic, "pactree"));
   if (root_->dir[0] == 0 && root_->head == 0) {  // never opened: this open decides the form
     pm::store(&root_->form, form);
@@ -86,8 +89,7 @@ PacTree::PacTree(pm::Pool& pool, u64 form, unsigned threads, bool background)
                                        (root_->form == roart::kFormStrings ? "string" : "u64"));
   }
   arenas_.create(pool, root_->dir, root_->slab_size, slot_bytes, concurrent_);
-  search_ = std::make_unique<roart::Tree>(pool, &root_->search, threads == 1 ? 1 : 0, 1);
-  recover();
+  recover(threads);
   if (background_) updater_ = std::thread([this] { updater(); });
 }
 
@@ -102,6 +104,23 @@ PacTree::~PacTree() {
 }
 
 // ---- reads ------------------------------------------------------------------------------
+
+// The search layer's key of data node n: the integer form's inline anchor bytes, in the line
+// a lookup reads next; the string form's anchor leaf. A floor query reads it at the end of its
+// path, so the node's fingerprint line is requested with it (prefetch_probe_lines).
+std::string_view PacTree::key(u64 n) const {
+  prefetch_probe_lines(n);
+  const DataNode* d = node(n);
+  if (ints_) return {reinterpret_cast<const char*>(&d->anchor_bytes), 8};
+  const Leaf* l = leaf(d->anchor_leaf);
+  return {l->key(), l->len};
+}
+
+// A data node in the list (recovery marked the list's nodes used and freed every other slot),
+// not the head, which no anchor names.
+bool PacTree::valid(u64 n) const {
+  return n != root_->head && arenas_[kArenaNode].is_used(n);
+}
 
 Probe PacTree::probe(std::string_view k) const {
   u64 w = key_word(k);
@@ -368,6 +387,7 @@ void PacTree::split(u64 n, const Probe& p, Value v) {
   img.next = d->next;
   img.limit = d->limit;
   img.anchor = d->pair[keys[half].second].key;
+  if (ints_) img.anchor_bytes = __builtin_bswap64(img.anchor);
   if (!ints_) img.anchor_leaf = new_pair(probe(anchor), 0).val;
   u64 moved = 0;
   int j = 0;

@@ -45,12 +45,14 @@ struct Probe {
   unsigned fp;
 };
 
-class PacTree {
+// The data nodes are the search layer's records: its bottom words name them, and it reads an
+// anchor from its node's first line (roart::Records).
+class PacTree final : private roart::Records {
  public:
   // `background`: a thread inserts split anchors into the search layer (else the splitting
   // writer does, inline).
   PacTree(pm::Pool& pool, u64 form, unsigned threads, bool background);
-  ~PacTree();
+  ~PacTree() override;
   PacTree(const PacTree&) = delete;
   PacTree& operator=(const PacTree&) = delete;
 
@@ -83,6 +85,10 @@ class PacTree {
   std::size_t gather(u64 n, const Probe& start, std::pair<std::string_view, Value>* kv,
                      char (*words)[8], u64& next) const;
 
+  // roart::Records
+  std::string_view key(u64 n) const override;
+  bool valid(u64 n) const override;
+
   std::optional<bool> put_once(const Probe& p, Value v, bool may_insert, bool may_update);
   std::optional<bool> remove_once(const Probe& p);
   void update_value(u64 n, int i, Value v);
@@ -95,7 +101,7 @@ class PacTree {
   u64 take(int arena);
 
   // recovery.cc
-  void recover();
+  void recover(unsigned threads);
   std::vector<u64> recover_list();
   void recover_pairs(const std::vector<u64>& nodes);
   u64 recover_node(u64 n, u64 next, bool head);

@@ -41,10 +41,10 @@ void register_pactree_index() {
   using namespace baselines;
   IndexInfo info{
       "pactree",
-      "PACTree (Kim et al., SOSP 2021): a persistent ART search layer (our ROART engine with "
-      "one-leaf arrays) over a linked data layer of 56-pair nodes holding their pairs inline, "
-      "unsorted, with one-byte fingerprints; splits link the new node at once and a background "
-      "thread inserts its anchor into the search layer (inline with --threads 1 or "
+      "PACTree (Kim et al., SOSP 2021): a persistent ART search layer (our ROART engine, its "
+      "bottom words naming data nodes) over a linked data layer of 56-pair nodes holding their "
+      "pairs inline, unsorted, with one-byte fingerprints; splits link the new node at once and "
+      "a background thread inserts its anchor into the search layer (inline with --threads 1 or "
       "updater=inline); lock-free readers with node versions, writers lock one data node; "
       "integer and string keys",
       true,

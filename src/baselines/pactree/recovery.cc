@@ -31,13 +31,12 @@ void PacTree::problem(const std::string& what) const {
   refuse_damaged(pool_, "pactree", what);
 }
 
-void PacTree::recover() {
+void PacTree::recover(unsigned threads) {
   pm::CategoryScope cat(pm::Category::node);
   arenas_.open();
   records_ = 0;
   auto nodes = recover_list();
   recover_pairs(nodes);
-  recover_search_layer(nodes);
   arenas_.finish();
   if (root_->head == 0) {  // new: the head node, below every key (a crash before the store
     u64 h = arenas_[kArenaNode].alloc();  // leaves its slot unreached, so free)
@@ -49,6 +48,10 @@ void PacTree::recover() {
     pm::store(&root_->head, h);
     pm::persist(&root_->head, 8);
   }
+  // The search layer recovers after the data layer: its words name data nodes (valid()).
+  const roart::Records* records = this;
+  search_ = std::make_unique<roart::Tree>(pool_, &root_->search, threads == 1 ? 1 : 0, records);
+  recover_search_layer(nodes);
 }
 
 // The key of the string form's leaf named by entry e, checked; its slot marked when `mark`.
@@ -76,7 +79,8 @@ std::vector<u64> PacTree::recover_list() {
     if (nodes.empty() ? d->anchor || d->anchor_leaf : !ints_ && !d->anchor_leaf)
       problem(at("data node", n) +
               (nodes.empty() ? " is the head but has an anchor" : " has no anchor leaf"));
-    if (ints_ && d->anchor_leaf) problem(at("data node", n) + " has an anchor leaf");
+    if (ints_ && (d->anchor_leaf || d->anchor_bytes != __builtin_bswap64(d->anchor)))
+      problem(at("data node", n) + " has an anchor leaf, or anchor bytes not its anchor word's");
     if (!nodes.empty()) {
       if (!ints_ && probe(checked_leaf(d->anchor_leaf, true)).word != d->anchor)
         problem(at("data node", n) + " has an anchor word that is not its anchor's");
@@ -147,16 +151,12 @@ u64 PacTree::recover_node(u64 n, u64 next, bool head) {
   return keep;
 }
 
-// Every anchor the search layer holds names the node of that anchor; the missing ones go in.
+// The search layer's recovery checked that its words name listed data nodes, each on the path
+// of its anchor; the anchors it lacks go in.
 void PacTree::recover_search_layer(const std::vector<u64>& nodes) {
-  std::set<u64> listed(nodes.begin(), nodes.end());
   std::set<u64> held;
-  search_->scan(std::string_view("\0", 1), ~std::size_t{0}, [&](std::string_view k, Value n) {
-    if (!listed.contains(n) || n == root_->head || anchor_key(n) != k)
-      problem("the search layer maps an anchor to " + at("offset", n) +
-              ", not to the data node of that anchor");
-    held.insert(n);
-  });
+  search_->scan(std::string_view("\0", 1), ~std::size_t{0},
+                [&](std::string_view, Value n) { held.insert(n); });
   for (std::size_t i = 1; i < nodes.size(); ++i)
     if (!held.contains(nodes[i])) {
       search_->put(anchor_key(nodes[i]), nodes[i], true, true);
@@ -170,11 +170,8 @@ CheckReport PacTree::check() const {
   Arenas::Counts reached{};
   std::size_t records = 0, data_nodes = 0, missing = 0;
   std::set<u64> held;
-  search_->scan(std::string_view("\0", 1), ~std::size_t{0}, [&](std::string_view k, Value n) {
-    if (!arenas_[kArenaNode].is_used(n) || anchor_key(n) != k)
-      r.fail("the search layer maps an anchor to " + at("offset", n) + ", not to its node");
-    held.insert(n);
-  });
+  search_->scan(std::string_view("\0", 1), ~std::size_t{0},
+                [&](std::string_view, Value n) { held.insert(n); });
   for (u64 n = root_->head; n && r.problems.size() < 20; n = node(n)->next) {
     ++data_nodes;
     ++reached[kArenaNode];
@@ -187,6 +184,8 @@ CheckReport PacTree::check() const {
     if (d->bitmap >> kNodeEntries) r.fail(at("data node", n) + " has bits past its slots");
     if (d->limit != (d->next ? node(d->next)->anchor : kNoLimit))
       r.fail(at("data node", n) + " has a limit that is not the next node's anchor");
+    if (ints_ && d->anchor_bytes != __builtin_bswap64(d->anchor))
+      r.fail(at("data node", n) + " has anchor bytes that are not its anchor word's");
     std::vector<std::string> keys;
     for (u64 live = d->bitmap & ((u64{1} << kNodeEntries) - 1); live; live &= live - 1) {
       const int i = std::countr_zero(live);

@@ -48,6 +48,10 @@ struct Tree::Checker {
   void visit(Frame& f) {
     height = std::max(height, f.level);
     const u64 c = f.w;
+    if (tag_of(c) == kRecord && t.owner_) {
+      visit_record(f);
+      return;
+    }
     const bool array = tag_of(c) == kArray;
     if (!array && (tag_of(c) < kN4 || tag_of(c) > kN256)) {
       r.fail("child word " + std::to_string(c) + " names no node kind");
@@ -73,13 +77,11 @@ struct Tree::Checker {
       const u64 e = *it;
       if (!e) continue;
       const int cls = entry_class(e);
-      const bool inside = t.in_slot(f.w, e);
-      if (!inside &&
-          (cls >= kLeafClasses || !t.arenas_[kArenaLeaf0 + cls].is_used(entry_leaf(e)))) {
+      if (cls >= kLeafClasses || !t.arenas_[kArenaLeaf0 + cls].is_used(entry_leaf(e))) {
         r.fail(at + " names leaf " + std::to_string(entry_leaf(e)) + ", not a used leaf slot");
         continue;
       }
-      if (!inside) ++reached[kArenaLeaf0 + cls];
+      ++reached[kArenaLeaf0 + cls];
       const Leaf* l = t.leaf_at(e);
       std::string_view k(l->key(), l->len);
       const bool on_path = f.end ? k.size() == f.depth : k.size() >= f.depth;
@@ -93,6 +95,19 @@ struct Tree::Checker {
     if (std::adjacent_find(keys.begin(), keys.end()) != keys.end())
       r.fail(at + " holds a key twice");
     records += keys.size();
+  }
+
+  // An owner's record (its owner checks the record itself), with a key on the path.
+  void visit_record(const Frame& f) {
+    const std::string at = "record " + std::to_string(off_of(f.w));
+    if (!t.owner_->valid(off_of(f.w))) {
+      r.fail(at + " is not a record of the index that holds the tree");
+      return;
+    }
+    const std::string_view k = t.record_key(f.w);
+    const bool on_path = f.end ? k.size() == f.depth : k.size() >= f.depth;
+    if (!on_path || !holds(f, k)) r.fail(at + " holds a key that is not on its path");
+    ++records;
   }
 
   // The header's kind and depth, a prefix some key below holds; the children pushed.

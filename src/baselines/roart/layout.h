@@ -7,7 +7,10 @@
 //  - a child word is 0 (none) or `off | tag`, the slot's offset with its kind in the low
 //    three bits; in N4, N16 and N48 the child's key byte sits in bits 56-63 of the same word
 //    (the paper's entry compression), so a child is added or removed by one 8-byte store;
-//  - a leaf-array entry is 0 or `fingerprint << 48 | leaf offset | size class`.
+//  - a leaf-array entry is 0 or `fingerprint << 48 | leaf offset | size class`;
+//  - in a tree embedded over an owner's records (Tree's Records: PACTree's data nodes), a
+//    bottom word is `record offset | kRecord`: it names the record, which holds the key, with
+//    no leaf array or leaf between (as the paper's ART names a data node by its child pointer).
 // A node at depth d with prefix length p holds keys whose bytes [d, d + p) are its prefix;
 // it branches on byte b = d + p. Its `end` word holds the key of length exactly b (the one
 // key there can be: string keys may be prefixes of each other), its children those with
@@ -24,7 +27,7 @@ using u64 = std::uint64_t;
 inline constexpr u64 kMagic = 0x3154'5241'4F52'4D50ull;  // "PMROART1"
 inline constexpr std::size_t kMaxKeyBytes = 1024;
 
-enum Tag : u64 { kArray = 1, kN4 = 2, kN16 = 3, kN48 = 4, kN256 = 5 };
+enum Tag : u64 { kArray = 1, kN4 = 2, kN16 = 3, kN48 = 4, kN256 = 5, kRecord = 6 };
 inline constexpr u64 kTagMask = 7;
 inline constexpr u64 kWordMask = (u64{1} << 56) - 1;  // a child word without its key byte
 
@@ -101,11 +104,6 @@ static_assert(sizeof(LeafArray) == 512);
 
 inline constexpr int kFpShift = 48;
 inline constexpr u64 kClassMask = 7;
-// With one-leaf arrays (Tree's array_entries = 1), a leaf whose key fits sits in its array's
-// own 64-byte slot, after the entry word: the entry names it with this class, so the array and
-// its leaf are one line to read.
-inline constexpr int kInSlotClass = 7;
-inline constexpr std::size_t kInSlotKeyBytes = 64 - 8 - 16;
 inline u64 entry_leaf(u64 e) {
   return e & ((u64{1} << kFpShift) - 1) & ~kClassMask;
 }

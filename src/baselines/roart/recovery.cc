@@ -75,6 +75,10 @@ void Tree::recover() {
 bool Tree::recover_word(u64 w, std::size_t depth, const Path& p, bool end) {
   u64 c = child_of(w);
   if (tag_of(c) == kArray) return recover_array(c, depth, p, end);
+  if (tag_of(c) == kRecord && owner_) {
+    recover_record(c, depth, p, end);
+    return true;
+  }
   if (end || tag_of(c) < kN4 || tag_of(c) > kN256)
     problem(at_off("child word", c) + " names no node kind" + (end ? " an end word holds" : ""));
   int arena = arena_of(c);
@@ -131,13 +135,11 @@ bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
     if (!e) continue;
     int cls = entry_class(e);
     u64 lo = entry_leaf(e);
-    const bool inside = in_slot(c, e);
-    if (!inside && (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].mark_used(lo)))
+    if (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].mark_used(lo))
       problem(at_off("leaf", lo) + " (in leaf array " + std::to_string(off_of(c)) +
               ") is not a leaf slot of its class or is reached twice");
     const Leaf* l = leaf_at(e);
-    const std::size_t room = inside ? sizeof(Leaf) + kInSlotKeyBytes : std::size_t{32} << cls;
-    if (l->len == 0 || l->len > kMaxKeyBytes || sizeof(Leaf) + l->len > room)
+    if (l->len == 0 || l->len > kMaxKeyBytes || sizeof(Leaf) + l->len > (std::size_t{32} << cls))
       problem(at_off("leaf", lo) + " has an impossible key length " + std::to_string(l->len));
     std::string_view k(l->key(), l->len);
     if ((end ? k.size() != depth : k.size() < depth) || !p.holds(k))
@@ -148,6 +150,18 @@ bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
   }
   records_.add(static_cast<std::int64_t>(n));
   return n > 0;
+}
+
+// Record word c: the owner says it names one of its records (checked before its key is
+// read), and the record's key is on the path.
+void Tree::recover_record(u64 c, std::size_t depth, const Path& p, bool end) {
+  if (!owner_->valid(off_of(c)))
+    problem(at_off("child word", c) + " names no record of the index that holds the tree");
+  const std::string_view k = record_key(c);
+  if (k.empty() || k.size() > kMaxKeyBytes || (end ? k.size() != depth : k.size() < depth) ||
+      !p.holds(k))
+    problem(at_off("record", off_of(c)) + " holds a key that is not on its path");
+  records_.add(1);
 }
 
 // Rebuilds the byte index of N48 `w` from its child words, writing only if it differs.

@@ -41,12 +41,6 @@ std::size_t slot_bytes(int arena) {
   return std::size_t{32} << (arena - kArenaLeaf0);
 }
 
-// The same with one-entry leaf arrays, each a 64-byte line (the write locks' obsolete marks
-// need every array slot 64-byte aligned).
-std::size_t slot_bytes_single(int arena) {
-  return arena == kArenaArray ? 64 : slot_bytes(arena);
-}
-
 }  // namespace
 
 Tree::Tree(pm::Pool& pool, u64 form, unsigned threads) : pool_(pool) {
@@ -64,12 +58,10 @@ Tree::Tree(pm::Pool& pool, u64 form, unsigned threads) : pool_(pool) {
   open(threads);
 }
 
-Tree::Tree(pm::Pool& pool, Root* root, unsigned threads, std::size_t array_entries)
+Tree::Tree(pm::Pool& pool, Root* root, unsigned threads, const Records* records)
     : pool_(pool), root_(root) {
   embedded_ = true;
-  if (array_entries != 1 && array_entries != kArrayEntries)
-    throw Error(Errc::invalid_argument, "roart: leaf arrays hold 1 or 64 entries");
-  array_entries_ = array_entries;
+  owner_ = records;
   if (root_->magic == 0) {  // new: the slab size first, then the magic that says it is set
     pm::store(&root_->slab_size, SlabArena::slab_size_for(pool.size()));
     pm::store(&root_->form, kFormStrings);
@@ -86,8 +78,7 @@ Tree::Tree(pm::Pool& pool, Root* root, unsigned threads, std::size_t array_entri
 void Tree::open(unsigned threads) {
   concurrent_ = threads != 1;
   if (concurrent_) locks_ = std::make_unique<WriteLocks>(pool_.size());
-  arenas_.create(pool_, root_->dir, root_->slab_size,
-                 array_entries_ == 1 ? slot_bytes_single : slot_bytes, concurrent_);
+  arenas_.create(pool_, root_->dir, root_->slab_size, slot_bytes, concurrent_);
   recover();
 }
 
@@ -169,6 +160,7 @@ std::vector<std::pair<int, u64>> Tree::children(u64 w) const {
 std::string_view Tree::any_key(u64 w) const {
   while (child_of(w)) {
     w = child_of(w);
+    if (tag_of(w) == kRecord) return record_key(w);
     if (tag_of(w) == kArray) {
       for (const u64* e = array_begin(w); e != array_end(w); ++e)
         if (u64 x = load8(e)) return {leaf_at(x)->key(), leaf_at(x)->len};
@@ -232,49 +224,27 @@ u64 Tree::new_leaf(std::string_view k, Value v) {
 u64 Tree::new_array(const std::vector<u64>& entries) {
   u64 off = take(kArenaArray);
   Phase ph("array");
-  if (array_entries_ == 1 && leaf_at(entries[0])->len <= kInSlotKeyBytes) {
-    // The leaf moves into the slot: a copy; a leaf of its own arena is retired (a split's new
-    // leaf, never published, or one an old array published: the epochs keep it for readers).
-    const Leaf* l = leaf_at(entries[0]);
-    u64 w = array_with_leaf(off, {l->key(), l->len}, l->value);
-    if (entry_class(entries[0]) != kInSlotClass)
-      retire(kArenaLeaf0 + entry_class(entries[0]), entry_leaf(entries[0]));
-    return w;
-  }
   LeafArray a{};
   std::copy(entries.begin(), entries.end(), a.entry);
-  const std::size_t bytes = array_entries_ * sizeof(u64);
-  pm::store_bytes(pool_.at<LeafArray>(off), &a, bytes);
-  pm::flush(pool_.at<LeafArray>(off), bytes);
+  pm::store(pool_.at<LeafArray>(off), a);
+  pm::flush(pool_.at<LeafArray>(off), sizeof(LeafArray));
   return off | kArray;
 }
 
-// A leaf array holding the one leaf (k, v): in its own slot when the arrays hold one leaf and
-// k fits there, else in a leaf of its size class.
+// What ends the path of one key (k, v): a new leaf array holding its new leaf, or, over an
+// owner's records, the word of record v itself (written back by its owner).
 u64 Tree::new_array_of(std::string_view k, Value v) {
-  if (array_entries_ != 1 || k.size() > kInSlotKeyBytes) return new_array({new_leaf(k, v)});
-  u64 off = take(kArenaArray);
-  Phase ph("array");
-  return array_with_leaf(off, k, v);
+  if (!owner_) return new_array({new_leaf(k, v)});
+  if (v & kTagMask || v > kWordMask)
+    throw Error(Errc::invalid_argument,
+                "roart: a record offset must be a multiple of 8 below 2^56");
+  return v | kRecord;
 }
 
-// Slot `off` as a one-leaf array whose leaf (k, v) follows the entry word, written back.
-u64 Tree::array_with_leaf(u64 off, std::string_view k, Value v) {
-  char img[64] = {};
-  const u64 e = u64(fingerprint(k)) << kFpShift | (off + 8) | kInSlotClass;
-  const Leaf l{k.size(), v};
-  std::memcpy(img, &e, 8);
-  std::memcpy(img + 8, &l, sizeof(Leaf));
-  std::memcpy(img + 8 + sizeof(Leaf), k.data(), k.size());
-  pm::store_bytes(at(off), img, sizeof(img));
-  pm::flush(at(off), sizeof(img));
-  return off | kArray;
-}
-
-// Whether `entry` of leaf array `array` names a leaf inside the array's slot.
-bool Tree::in_slot(u64 array, u64 entry) const {
-  return array_entries_ == 1 && entry_class(entry) == kInSlotClass &&
-         entry_leaf(entry) == off_of(array) + 8;
+// What ends the path of the keys of `entries` (a split's group): a new leaf array of them, or
+// over records the one record's word (two records never share a path's end).
+u64 Tree::bottom_of(const std::vector<u64>& entries) {
+  return owner_ ? entries[0] : new_array(entries);
 }
 
 // A node of the smallest kind that holds `kids` (byte, child word), written back.
@@ -306,9 +276,12 @@ u64 Tree::new_node(std::size_t depth, std::string_view prefix, u64 end,
   return off | t;
 }
 
-// The one 8-byte store that makes `child` (written back already) reachable from slot s.
+// The one 8-byte store that makes `child` (written back already) reachable from slot s. Over
+// records (which have no leaf arrays, so no entry word is published) a record's word needs no
+// fence before it: the tree wrote nothing for it, and its owner made the record durable before
+// putting it. An entry word's low bits are a size class, which may equal kRecord's tag.
 void Tree::publish(const Slot& s, u64 child) {
-  {
+  if (!owner_ || tag_of(child) != kRecord) {
     Phase ph("fence");
     pm::fence();
   }

@@ -63,6 +63,17 @@ inline std::size_t nodes_in(const ArenaSet<kArenas>::Counts& slots) {
 // What the calling thread's ROART operation is writing, for crash tests to name captures.
 const char* current_phase();
 
+// The records of an index that embeds the tree over them (PACTree's data nodes): each record,
+// named by its pool offset (a multiple of 8 below 2^56), holds its key in PM.
+class Records {
+ public:
+  virtual ~Records() = default;
+  // Record r's key: bytes in PM that stay as they are while r is in the tree.
+  virtual std::string_view key(u64 r) const = 0;
+  // Whether r names a record of the owner (recovery and check: PM is untrusted).
+  virtual bool valid(u64 r) const = 0;
+};
+
 class Tree {
  public:
   // Opens (and recovers) or creates the ROART of `pool` holding keys of `form`; threads == 1
@@ -70,11 +81,12 @@ class Tree {
   Tree(pm::Pool& pool, u64 form, unsigned threads);
   // A ROART of string keys inside another index's root block (PACTree's search layer): `root`
   // is zeroed on creation. The owner claims the pool, and its check() verifies the allocator's
-  // blocks with arenas() among its own. `array_entries` is kArrayEntries or 1: with 1, every
-  // leaf array is one line holding one leaf, so a floor query reads the one leaf at the end of
-  // its path (as an ART does) instead of every leaf of a 64-entry array. A pool keeps the
-  // choice it was created with; the owner's format names it.
-  Tree(pm::Pool& pool, Root* root, unsigned threads, std::size_t array_entries = kArrayEntries);
+  // blocks with arenas() among its own. With `records`, the tree's bottom words name the
+  // owner's records (layout.h, kRecord) instead of leaf arrays: a value put is a record whose
+  // key is the key put, and a floor query ends at the record itself (the paper's search layer
+  // names a data node by its child pointer). A pool keeps the choice it was created with; the
+  // owner's format names it.
+  Tree(pm::Pool& pool, Root* root, unsigned threads, const Records* records = nullptr);
 
   // The greatest key <= k and its value, if any; floor_value gives the value alone.
   std::optional<std::pair<std::string, Value>> floor(std::string_view k) const;
@@ -133,8 +145,10 @@ class Tree {
   u64 new_leaf(std::string_view k, Value v);
   u64 new_array(const std::vector<u64>& entries);
   u64 new_array_of(std::string_view k, Value v);
-  u64 array_with_leaf(u64 off, std::string_view k, Value v);
-  bool in_slot(u64 array, u64 entry) const;
+  u64 bottom_of(const std::vector<u64>& entries);
+  std::string_view entry_key(u64 e) const;
+  std::optional<bool> put_at_record(const Slot& s, u64 w, std::size_t depth, std::string_view k,
+                                    Value v, bool may_insert, bool may_update);
   u64 new_node(std::size_t depth, std::string_view prefix, u64 end,
                const std::vector<std::pair<int, u64>>& kids);
   void split_array(const Slot& s, std::size_t depth, u64 entry);
@@ -150,6 +164,7 @@ class Tree {
   void recover();
   bool recover_word(u64 w, std::size_t depth, const Path& p, bool end);
   bool recover_array(u64 w, std::size_t depth, const Path& p, bool end);
+  void recover_record(u64 w, std::size_t depth, const Path& p, bool end);
   void rebuild_n48_slots(u64 w);
   [[noreturn]] void problem(const std::string& what) const;
 
@@ -161,11 +176,22 @@ class Tree {
   }
 
   void open(unsigned threads);
-  // The entries of leaf array w that this tree uses (array_entries_ of them).
   u64* array_begin(u64 w) const { return node<LeafArray>(w)->entry; }
-  u64* array_end(u64 w) const { return node<LeafArray>(w)->entry + array_entries_; }
-  const Leaf* floor_walk(u64 w, std::size_t depth, std::string_view k, bool bounded) const;
-  const Leaf* floor_array(u64 w, std::string_view k, bool bounded) const;
+  u64* array_end(u64 w) const { return node<LeafArray>(w)->entry + kArrayEntries; }
+  // Whether child word w ends a path: a leaf array, or an owner's record.
+  static bool bottom(u64 w) { return tag_of(w) == kArray || tag_of(w) == kRecord; }
+  std::string_view record_key(u64 w) const { return owner_->key(off_of(w)); }
+  // What a floor query found: a leaf, or the word of an owner's record.
+  struct Hit {
+    const Leaf* leaf = nullptr;
+    u64 record = 0;
+    explicit operator bool() const { return leaf || record; }
+  };
+  Hit floor_walk(u64 w, std::size_t depth, std::string_view k, bool bounded) const;
+  Hit floor_array(u64 w, std::string_view k, bool bounded) const;
+  Hit floor_record(u64 w, std::string_view k, bool bounded) const;
+  std::string_view key_of(const Hit& h) const;
+  Value value_of(const Hit& h) const;
   u64 child_below(u64 w, int& byte) const;
   std::string_view prefix_view(u64 w, std::size_t depth, std::string& whole) const;
 
@@ -174,7 +200,7 @@ class Tree {
   Root* root_ = nullptr;
   ArenaSet<kArenas> arenas_;
   bool embedded_ = false;
-  std::size_t array_entries_ = kArrayEntries;
+  const Records* owner_ = nullptr;  // the owner's records, when the bottom words name them
   bool concurrent_ = false;
   std::unique_ptr<WriteLocks> locks_;  // when concurrent
   SpreadCount records_;                // every insert and remove of every thread adds to it

@@ -18,7 +18,7 @@ std::optional<Value> Tree::lookup(std::string_view k) const {
   u64 w = child_of(load8(&root_->tree));
   std::size_t d = 0;
   // Prefixes are not compared on the way down: the leaf's whole key is (as in ART).
-  while (w && tag_of(w) != kArray) {
+  while (w && !bottom(w)) {
     const NodeHeader* h = node<NodeHeader>(w);
     std::size_t b = d + meta_plen(h->meta);
     if (k.size() < b) return std::nullopt;
@@ -30,6 +30,8 @@ std::optional<Value> Tree::lookup(std::string_view k) const {
     d = b + 1;
   }
   if (!w) return std::nullopt;
+  if (tag_of(w) == kRecord)
+    return record_key(w) == k ? std::optional<Value>(off_of(w)) : std::nullopt;
   unsigned fp = fingerprint(k);
   for (const u64* e = array_begin(w); e != array_end(w); ++e) {
     u64 x = load8(e);
@@ -52,6 +54,12 @@ std::size_t Tree::scan(std::string_view start, std::size_t count,
 bool Tree::walk(u64 w, std::size_t depth, std::string_view start, bool bounded, std::size_t count,
                 const std::function<void(std::string_view, Value)>& emit, std::size_t& got) const {
   if (!w) return false;
+  if (tag_of(w) == kRecord) {
+    const std::string_view k = record_key(w);
+    if (bounded && k < start) return false;
+    emit(k, off_of(w));
+    return ++got == count;
+  }
   if (tag_of(w) == kArray) return walk_array(w, start, bounded, count, emit, got);
   return walk_node(w, depth, start, bounded, count, emit, got);
 }
@@ -139,20 +147,27 @@ bool Tree::for_each_child(u64 w, int lo, int hi, const std::function<bool(int, u
 
 std::optional<std::pair<std::string, Value>> Tree::floor(std::string_view k) const {
   Epochs::Guard g(arenas_.epochs());
-  const Leaf* l = floor_walk(child_of(load8(&root_->tree)), 0, k, true);
-  if (!l) return std::nullopt;
-  return std::pair{std::string(l->key(), l->len), load8(&l->value)};
+  const Hit h = floor_walk(child_of(load8(&root_->tree)), 0, k, true);
+  if (!h) return std::nullopt;
+  return std::pair{std::string(key_of(h)), value_of(h)};
 }
 
 std::optional<Value> Tree::floor_value(std::string_view k) const {
   Epochs::Guard g(arenas_.epochs());
-  const Leaf* l = floor_walk(child_of(load8(&root_->tree)), 0, k, true);
-  if (!l) return std::nullopt;
-  return load8(&l->value);
+  const Hit h = floor_walk(child_of(load8(&root_->tree)), 0, k, true);
+  if (!h) return std::nullopt;
+  return value_of(h);
 }
 
-// The leaf of the greatest key of array w (<= k when `bounded`); null if none.
-const Leaf* Tree::floor_array(u64 w, std::string_view k, bool bounded) const {
+std::string_view Tree::key_of(const Hit& h) const {
+  return h.leaf ? std::string_view(h.leaf->key(), h.leaf->len) : record_key(h.record);
+}
+Value Tree::value_of(const Hit& h) const {
+  return h.leaf ? load8(&h.leaf->value) : off_of(h.record);
+}
+
+// The leaf of the greatest key of array w (<= k when `bounded`); none if none.
+Tree::Hit Tree::floor_array(u64 w, std::string_view k, bool bounded) const {
   const Leaf* best = nullptr;
   for (const u64* e = array_begin(w); e != array_end(w); ++e)
     if (u64 x = load8(e)) {
@@ -161,14 +176,22 @@ const Leaf* Tree::floor_array(u64 w, std::string_view k, bool bounded) const {
       if ((!bounded || lk <= k) && (!best || lk > std::string_view(best->key(), best->len)))
         best = l;
     }
-  return best;
+  return {best, 0};
 }
 
-// The leaf of the greatest key below child word w (at `depth`): <= k when `bounded` (the path
-// so far holds k's bytes), else the greatest of all. Mirrors walk_node, from the right; the
-// largest of all needs only the prefix's length, not its bytes.
-const Leaf* Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool bounded) const {
-  if (!w) return nullptr;
+// Record word w when its key is <= k (or not `bounded`). Its key is read from the record, the
+// line a lookup reads next anyway (PACTree's data node).
+Tree::Hit Tree::floor_record(u64 w, std::string_view k, bool bounded) const {
+  if (bounded && record_key(w) > k) return {};
+  return {nullptr, w};
+}
+
+// The leaf or record of the greatest key below child word w (at `depth`): <= k when `bounded`
+// (the path so far holds k's bytes), else the greatest of all. Mirrors walk_node, from the
+// right; the largest of all needs only the prefix's length, not its bytes.
+Tree::Hit Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool bounded) const {
+  if (!w) return {};
+  if (tag_of(w) == kRecord) return floor_record(w, k, bounded);
   if (tag_of(w) == kArray) return floor_array(w, k, bounded);
   const NodeHeader* h = node<NodeHeader>(w);
   const std::size_t b = d + meta_plen(h->meta);
@@ -176,23 +199,23 @@ const Leaf* Tree::floor_walk(u64 w, std::size_t d, std::string_view k, bool boun
   if (bounded) {
     std::string whole;
     const std::string_view pfx = prefix_view(w, d, whole);
-    if (pfx.size() != b - d) return nullptr;  // emptied meanwhile
+    if (pfx.size() != b - d) return {};  // emptied meanwhile
     std::size_t m = d;
     while (m < b && m < k.size() && k[m] == pfx[m - d]) ++m;
     if (m < b) {
-      if (m == k.size() || uc(k[m]) < uc(pfx[m - d])) return nullptr;  // every key here is > k
-      bounded = false;                                                 // every key here is < k
+      if (m == k.size() || uc(k[m]) < uc(pfx[m - d])) return {};  // every key here is > k
+      bounded = false;                                            // every key here is < k
     } else if (k.size() == b) {
       return floor_walk(child_of(load8(&h->end)), b, k, false);  // only the end key <= k
     } else {
       if (auto c = find_child(w, uc(k[b])); c.word)
-        if (const Leaf* l = floor_walk(child_of(c.seen), b + 1, k, true)) return l;
+        if (const Hit hit = floor_walk(child_of(c.seen), b + 1, k, true)) return hit;
       below = uc(k[b]);
     }
   }
   // Children below, greatest first; one emptied meanwhile gives the next one down.
   while (u64 c = child_below(w, below))
-    if (const Leaf* l = floor_walk(c, b + 1, k, false)) return l;
+    if (const Hit hit = floor_walk(c, b + 1, k, false)) return hit;
   return floor_walk(child_of(load8(&h->end)), b, k, false);  // a prefix of k
 }
 

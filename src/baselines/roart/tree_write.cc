@@ -76,6 +76,11 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
       ++records_;
       return true;
     }
+    if (tag_of(w) == kRecord) {  // every change here swings s's word
+      Locked g(*this, s, w);
+      if (!g) return std::nullopt;
+      return put_at_record(s, w, d, k, v, may_insert, may_update);
+    }
     if (tag_of(w) == kArray) {
       if (concurrent_) {  // the array alone; only a full one's split swings s's word
         Held a(*this, w);
@@ -133,7 +138,7 @@ std::optional<bool> Tree::put_in_array(const Slot& s, u64 w, std::size_t depth, 
   LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
   int free_at = -1;
-  for (int i = 0; i < int(array_entries_); ++i) {
+  for (int i = 0; i < int(kArrayEntries); ++i) {
     u64 e = a->entry[i];
     if (!e) {
       if (free_at < 0) free_at = i;
@@ -159,34 +164,60 @@ std::optional<bool> Tree::put_in_array(const Slot& s, u64 w, std::size_t depth, 
   return true;
 }
 
+// Record word w = s's child (its holder locked) ends k's path: the record's own key is
+// updated by naming record v instead, another key splits the path as a full array does.
+std::optional<bool> Tree::put_at_record(const Slot& s, u64 w, std::size_t depth, std::string_view k,
+                                        Value v, bool may_insert, bool may_update) {
+  if (record_key(w) == k) {
+    if (!may_update) return false;
+    if (off_of(w) != v) publish(s, new_array_of(k, v));
+    return true;
+  }
+  if (!may_insert) return false;
+  split_array(s, depth, new_array_of(k, v));
+  ++records_;
+  return true;
+}
+
+// The key an array entry's leaf holds, or over records the key of a record word.
+std::string_view Tree::entry_key(u64 e) const {
+  if (owner_) return record_key(e);
+  return {leaf_at(e)->key(), leaf_at(e)->len};
+}
+
 // A full leaf array (at `depth`) and one more entry become a node over new leaf arrays: the
 // node's prefix is what all the keys share from `depth` on, and its branch byte splits them.
-// The leaves move by reference; the node is swung in by one store.
+// The leaves move by reference; the node is swung in by one store. Over records, s names one
+// record and the node goes over the two record words themselves.
 void Tree::split_array(const Slot& s, std::size_t depth, u64 entry) {
   u64 old = child_of(*s.word);
-  std::vector<u64> all(array_begin(old), array_end(old));
+  std::vector<u64> all;
+  if (owner_)
+    all.push_back(old);
+  else
+    all.assign(array_begin(old), array_end(old));
   all.push_back(entry);
-  auto key = [&](u64 e) { return std::string_view(leaf_at(e)->key(), leaf_at(e)->len); };
-  std::string_view first = key(all[0]);
+  std::string_view first = entry_key(all[0]);
   std::size_t b = depth;
   auto all_same = [&](std::size_t i) {
     for (u64 e : all)
-      if (key(e).size() <= i || first.size() <= i || key(e)[i] != first[i]) return false;
+      if (entry_key(e).size() <= i || first.size() <= i || entry_key(e)[i] != first[i])
+        return false;
     return true;
   };
   while (all_same(b)) ++b;
   u64 end = 0;
   std::map<int, std::vector<u64>> groups;
   for (u64 e : all) {
-    if (key(e).size() == b)
-      end = new_array({e});
+    if (entry_key(e).size() == b)
+      end = bottom_of({e});
     else
-      groups[uc(key(e)[b])].push_back(e);
+      groups[uc(entry_key(e)[b])].push_back(e);
   }
   std::vector<std::pair<int, u64>> kids;
-  for (const auto& [byte, es] : groups) kids.emplace_back(byte, new_array(es));
+  for (const auto& [byte, es] : groups) kids.emplace_back(byte, bottom_of(es));
   publish(s, new_node(depth, first.substr(depth, b - depth), end, kids));
-  retire(kArenaArray, off_of(old));
+  if (!owner_) retire(kArenaArray, off_of(old));
   ++array_splits_;
 }
 
@@ -294,7 +325,7 @@ std::optional<bool> Tree::remove_once(std::string_view k) {
   for (;;) {
     w = child_of(load8(s.word));
     if (!w) return false;
-    if (tag_of(w) == kArray) break;
+    if (bottom(w)) break;
     const NodeHeader* h = node<NodeHeader>(w);
     std::size_t b = d + meta_plen(h->meta);
     if (k.size() < b) return false;
@@ -308,10 +339,16 @@ std::optional<bool> Tree::remove_once(std::string_view k) {
   }
   Locked g(*this, s, w);
   if (!g) return std::nullopt;
+  if (tag_of(w) == kRecord) {
+    if (record_key(w) != k) return false;
+    unlink(s);
+    --records_;
+    return true;
+  }
   LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
   int at_i = -1, left = 0;
-  for (int i = 0; i < int(array_entries_); ++i) {
+  for (int i = 0; i < int(kArrayEntries); ++i) {
     u64 e = a->entry[i];
     if (!e) continue;
     const Leaf* l = leaf_at(e);
@@ -324,7 +361,7 @@ std::optional<bool> Tree::remove_once(std::string_view k) {
   if (at_i < 0) return false;
   u64 gone = a->entry[at_i];
   unlink(Slot{&a->entry[at_i]});
-  if (!in_slot(w, gone)) retire(kArenaLeaf0 + entry_class(gone), entry_leaf(gone));
+  retire(kArenaLeaf0 + entry_class(gone), entry_leaf(gone));
   --records_;
   if (left == 0) {
     unlink(s);
@@ -341,10 +378,10 @@ bool Tree::node_empty(u64 w) const {
 bool Tree::drop_empty_node(std::string_view k) {
   Slot s{&root_->tree}, found;
   std::size_t d = 0;
-  for (u64 w = child_of(load8(s.word)); w && tag_of(w) != kArray; w = child_of(s.seen)) {
+  for (u64 w = child_of(load8(s.word)); w && !bottom(w); w = child_of(s.seen)) {
     if (node_empty(w)) found = Slot{s.word, s.hi, s.parent, s.byte, w};
     std::size_t b = d + meta_plen(node<NodeHeader>(w)->meta);
-    if (k.size() == b) break;  // an end word holds arrays only
+    if (k.size() == b) break;  // an end word holds no node
     if (k.size() < b) break;
     s = find_child(w, uc(k[b]));
     if (!s.word) break;

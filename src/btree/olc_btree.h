@@ -165,28 +165,6 @@ class BasicOlcBTree {
     }
   }
 
-  // The entry with the least key >= k, if any: one optimistic descent and a binary search,
-  // where scan(k) would copy the rest of k's leaf (uTree's array layer routes through this).
-  std::optional<std::pair<u64, u64>> ceiling(u64 k) const {
-    for (;;) {
-      bool restart = false;
-      const Leaf* leaf = nullptr;
-      u64 v = 0;
-      descend_read(k, leaf, v, restart);
-      while (!restart) {
-        int n = std::clamp(leaf->count.load(std::memory_order_acquire), 0, kLeafSlots);
-        int pos = leaf->lower(k, n);
-        std::optional<std::pair<u64, u64>> r;
-        if (pos < n) r.emplace(ld(leaf->keys[pos]), ld(leaf->vals[pos]));
-        const Leaf* next = leaf->next.load(std::memory_order_acquire);
-        if (!leaf->validate(v)) break;
-        if (r || !next) return r;
-        v = next->await_unlocked();  // every key of k's leaf is below k: the next one's first
-        leaf = next;
-      }
-    }
-  }
-
   // Every entry in key order, for a tree no thread writes any more (the concurrent DPTree's
   // middle buffer, §3.2): plain traversal of the leaf list, no validation.
   template <class F>

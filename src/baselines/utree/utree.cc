@@ -25,11 +25,11 @@
 //   kDirty  a link that is written but not yet persisted; whoever reads it persists it first.
 // Removed nodes return to the slab only when every operation in flight at their removal has
 // ended: the epoch-based reclamation of the paper, each thread counting its operations on a
-// line of its own. The inner nodes of the array layer are an optimistic-lock-coupling B+-tree
-// in DRAM, and the array leaves a B-link chain: a split takes only the split leaf's lock (the
-// original locks one page of its array layer), and a thread that reaches a leaf before its new
-// sibling is in the inner nodes follows the leaf's link. List nodes come from a slab arena
-// (baselines/slab), a run of slots per thread at a time.
+// line of its own. The inner nodes of the array layer are a B-link tree in DRAM whose readers
+// take no lock (route_tree.h), and the array leaves a B-link chain: a split takes only the
+// split leaf's lock (the original locks one page of its array layer), and a thread that
+// reaches a leaf before its new sibling is in the inner nodes follows the leaf's link. List nodes
+// come from a slab arena (baselines/slab), a run of slots per thread at a time.
 //
 // Why no acknowledged write is lost when several threads write (a fence persists only the
 // fencing thread's own flushes):
@@ -55,15 +55,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 
 #include "baselines/common.h"
 #include "baselines/slab/slab_arena.h"
 #include "baselines/slab/version_lock.h"
-#include "btree/olc_btree.h"
+#include "baselines/utree/route_tree.h"
+#include "btree/chunk_memory.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -141,11 +144,6 @@ class UTree final : public PutIndex<UTree<Slots>> {
   static constexpr const char* kName = "utree";
 
   using Leaf = ArrayLeaf<Slots>;
-  // Inner nodes: ~(a leaf's low bound) -> the leaf, so the least entry at or above ~k names
-  // k's leaf (or one left of it that a split has not yet entered its sibling beside). An
-  // optimistic-lock-coupling tree: routing takes no lock, and a split locks only the nodes
-  // it changes, as the original locks one page of its array layer.
-  using Inner = btree::BasicOlcBTree<64, 64>;
 
  public:
   // `shared`: several threads may use the index (IndexConfig::threads != 1). With one thread
@@ -293,16 +291,17 @@ class UTree final : public PutIndex<UTree<Slots>> {
     }
     // The array layer: leaves in order, each sorted within its range, naming the list nodes.
     std::vector<const Leaf*> leaves;
-    inner_.scan(0, [&](std::uint64_t, std::uint64_t leaf) {
+    std::vector<Key> bounds;  // where the inner nodes say each leaf starts
+    inner_.for_each_leaf([&](Key low, std::uintptr_t leaf) {
       leaves.push_back(reinterpret_cast<const Leaf*>(leaf));
-      return true;
+      bounds.push_back(low);
     });
-    std::reverse(leaves.begin(), leaves.end());  // the inner keys are ~low: descending lows
     std::size_t held = 0;
     for (std::size_t i = 0; i < leaves.size() && r.problems.size() < 20; ++i) {
       const Leaf* l = leaves[i];
       std::string at = "array leaf at " + std::to_string(l->low);
-      if (i == 0 && l->low != 0) r.fail(at + ": the first leaf must start at key 0");
+      if (l->low != bounds[i])
+        r.fail(at + ": the inner nodes say it starts at " + std::to_string(bounds[i]));
       const Leaf* next = i + 1 < leaves.size() ? leaves[i + 1] : nullptr;
       if (l->next.load() != next || l->high != (next ? next->low : ~Key{0}))
         r.fail(at + ": its sibling link or high bound disagrees with the inner nodes");
@@ -378,7 +377,7 @@ class UTree final : public PutIndex<UTree<Slots>> {
 
   // The leaf the inner nodes name for k: k's leaf, or one to its left whose split has not
   // yet entered the new sibling (beyond() then leads on).
-  Leaf* route(Key k) const { return reinterpret_cast<Leaf*>(inner_.ceiling(~k)->second); }
+  Leaf* route(Key k) const { return reinterpret_cast<Leaf*>(inner_.floor(k)); }
   // The next leaf if k lies beyond l's range (a split moved it right), else null.
   static Leaf* beyond(const Leaf* l, Key k) {
     return k < ld(l->high) ? nullptr : l->next.load(std::memory_order_acquire);
@@ -397,6 +396,7 @@ class UTree final : public PutIndex<UTree<Slots>> {
   template <class F>
   auto read_leaf(Key k, F f) const {
     const Leaf* l = route(k);
+    prefetch(l);  // the search's key lines and the entry's line: one overlapped miss
     for (;;) {
       std::uint64_t v = l->lock.read_begin();
       if (const Leaf* r = beyond(l, k)) {  // lows never change: k's leaf is r or further
@@ -408,9 +408,9 @@ class UTree final : public PutIndex<UTree<Slots>> {
     }
   }
 
-  // Loads every line of l at once, so that the search, the predecessor's entry and the shift
-  // wait for one overlapped miss rather than one after another (as the btree's prefetched
-  // node search; an array leaf is DRAM, so this reads no PM).
+  // Loads every line of l at once, so that the search, the entry (and a put's predecessor
+  // entry and shift) wait for one overlapped miss rather than one after another (as the
+  // btree's prefetched node search; an array leaf is DRAM, so this reads no PM).
   static void prefetch(const Leaf* l) {
     const char* p = reinterpret_cast<const char*>(l);
     for (std::size_t i = 0; i < sizeof(Leaf); i += 64) __builtin_prefetch(p + i);
@@ -501,7 +501,7 @@ class UTree final : public PutIndex<UTree<Slots>> {
         }
         r = split(l);  // a full array leaf (DRAM only)
       }
-      inner_.insert(~r->low, reinterpret_cast<std::uintptr_t>(r));  // l is unlocked: B-link
+      inner_.insert(r->low, reinterpret_cast<std::uintptr_t>(r));  // l is unlocked: B-link
     }
   }
 
@@ -628,11 +628,18 @@ class UTree final : public PutIndex<UTree<Slots>> {
     records.store(records.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
+  // A new, empty array leaf (see leaf_memory_).
+  Leaf* make_leaf() {
+    static_assert(std::is_trivially_destructible_v<Leaf>, "leaves go with their chunks");
+    std::lock_guard g(leaf_memory_mu_);
+    return new (leaf_memory_.take(sizeof(Leaf))) Leaf;
+  }
+
   // Moves the upper half of the full leaf l (locked, or the one thread) to a new right
   // sibling, linked before l's range shrinks; the caller enters it into the inner nodes once
   // l is unlocked (until then, threads routed to l follow its link).
   Leaf* split(Leaf* l) {
-    auto* r = new Leaf;
+    Leaf* r = make_leaf();
     std::uint32_t half = Slots / 2;
     r->low = l->keys[half];
     r->high = l->high;
@@ -675,11 +682,11 @@ class UTree final : public PutIndex<UTree<Slots>> {
 
   // A new last leaf from `low` on, right of l (recovery: one thread, before any operation).
   Leaf* new_leaf(Leaf* l, Key low) {
-    auto* r = new Leaf;
+    Leaf* r = make_leaf();
     r->low = low;
     l->high = low;
     l->next.store(r, std::memory_order_release);
-    inner_.insert(~low, reinterpret_cast<std::uintptr_t>(r));
+    inner_.insert(low, reinterpret_cast<std::uintptr_t>(r));
     leaf_count_.fetch_add(1, std::memory_order_relaxed);
     return r;
   }
@@ -689,8 +696,7 @@ class UTree final : public PutIndex<UTree<Slots>> {
   // otherwise recovery writes only flag bits of the working image, whose meaning is volatile.
   void recover() {
     list_->open();
-    Leaf* l = leaves_.first = new Leaf;
-    inner_.insert(~Key{0}, reinterpret_cast<std::uintptr_t>(l));
+    Leaf* l = first_;
     leaf_count_ = 1;
     std::int64_t records = 0;
     constexpr std::uint32_t kFill = Slots * 3 / 4;
@@ -737,15 +743,17 @@ class UTree final : public PutIndex<UTree<Slots>> {
   Root* root_ = nullptr;
   std::byte* base_ = nullptr;  // the pool's offset 0
   std::unique_ptr<SlabArena> list_;
-  Inner inner_;
-  // Owns the array leaves: the one from key 0 and, through their next links, the others (also
-  // when recovery refuses a damaged pool, from the constructor).
-  struct LeafChain {
-    Leaf* first = nullptr;
-    ~LeafChain() {
-      for (Leaf* l = first; l;) delete std::exchange(l, l->next.load(std::memory_order_acquire));
-    }
-  } leaves_;
+  // The array leaves, never freed one by one: from chunks advised for huge pages
+  // (btree/chunk_memory.h), all freed with the index (also when recovery refuses a damaged
+  // pool, from the constructor). At 10M keys they span 230 MB: on 4 KiB pages nearly every
+  // lookup would wait for a page walk as well as for the leaf's lines.
+  std::mutex leaf_memory_mu_;  // splits of two leaves take memory at once
+  btree::BumpChunks leaf_memory_;
+  Leaf* first_ = make_leaf();  // the leaf from key 0
+  // The inner nodes over the array leaves (route_tree.h): routing takes no lock, and a split
+  // of an array leaf enters its new sibling under the inner nodes' own writer mutex, DRAM
+  // work only.
+  RouteTree inner_{reinterpret_cast<std::uintptr_t>(first_)};
   std::atomic<std::size_t> leaf_count_{0};
   mutable std::array<ThreadSlot, kThreadSlots> slots_;
   alignas(64) std::atomic<std::uint64_t> epoch_{0};  // changed by reclaim() only

@@ -66,12 +66,12 @@ std::vector<Key> random_lows(std::size_t n, std::uint64_t seed) {
 }
 
 TEST(UTreeRoute, RandomInsertsMatchStdMap) {
-  inserts_match_std_map<BasicRouteTree<64>>(random_lows(200000, 1));
+  inserts_match_std_map<BasicRouteTree<64>>(random_lows(80000, 1));
   inserts_match_std_map<BasicRouteTree<4>>(random_lows(20000, 2));
 }
 
 TEST(UTreeRoute, AscendingAndDescendingInsertsMatchStdMap) {
-  std::vector<Key> up(150000);
+  std::vector<Key> up(60000);
   std::iota(up.begin(), up.end(), 1);
   inserts_match_std_map<BasicRouteTree<64>>(up);
   inserts_match_std_map<BasicRouteTree<4>>({up.begin(), up.begin() + 5000});
@@ -133,7 +133,7 @@ TEST(UTreeRoute, ReadersRaceWritersOnSmallNodes) {
 }
 
 TEST(UTreeRoute, ReadersRaceWritersOnFullNodes) {
-  readers_race_writers<BasicRouteTree<64>>(100000);
+  readers_race_writers<BasicRouteTree<64>>(40000);
 }
 
 }  // namespace

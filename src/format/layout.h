@@ -145,6 +145,10 @@ struct LeafLayout {
 inline constexpr unsigned kEmpty = 0, kOccupied = 1, kDeleted = 2;
 // A fingerprint byte's two reserved codes; a key's fingerprint is never either.
 inline constexpr std::uint8_t kFpEmpty = 0, kFpDeleted = 1;
+// The fingerprint byte an empty or deleted slot holds.
+inline constexpr std::uint8_t fp_code(unsigned state) {
+  return state == kEmpty ? kFpEmpty : kFpDeleted;
+}
 
 // A view of one leaf. Version v selects the metadata set.
 struct Leaf {
@@ -185,7 +189,7 @@ struct Leaf {
   void set_state(int v, std::size_t s, unsigned st) const {
     u64& w = bitmap(v)[s / 32];
     pm::store(&w, (w & ~(u64{3} << (2 * (s % 32)))) | (u64{st} << (2 * (s % 32))));
-    if (st != kOccupied) pm::store(&fp(v)[s], st == kEmpty ? kFpEmpty : kFpDeleted);
+    if (st != kOccupied) pm::store(&fp(v)[s], fp_code(st));
   }
   void copy_meta(int from, int to) const {
     pm::store_bytes(p + L->meta_p[to], p + L->meta_p[from], L->meta_p_bytes);

@@ -22,7 +22,7 @@ void rebuild_leaf_meta(Leaf lf, int v) {
   for (std::size_t s = 0; s < cap; ++s) {
     const unsigned st = lf.state(v, s);
     if (st != kOccupied) {
-      pm::store(&lf.fp(v)[s], st == kEmpty ? kFpEmpty : kFpDeleted);
+      pm::store(&lf.fp(v)[s], fp_code(st));
       continue;
     }
     ord.push_back(static_cast<std::uint16_t>(s));
@@ -37,8 +37,7 @@ void rebuild_leaf_meta(Leaf lf, int v) {
 long leaf_bad_fp_code(Leaf lf, int v) {
   for (std::size_t s = 0; s < lf.L->cap; ++s) {
     const unsigned st = lf.state(v, s);
-    if (st != kOccupied && lf.fp(v)[s] != (st == kEmpty ? kFpEmpty : kFpDeleted))
-      return static_cast<long>(s);
+    if (st != kOccupied && lf.fp(v)[s] != fp_code(st)) return static_cast<long>(s);
   }
   return -1;
 }

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  clang-format clang libclang-rt-14-dev
+  clang-format clang libclang-rt-14-dev lld
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libabsl-dev
   python3 python3-matplotlib wamerican

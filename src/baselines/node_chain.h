@@ -4,9 +4,12 @@
 // right neighbour, so that word cannot own it. Every node is instead activated into a
 // write-once word: the `next` link of the node created just before it (the "creation chain").
 // Only the chain's tail can be unpublished after a crash (one structural change is in flight
-// at a time); recovery frees it if the index does not reach it.
+// at a time); recovery frees it if the index does not reach it. FPTree keeps the links at the
+// start of a node (ChainLinks); FAST_FAIR keeps only `next`, in its end-mark slot, and finds
+// the rest by the open's walk of the chain (fastfair/layout.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <set>
@@ -98,14 +101,21 @@ Root* open_root(pm::Pool& p, std::uint64_t magic, const std::string& index,
   return r;
 }
 
-// Open-time check of the creation chain (PM is untrusted): every node is a live block of at
-// least `node_bytes` owned by the link before it, so the chain ends. Returns the nodes in
-// creation order; throws Error(corrupt) naming the offset otherwise.
-inline std::vector<std::uint64_t> chain_nodes(const pm::Pool& p, const ChainRoot* root,
-                                              std::size_t node_bytes, const std::string& index) {
+// Where a chained node keeps its `next` word: `next_at` bytes into it.
+inline std::uint64_t chain_next(const pm::Pool& p, std::uint64_t node, std::size_t next_at) {
+  return *p.at<std::uint64_t>(node + next_at);
+}
+
+// Open-time check of the creation chain from the owner word `first` (PM is untrusted): every
+// node is a live block of at least `node_bytes` (> next_at) owned by the link before it, so
+// the chain ends. Returns the nodes in creation order; throws Error(corrupt) naming the offset
+// otherwise.
+inline std::vector<std::uint64_t> chain_nodes(const pm::Pool& p, const std::uint64_t* first,
+                                              std::size_t node_bytes, const std::string& index,
+                                              std::size_t next_at) {
   std::vector<std::uint64_t> out;
-  std::uint64_t link = p.offset_of(&root->first);
-  for (std::uint64_t n = root->first; n; link = n, n = p.at<ChainLinks>(n)->next) {
+  std::uint64_t link = p.offset_of(first);
+  for (std::uint64_t n = *first; n; link = n + next_at, n = chain_next(p, n, next_at)) {
     if (p.allocator().owner_of(n) != link || p.allocator().block_size(n) < node_bytes)
       throw Error(Errc::corrupt, "pool '" + p.name() + "': " + index + " node chain: the word at " +
                                      "offset " + std::to_string(link) + " points to " +
@@ -115,20 +125,23 @@ inline std::vector<std::uint64_t> chain_nodes(const pm::Pool& p, const ChainRoot
   }
   return out;
 }
+inline std::vector<std::uint64_t> chain_nodes(const pm::Pool& p, const ChainRoot* root,
+                                              std::size_t node_bytes, const std::string& index) {
+  return chain_nodes(p, &root->first, node_bytes, index, offsetof(ChainLinks, next));
+}
 
-// check()'s view of the creation chain: it holds exactly `nodes` (the nodes the index
-// reaches), its tail hint names one of them, and the allocator holds nothing else but the
-// root block. Adds each problem to `r`.
-inline void chain_check(const pm::Pool& p, const ChainRoot* root,
+// check()'s view of a creation chain without a tail hint: it holds exactly `nodes` (the nodes
+// the index reaches), and the allocator holds nothing else but the root block. Adds each
+// problem to `r`.
+inline void chain_check(const pm::Pool& p, const std::uint64_t* first, std::size_t next_at,
                         const std::set<std::uint64_t>& nodes, CheckReport& r) {
   std::set<std::uint64_t> chain;
-  for (auto c = root->first; c; c = p.at<ChainLinks>(c)->next)
+  for (auto c = *first; c; c = chain_next(p, c, next_at))
     if (!chain.insert(c).second || chain.size() > nodes.size() + 1) {
       r.fail("the creation chain loops");
       break;
     }
   if (chain != nodes) r.fail("the creation chain and the index hold different nodes");
-  if (root->last && !chain.count(root->last)) r.fail("chain tail hint is stale");
   std::size_t live = 0;
   p.allocator().for_each_live_block([&](std::uint64_t off, std::size_t) {
     ++live;

@@ -30,7 +30,7 @@ struct Small {
   std::map<std::string, std::string> options;  // small nodes: many splits
 };
 const Small kSmall[] = {{"fptree", {{"leaf_capacity", "8"}}},
-                        {"fastfair", {{"node_bytes", "128"}}}};  // 3 entries per node
+                        {"fastfair", {{"node_bytes", "128"}}}};  // 5 entries per node
 
 class PeerConcurrency : public ::testing::TestWithParam<Small> {};
 
@@ -157,7 +157,7 @@ constexpr int kShiftRounds = tsan_or(6000, 20000);
 TEST(FastFairConcurrency, ReadersNeverMissEntriesShiftingLeft) {
   pm::set_mode(pm::Mode::dram);
   auto pool = pm::Pool::create_in_memory(16u << 20);
-  auto idx = make_index("fastfair", pool.get(), {{"node_bytes", "512"}});  // 27 entries
+  auto idx = make_index("fastfair", pool.get(), {{"node_bytes", "512"}});  // 29 entries
   constexpr Key kChurn = 6, kStable = 20;                                  // one leaf: 26 keys
   for (Key k = 1; k <= kChurn + kStable; ++k) idx->upsert(k, k * 10);
   std::atomic<bool> done{false};
@@ -208,7 +208,7 @@ TEST(FastFairConcurrency, DescentsNeverOvershootShiftingParents) {
   IndexConfig cfg;
   cfg.pool = pool.get();
   cfg.threads = 6;
-  cfg.options = {{"node_bytes", "256"}};  // 11 entries: a parent shifts up to 10 of them
+  cfg.options = {{"node_bytes", "256"}};  // 13 entries: a parent shifts up to 12 of them
   auto idx = find_index("fastfair").create(cfg);
   std::vector<Key> stable;
   for (Key i = 1; i <= kInnerKeys; ++i) stable.push_back(i * 8);

@@ -41,7 +41,8 @@ struct FastFair::Checker {
 
   bool node(std::uint64_t x, std::uint32_t want) {
     const auto* h = t.hdr(x);
-    if (h->level != want) r.fail("node " + str(x) + " has level " + str(h->level));
+    const std::uint32_t lv = t.node_level(x);
+    if (lv != want) r.fail("node " + str(x) + " has level " + str(lv));
     if (h->sibling && t.hdr(h->sibling)->low_key <= h->low_key)
       r.fail("node " + str(x) + ": sibling's low key is not above its own");
     const auto* e = t.ents(x);
@@ -56,7 +57,7 @@ struct FastFair::Checker {
       if (i && es[i].key <= es[i - 1].key) r.fail("node " + str(x) + " is not sorted");
       if (es[i].key < h->low_key) r.fail("node " + str(x) + " holds a key below its low key");
     }
-    if (h->level == 0) {
+    if (lv == 0) {
       leaf_keys();
       return true;
     }
@@ -81,7 +82,7 @@ struct FastFair::Checker {
       r.fail("node " + str(x) + " names a dead child");
       return false;
     }
-    if (t.hdr(c)->low_key != low || t.hdr(c)->level + 1 != t.hdr(x)->level)
+    if (t.hdr(c)->low_key != low || t.node_level(c) + 1 != t.node_level(x))
       r.fail("node " + str(x) + ": child " + str(c) + " has the wrong low key or level");
     next_ref.insert(c);
     return true;
@@ -92,12 +93,12 @@ CheckReport FastFair::check() const {
   Checker c(*this);
   std::uint64_t first = root_->tree_root;
   if (!first) c.r.fail("no tree root");
-  for (std::uint32_t want = first ? hdr(first)->level : 0; first; --want) {
+  for (std::uint32_t want = first ? node_level(first) : 0; first; --want) {
     if (!c.level(first, want)) return c.r;
-    if (hdr(first)->level == 0) break;
+    if (node_level(first) == 0) break;
     first = hdr(first)->leftmost;
   }
-  chain_check(pool_, &root_->chain, c.nodes, c.r);
+  chain_check(pool_, &root_->first, next_at_, c.nodes, c.r);
   c.r.facts = {{"records", double(c.records)},
                {"nodes", double(c.nodes.size())},
                {"levels", double(c.levels)},

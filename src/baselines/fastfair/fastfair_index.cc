@@ -18,7 +18,7 @@ const option_values::OptionTable<FastFairOptions>& fastfair_options() {
       option_values::OptionTable<FastFairOptions>("fastfair")
           .whole_in(
               "node_bytes", &FastFairOptions::node_bytes, {128, 4096, true},
-              "bytes per node (a header line, then 16-byte entries); stored in the pool, which "
+              "bytes per node (a 32-byte header, then 16-byte entries); stored in the pool, which "
               "keeps its own");
   return t;
 }

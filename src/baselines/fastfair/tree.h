@@ -27,9 +27,10 @@
 // failure-atomic 8-byte store. What a lock-free reader cannot tolerate is an entry moving left
 // under it (a delete's shift, a split's truncation): those bump the node's version before and
 // after, and readers of a leaf retry when the version changed. The lock and version share one word
-// per node (Header::sync) that carries the epoch of the open that set it, so a lock a crash left
-// set in PM is simply stale after reopening. Creating a node and publishing it is serialised by one
-// mutex, which keeps the creation chain's one-unpublished-tail invariant.
+// per node (Header::sync, with the tidy mark and the level) that carries the epoch of the open that
+// set it, so a lock a crash left set in PM is simply stale after reopening. Creating a node and
+// publishing it is serialised by one mutex, which keeps the creation chain's one-unpublished-tail
+// invariant.
 #pragma once
 
 #include <algorithm>
@@ -43,11 +44,19 @@
 #include "baselines/fastfair/layout.h"
 #include "baselines/fastfair/quick_pass.h"
 #include "baselines/node_chain.h"
+#include "baselines/phase.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 
 namespace dptree::baselines::fastfair {
+
+// What the calling thread's FAST_FAIR is writing, for crash tests to name their captures:
+// "split_link" and "root_link" from a new node's activation to its publication,
+// "drop_tail" while the open frees an unpublished one, else "idle".
+const char* current_phase();
+struct FastFairPhases;
+using Phase = PhaseScope<FastFairPhases>;
 
 class FastFair final : public Index {
  public:
@@ -155,13 +164,13 @@ class FastFair final : public Index {
     for (auto first = load8(&root_->tree_root); first; first = level_first_child(first)) {
       for (auto x = first; x; x = load8(&hdr(x)->sibling)) {
         ++nodes;
-        if (hdr(x)->level == 0) {
+        if (node_level(x) == 0) {
           ++leaves;
           logical(x, es);
           s.records += es.size();
         }
       }
-      if (hdr(first)->level == 0) break;
+      if (node_level(first) == 0) break;
     }
     s.pm_bytes = nodes * pool_.allocator().block_size(root_->tree_root) +
                  pool_.allocator().block_size(*pool_.root_word());
@@ -186,8 +195,13 @@ class FastFair final : public Index {
     while (i < slots_ && e[i].val != kEnd) ++i;
     return i;
   }
+  std::uint32_t node_level(std::uint64_t n) const { return level_of(load8(sync(n))); }
   std::uint64_t level_first_child(std::uint64_t n) const {
-    return hdr(n)->level ? hdr(n)->leftmost : 0;
+    return node_level(n) ? hdr(n)->leftmost : 0;
+  }
+  // The creation chain's word of node n (layout.h: the end-mark slot's key).
+  std::uint64_t* next_word(std::uint64_t n) const {
+    return reinterpret_cast<std::uint64_t*>(base_ + n + next_at_);
   }
 
   // --- lock-free reading ---------------------------------------------------------------
@@ -219,6 +233,14 @@ class FastFair final : public Index {
   // Seqlock-style validation of a lock-free read of a node against moves to the left.
   std::uint64_t* sync(std::uint64_t n) const { return &hdr(n)->sync; }
   bool current(std::uint64_t w) const { return (w >> 32) == epoch_; }
+  // The sync word of this open for a node of `level`: unlocked, not tidied.
+  std::uint64_t fresh_sync(std::uint32_t level) const {
+    return epoch_ << 32 | std::uint64_t{level} << kLevelShift;
+  }
+  // w, or a fresh word keeping w's level when w is of an earlier open.
+  std::uint64_t of_this_open(std::uint64_t w) const {
+    return current(w) ? w : fresh_sync(level_of(w));
+  }
   std::uint64_t read_begin(std::uint64_t n) const {
     for (;;) {
       const std::uint64_t w = load8(sync(n));
@@ -291,11 +313,11 @@ class FastFair final : public Index {
     auto n = load8(&root_->tree_root);
     // Levels below `level` keep what the caller holds there: a split that finds the tree grown
     // above it descends again to its parent's level, and the splits below it still use theirs.
-    if (path) path->grow_to(hdr(n)->level + 1);
+    if (path) path->grow_to(node_level(n) + 1);
     for (;;) {
       const bool own = settled(n);
       if (!own) n = move_right(n, k);
-      const std::uint32_t lv = hdr(n)->level;
+      const std::uint32_t lv = node_level(n);
       if (path) (*path)[lv] = n;
       if (lv == level) return n;  // a settled node: its caller looks at the sibling if need be
       bool reached = false;
@@ -323,8 +345,8 @@ class FastFair final : public Index {
   // stays locked until the truncation, so either node gives the same answer (a leaf reader
   // that overlaps the truncation sees the version move and reads again). docs/peers.md.
   bool settled(std::uint64_t n) const {
-    return std::atomic_ref<std::uint32_t>(hdr(n)->repaired).load(std::memory_order_acquire) ==
-           static_cast<std::uint32_t>(epoch_);
+    const std::uint64_t w = load8(sync(n));
+    return current(w) && (w & kTidied);
   }
   // Where k goes in a tidied node (sorted, no hole), in one pass, as the original's insert
   // finds it in its one backward pass: the entry count n, the first entry p at or above k,
@@ -357,7 +379,7 @@ class FastFair final : public Index {
         std::this_thread::yield();
         continue;
       }
-      const std::uint64_t want = (current(w) ? w : epoch_ << 32) | kLocked;
+      const std::uint64_t want = of_this_open(w) | kLocked;
       if (pm::update(sync(n), [&](std::atomic_ref<std::uint64_t> x) {
             return x.compare_exchange_weak(w, want, std::memory_order_acquire);
           }))
@@ -519,12 +541,11 @@ class FastFair final : public Index {
   // crash leftovers (a write completes under its lock), and the scan is a quarter of an
   // insert's instructions.
   void tidy(std::uint64_t node) {
-    const auto e = static_cast<std::uint32_t>(epoch_);
-    if (hdr(node)->repaired == e) return;
+    if (settled(node)) return;
     repair(node);
-    // In the header line, not written back (above); released: lock-free readers trust a node
-    // marked tidy (settled()).
-    pm::store_release(&hdr(node)->repaired, e);
+    // Not written back (layout.h); released: lock-free readers trust a node marked tidy
+    // (settled()). The node is locked, or the index has one thread: no other store to the word.
+    pm::store_release(sync(node), of_this_open(load8(sync(node))) | kTidied);
   }
 
   // Tidies what a crash left in this node before writing to it: a FAIR split whose
@@ -583,25 +604,30 @@ class FastFair final : public Index {
 
   // --- growth (split.cc) -----------------------------------------------------------------
 
-  std::uint64_t new_node(std::uint32_t level, Key low, std::uint64_t creator);
+  std::uint64_t new_node(std::uint32_t level, Key low);
   void split(NodeLock& held, Path& path);
   void insert_parent(Path& path, std::uint32_t level, Key k, std::uint64_t child);
 
   // --- open (recovery.cc) and check (check.cc) --------------------------------------------
 
   [[noreturn]] void corrupt(std::uint64_t off, const std::string& problem) const;
-  void validate(std::uint64_t epoch) const;
+  std::vector<std::uint64_t> validate(std::uint64_t epoch) const;
   void recover();
+  bool published(const std::vector<std::uint64_t>& order, std::uint64_t t) const;
+  void drop_tail(const std::vector<std::uint64_t>& order);
+  void chain_link(std::uint64_t blk);
   struct Checker;
 
   pm::PoolClaim claim_;  // before anything touches the pool
   pm::Pool& pool_;
   Root* root_ = nullptr;
   std::size_t node_bytes_ = 0, slots_ = 0, cap_ = 0;
+  std::size_t next_at_ = 0;    // the chain word's place in a node (next_word)
   std::byte* base_ = nullptr;  // the pool's mapping: offset 0
   std::uint64_t epoch_ = 0;
-  bool shared_ = true;  // several threads may use the index: writers lock
-  std::mutex grow_mu_;  // node creation through publication; the root's growth
+  bool shared_ = true;      // several threads may use the index: writers lock
+  std::mutex grow_mu_;      // node creation through publication; the root's growth
+  std::uint64_t tail_ = 0;  // the newest node (the chain's tail): under grow_mu_ or in the open
 };
 
 }  // namespace dptree::baselines::fastfair

@@ -49,6 +49,8 @@ const char* to_string(CDPTreePhase p) {
       return "merge_range";
     case CDPTreePhase::flush:
       return "flush";
+    case CDPTreePhase::reconnect:
+      return "reconnect";
     case CDPTreePhase::version_flip:
       return "version_flip";
     case CDPTreePhase::garbage_collection:
@@ -81,20 +83,15 @@ CDPTree::Impl::~Impl() {
 }
 
 unsigned CDPTree::Impl::merge_workers() const {
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  return opt.merge_threads ? opt.merge_threads : hw;
+  return cdp::merge_workers(opt);
 }
 
 unsigned CDPTree::Impl::recovery_workers() const {
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  return opt.recovery_threads ? opt.recovery_threads : hw;
+  return cdp::recovery_workers(opt);
 }
 
-// A background merge occupies one pool thread and pulls partitions with merge_workers() - 1
-// more; the caller of an inline merge or of recovery is a worker of its own.
 unsigned CDPTree::Impl::pool_threads() const {
-  unsigned m = merge_workers();
-  return std::max(opt.background_merge ? m : m - 1, recovery_workers() - 1);
+  return cdp::pool_threads(opt);
 }
 
 std::size_t CDPTree::Impl::threshold(std::size_t base_count) const {

@@ -1,9 +1,36 @@
 // The merge worker pool (merge_pool.h).
 #include "cdptree/merge_pool.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "dptree/cdptree.h"
+#include "dptree/pm/persist.h"
+
 namespace dptree::cdp {
+
+namespace {
+unsigned or_hardware(unsigned n) {
+  return n ? n : std::max(1u, std::thread::hardware_concurrency());
+}
+}  // namespace
+
+unsigned merge_workers(const CDPTreeOptions& opt) {
+  return or_hardware(opt.merge_threads);
+}
+
+unsigned recovery_workers(const CDPTreeOptions& opt) {
+  return or_hardware(opt.recovery_threads);
+}
+
+unsigned pool_threads(const CDPTreeOptions& opt) {
+  const unsigned m = merge_workers(opt);
+  return std::max(opt.background_merge ? m : m - 1, recovery_workers(opt) - 1);
+}
+
+WorkerFence::~WorkerFence() {
+  pm::fence();
+}
 
 MergePool::MergePool(unsigned threads) {
   threads_.reserve(threads);

@@ -15,7 +15,29 @@
 #include <thread>
 #include <vector>
 
+namespace dptree {
+struct CDPTreeOptions;
+}
+
 namespace dptree::cdp {
+
+// Threads that pull a merge's partitions (merge_threads; 0: one per hardware thread), and
+// that replay the logs in recovery (recovery_threads, the same default).
+unsigned merge_workers(const CDPTreeOptions& opt);
+unsigned recovery_workers(const CDPTreeOptions& opt);
+// The pool's own threads: a background merge occupies one and pulls partitions with
+// merge_workers() - 1 more; the caller of an inline merge or of recovery is a worker of its own.
+unsigned pool_threads(const CDPTreeOptions& opt);
+
+// A merge worker's fence on every way out of its partition: a fence orders only the flushes of
+// the thread that issues it, and the flip (on the merge thread) must not reach PM before a
+// line the worker wrote back (§3.3; the concurrent crash test found it missing once).
+struct WorkerFence {
+  WorkerFence() = default;
+  WorkerFence(const WorkerFence&) = delete;
+  WorkerFence& operator=(const WorkerFence&) = delete;
+  ~WorkerFence();
+};
 
 class MergePool {
  public:

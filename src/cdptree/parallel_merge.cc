@@ -20,19 +20,6 @@ using namespace detail;  // NOLINT: the layout vocabulary
 
 namespace {
 
-// The worker fence before the flip: the range merge writes some lines back early without a
-// fence (delete merge, consolidation) and records them as durable, and the flush phase
-// writes back the rest; only the worker's own fence orders them before the flip (on the
-// merge thread), since a fence orders the flushes of its own thread only (the concurrent
-// crash test found it missing once). Also on the way out of a partition that threw, before
-// abort_merge trusts those copies.
-struct FenceOnExit {
-  FenceOnExit() = default;
-  FenceOnExit(const FenceOnExit&) = delete;
-  FenceOnExit& operator=(const FenceOnExit&) = delete;
-  ~FenceOnExit() { pm::fence(); }
-};
-
 // The Middle's entries in key order. With `newer` (a retry after pool_full, or recovery),
 // the entries of the Front are laid over them: its removes then cancel the Middle's inserts
 // and delete base entries, so the retried merge needs fewer leaves. The Front keeps them (and
@@ -254,7 +241,7 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
     // be rebuilding the same leaves after a restart.
     workers->run(np, merge_workers(), [&](std::size_t i) {
       cdp::PhaseScope ph(CDPTreePhase::merge_range);
-      FenceOnExit fe;
+      cdp::WorkerFence fe;  // early write-backs (delete merge, consolidation) too
       std::size_t a = i * ps;
       for (std::size_t j = a; j < std::min(nl, a + ps); ++j)
         cdp::ensure_meta(bcx, bcx.leaf(old->leaf[j]), cvv);
@@ -277,7 +264,7 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
     // PM before any of them.
     workers->run(np, merge_workers(), [&](std::size_t i) {
       cdp::PhaseScope ph(CDPTreePhase::flush);
-      FenceOnExit fe;
+      cdp::WorkerFence fe;  // early write-backs (delete merge, consolidation) too
       flush_range(cx, ranges[i]);
     });
     u64 count = 0;

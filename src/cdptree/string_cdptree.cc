@@ -60,11 +60,7 @@ void StringCDPTree::attach() {
   t_.codec.G.init(1, opt_.log_page_size);
   small_ = static_cast<std::size_t>(opt_.consolidate_threshold *
                                     static_cast<double>(opt_.leaf_capacity));
-  // One thread for background merges (the merge itself is one task), and the replay of
-  // recovery on recovery_threads, the caller included.
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned rec = opt_.recovery_threads ? opt_.recovery_threads : hw;
-  workers_ = std::make_unique<MergePool>(std::max(opt_.background_merge ? 1u : 0u, rec - 1));
+  workers_ = std::make_unique<MergePool>(pool_threads(opt_));
 }
 
 std::size_t StringCDPTree::threshold(u64 base_count) const {
@@ -149,12 +145,10 @@ void StringCDPTree::recover() {
   thresh_.store(threshold(R.base_count[cv()]));
   std::unique_ptr<StringBuffer> older(new_buffer(cv()));
   std::unique_ptr<StringBuffer> newer(two ? new_buffer(1 - cv()) : nullptr);
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  workers_->run(opt_.log_partitions, opt_.recovery_threads ? opt_.recovery_threads : hw,
-                [&](std::size_t p) {
-                  older->replay(p, kTree);
-                  if (newer) newer->replay(p, kTree);
-                });
+  workers_->run(opt_.log_partitions, recovery_workers(opt_), [&](std::size_t p) {
+    older->replay(p, kTree);
+    if (newer) newer->replay(p, kTree);
+  });
   std::vector<u64> in_use = older->all_log_pages();
   if (newer) {
     const std::vector<u64> more = newer->all_log_pages();
@@ -397,6 +391,9 @@ IndexStats StringCDPTree::stats() const {
              {"merges", d(merges_.load())},
              {"failed_merges", d(failed_merges_.load())},
              {"merge_retries", d(merge_retries_.load())},
+             {"merge_parts", d(parts_.load())},
+             {"failed_merge_parts", d(failed_parts_.load())},
+             {"merge_partitions", d(partitions_.load())},
              {"leaves_created", d(created_.load())},
              {"leaves_freed", d(freed_.load())},
              {"leaves_rewritten", d(rewritten_.load())},

@@ -1,6 +1,7 @@
 // The concurrent DPTree over byte-string keys (string_index.h; docs/cdptree.md "String keys"):
 // §3's Front / Middle / base with its sync words (sync.h), its two live logs (kTwoLogs), its
-// merge worker pool and parallel recovery, over the string form's persistent pieces shared
+// merge worker pool (the parallel merge of §3.3) and parallel recovery, over the string form's
+// persistent pieces shared
 // with the single-threaded StringDPTree (st/string_base.h: leaves rewritten out of place by the
 // merge, the inner index, the log record codec). The buffer is hash-sharded (string_buffer.h).
 //
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +90,13 @@ class StringCDPTree final : public StringIndex {
   // The Middle merged into the base (retry: with the Front's entries laid over it).
   void merge_task(bool retry);
   bool run_merge(bool retry);
+  // One cycle (begin .. flip) over es[0, n); the rest moved to the Front. pool_full: undone.
+  void merge_cycle(const StringEntries& es, std::size_t n);
+  // §3.3: partitions of PSize leaves on the workers, each fenced before it returns.
+  void merge_partitions(std::span<const std::pair<std::string, u64>> es, int nv,
+                        std::vector<detail::StringMergeResult>& res);
+  void reconnect(const std::vector<detail::StringMergeResult>& res, int nv);
+  void move_to_front(std::span<const std::pair<std::string, u64>> rest);
   void finish_merge(int old);
   void refuse_values();
   void note_remove();
@@ -109,6 +118,8 @@ class StringCDPTree final : public StringIndex {
   std::atomic<std::size_t> thresh_{0};
   // A merge that failed for want of PM is parked (broken_) until removes retry it.
   std::atomic<bool> broken_{false};
+  // The last merge went in parts: the Front holds the Middle's entries it left.
+  std::atomic<bool> last_partial_{false};
   std::atomic<std::size_t> removes_since_fail_{0}, retry_after_{0};
   std::mutex retry_mu_;
   std::unique_ptr<MergePool> workers_;
@@ -116,7 +127,7 @@ class StringCDPTree final : public StringIndex {
   mutable std::condition_variable done_cv_;
 
   std::atomic<std::size_t> merges_{0}, failed_merges_{0}, merge_retries_{0}, created_{0}, freed_{0},
-      rewritten_{0};
+      rewritten_{0}, parts_{0}, failed_parts_{0}, partitions_{0};
   double last_recovery_seconds_ = 0;
 };
 

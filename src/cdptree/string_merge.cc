@@ -1,8 +1,10 @@
 // The merge of the concurrent string form (string_cdptree.h): Algorithm 7's start (the Front
 // becomes the Middle, two logs live until the flip) and its end (the Middle retired after its
-// readers), with the leaves of the Middle's key ranges rewritten out of place by one merge
-// task (st/string_base.h, as the single-threaded string form merges), and the parking of a
-// merge that does not fit the pool.
+// readers), with the leaves of the Middle's key ranges rewritten out of place (st/string_base.h,
+// as the single-threaded string form merges) in partitions of PSize base leaves pulled by the
+// merge workers (§3.3, Algorithm 9), the merge of a first part only when the whole does not
+// fit the pool (the rest moved into the Front), and the parking of a merge that does not fit
+// at all.
 #include <algorithm>
 #include <thread>
 
@@ -22,6 +24,8 @@ using namespace detail;  // NOLINT: the layout vocabulary
 
 namespace {
 
+using Span = std::span<const std::pair<std::string, u64>>;
+
 // The Middle's entries in key order; with `newer` (a retry after pool_full) the Front's laid
 // over them, so its removes cancel the Middle's inserts and the retried merge needs fewer
 // leaves. The Front keeps those entries and its log (reads and a replay find them first).
@@ -29,6 +33,17 @@ StringEntries entries_to_merge(const StringBuffer& m, const StringBuffer* newer)
   StringEntries es = m.entries();
   if (!newer) return es;
   return overlay_sorted(std::move(es), newer->entries());
+}
+
+// Algorithm 9 line 1: partition i is the base leaves [i * ps, (i + 1) * ps) with the entries
+// of its key range, es[at[i], at[i + 1]) (one partition, all entries, for an empty base).
+std::vector<std::size_t> partition(const StringBase& base, std::size_t ps, Span es) {
+  const std::size_t nl = base.leaves.size(), np = nl ? (nl + ps - 1) / ps : 1;
+  std::vector<std::size_t> at(np + 1, es.size());
+  at[0] = 0;
+  for (std::size_t i = 1; i < np; ++i)
+    at[i] = at[i - 1] + string_entries_above(es.subspan(at[i - 1]), base.last[i * ps - 1]);
+  return at;
 }
 
 }  // namespace
@@ -42,6 +57,7 @@ void StringCDPTree::maybe_start_merge() {
   StringBuffer* f = gp_f_.load(std::memory_order_seq_cst);
   if (f->size() == 0) {
     std::lock_guard g(done_mu_);
+    last_partial_.store(false);  // nothing left of a merge in parts
     state_.store(kNoMerge);
     done_cv_.notify_all();
     return;
@@ -80,40 +96,118 @@ void StringCDPTree::merge_task(bool retry) {
   done_cv_.notify_all();
 }
 
-// The leaf phases, the flip, the new inner index published after the old one's readers, the
-// garbage collection, then the Middle retired. False when the pool was too full (undone).
+// The merge of the Middle: the whole of it, or when that does not fit the pool (pool_full, the
+// cycle undone) its first part, halved until one fits (docs/dptree.md "A merge that does not
+// fit goes in parts"); the rest goes to the Front. Then the new inner index published after
+// the old one's readers, the garbage collection, and the Middle retired. False when not even
+// a part of one entry fits (undone).
 bool StringCDPTree::run_merge(bool retry) {
   StringBuffer* m = gp_m_.load(std::memory_order_seq_cst);
   const StringEntries es =
       entries_to_merge(*m, retry ? gp_f_.load(std::memory_order_seq_cst) : nullptr);
-  const int cvv = cv(), nv = 1 - cvv;
-  StringMergeResult res;
+  const int old = cv();
+  std::size_t part = 0;
+  try {
+    part = merge_fitting_part(
+        es.size(), [&](std::size_t n) { merge_cycle(es, n); }, [&] { failed_parts_.fetch_add(1); });
+  } catch (const Error& e) {
+    if (e.code() != Errc::pool_full) throw;
+    return false;
+  }
+  parts_ += part < es.size();
+  last_partial_.store(part < es.size());
+  const InMergePart in_part(part < es.size());
+  finish_merge(old);
+  return true;
+}
+
+// One merge cycle over the first n of `es`: begin, the partitions' leaves on the workers, the
+// entries after n moved to the Front, the partitions reconnected, the flip. pool_full undoes
+// it (the created leaves reclaimed; entries moved to the Front stay there, the Middle's values
+// above the Middle: harmless) and is rethrown.
+void StringCDPTree::merge_cycle(const StringEntries& es, std::size_t n) {
+  const Span part(es.data(), n), rest(es.data() + n, es.size() - n);
+  const InMergePart in_part(!rest.empty());
+  const int nv = 1 - cv();
+  std::vector<StringMergeResult> res;
   try {
     {
       PhaseScope ph(CDPTreePhase::merge_start);
       begin_merge(t_.pool, &root_->base, *t_.pending);
     }
-    {
-      PhaseScope ph(CDPTreePhase::merge_range);
-      merge_string_leaves(t_, opt_.leaf_capacity, small_, *gp_b_.load(), es, res);
-    }
-    PhaseScope ph(CDPTreePhase::flush);
-    link_string_leaves(t_.pool, res.out, nv);
+    merge_partitions(part, nv, res);
+    if (!rest.empty()) move_to_front(rest);
+    PhaseScope ph(CDPTreePhase::reconnect);
+    reconnect(res, nv);
   } catch (const Error& e) {
     if (e.code() != Errc::pool_full) throw;
-    created_ += res.created;
+    for (const auto& r : res) created_ += r.created;
     reclaim_interrupted_merge(t_.pool, &root_->base, *t_.dir, *t_.pending);
-    return false;
+    throw;
   }
-  {
-    PhaseScope ph(CDPTreePhase::version_flip);
-    commit_merge(&root_->base, nv, detail::LeafPtr(res.out.empty() ? 0 : res.out.front()),
-                 res.count);  // clears kTwoLogs
+  u64 count = 0, head = 0;
+  for (const auto& r : res) {
+    count += r.count;
+    if (!head && !r.out.empty()) head = r.out.front();
+    created_ += r.created;
+    rewritten_ += r.rewritten;
   }
-  created_ += res.created;
-  rewritten_ += res.rewritten;
-  finish_merge(cvv);
-  return true;
+  partitions_ += res.size();
+  PhaseScope ph(CDPTreePhase::version_flip);
+  commit_merge(&root_->base, nv, detail::LeafPtr(head), count);  // clears kTwoLogs
+}
+
+// Algorithm 9 lines 1-7 and 9-12 for string leaves: each partition's touched leaves rewritten
+// into new ones (pendingLeaves before activation), linked within the partition through their
+// version-nv next words and written back, then fenced by its worker before the flip.
+void StringCDPTree::merge_partitions(Span es, int nv, std::vector<StringMergeResult>& res) {
+  const StringBase& base = *gp_b_.load(std::memory_order_seq_cst);
+  const std::size_t ps = opt_.psize, nl = base.leaves.size();
+  const std::vector<std::size_t> at = partition(base, ps, es);
+  res.resize(at.size() - 1);
+  const bool in_part = dptree_string_merge_in_part();
+  workers_->run(res.size(), merge_workers(opt_), [&](std::size_t i) {
+    const InMergePart ip(in_part);
+    WorkerFence fe;
+    StringMergeResult& r = res[i];
+    {
+      PhaseScope ph(CDPTreePhase::merge_range);
+      merge_string_leaves(t_, opt_.leaf_capacity, small_, base, std::min(nl, i * ps),
+                          std::min(nl, (i + 1) * ps), es.subspan(at[i], at[i + 1] - at[i]), r);
+    }
+    PhaseScope ph(CDPTreePhase::flush);
+    if (!r.out.empty())
+      link_string_leaves(t_.pool, std::span(r.out).first(r.out.size() - 1), nv, r.out.back());
+  });
+}
+
+// Algorithm 9 line 8: each partition's last leaf linked to the next partition's first (the
+// last one's to the end), on the merge thread, whose fence in commit_merge orders them.
+void StringCDPTree::reconnect(const std::vector<StringMergeResult>& res, int nv) {
+  const u64* tail = nullptr;
+  for (const auto& r : res) {
+    if (r.out.empty()) continue;
+    if (tail) link_string_leaves(t_.pool, std::span(tail, 1), nv, r.out.front());
+    tail = &r.out.back();
+  }
+  if (tail) link_string_leaves(t_.pool, std::span(tail, 1), nv, 0);
+}
+
+// The Middle's entries after a part that fit go to the Front, each logged in the Front's log
+// under its shard's lock unless the Front holds the key already (its value is newer): before
+// the flip retires the Middle's log, the Front's log holds every entry the merge leaves, as
+// the single-threaded form logs them to the new version's log. The Front's log is of version
+// nv, current after the flip; a crash before it replays the Middle's log and then the
+// Front's, where a moved entry repeats the Middle's value.
+void StringCDPTree::move_to_front(Span rest) {
+  StringBuffer* f = gp_f_.load(std::memory_order_seq_cst);
+  std::size_t entries = 0;
+  for (const auto& [k, v] : rest) {
+    const u64 val = v;
+    f->upsert_with(
+        k, hash_string(k),
+        [&](const u64* cur) { return cur ? std::nullopt : std::optional<u64>(val); }, entries);
+  }
 }
 
 void StringCDPTree::finish_merge(int old) {
@@ -171,10 +265,15 @@ bool StringCDPTree::retry_merge() {
   return true;
 }
 
+// A merge that went in parts left entries in the Front: merged too, until a merge is whole.
 void StringCDPTree::merge() {
   wait_idle();  // a merge another writer started may not hold the latest writes
   if (!retry_merge()) maybe_start_merge();
   wait_idle();
+  while (!broken_.load() && last_partial_.load()) {
+    maybe_start_merge();
+    wait_idle();
+  }
   if (broken_.load())
     throw Error(Errc::pool_full, "pool '" + t_.pool.name() +
                                      "' is full: the cdptree merge did not fit and was undone "

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -91,8 +92,33 @@ struct StringMergeResult {
 void merge_string_leaves(TreeParts& t, std::size_t leaf_capacity, std::size_t small,
                          const StringBase& base, std::span<const std::pair<std::string, u64>> es,
                          StringMergeResult& r);
-// The list of version nv through each leaf's next word of version nv, written back.
-void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv);
+// The same over the run of leaves [first, end) of `base`, `es` the entries of its key range (a
+// partition of §3.3; thread-safe between disjoint runs). A rewrite is not carried past `end`.
+void merge_string_leaves(TreeParts& t, std::size_t leaf_capacity, std::size_t small,
+                         const StringBase& base, std::size_t first, std::size_t end,
+                         std::span<const std::pair<std::string, u64>> es, StringMergeResult& r);
+// The position of the first of the sorted entries `es` whose key is above k.
+std::size_t string_entries_above(std::span<const std::pair<std::string, u64>> es,
+                                 std::string_view k);
+// The leaves `out` linked in order through their next words of version nv, the last one's to
+// `after` (0: the end of the list), each changed word written back without a fence.
+void link_string_leaves(pm::Pool& pool, std::span<const u64> out, int nv, u64 after = 0);
+
+// A merge that does not fit goes in parts (docs/dptree.md): cycle(n) merges the first n of
+// `total` entries as a whole merge cycle, undone when it throws pool_full; then n is halved
+// (failed() told) and the cycle runs again. Returns the n that fit; rethrows the pool_full of a
+// part of one entry. The test limit (set_dptree_string_merge_part) bounds n.
+std::size_t merge_fitting_part(std::size_t total, const std::function<void(std::size_t)>& cycle,
+                               const std::function<void()>& failed);
+// While it lives, the merge on this thread is (or is not) a part of its buffer
+// (dptree_string_merge_in_part, for crash tests); then the flag is what it was.
+struct InMergePart {
+  explicit InMergePart(bool on);
+  ~InMergePart();
+  bool saved;
+  InMergePart(const InMergePart&) = delete;
+  InMergePart& operator=(const InMergePart&) = delete;
+};
 
 // Appends k's record (format/string_leaf.h) to the log at `head` of version `ver`: the log
 // write of an upsert in both string forms, and of an entry a merge part leaves in the buffer.

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <span>
 
 #include "dptree/error.h"
@@ -28,6 +29,9 @@ namespace dptree::detail {
 
 namespace {
 using Span = std::span<const std::pair<std::string, u64>>;
+
+std::atomic<std::size_t> g_part_limit{0};  // set_dptree_string_merge_part
+thread_local bool g_in_part = false;       // dptree_string_merge_in_part
 
 // An entry of a leaf being written: its key's bytes stay where they are (the buffer's entry or
 // the old leaf, both alive until the merge's garbage collection), only pointed to.
@@ -158,8 +162,17 @@ void write_leaves(TreeParts& t, std::size_t cap, const MergedEntries& es, String
 }
 }  // namespace
 
+std::size_t string_entries_above(Span es, std::string_view k) {
+  return above(es, k);
+}
+
 void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const StringBase& base,
                          Span es, StringMergeResult& r) {
+  merge_string_leaves(t, cap, small, base, 0, base.leaves.size(), es, r);
+}
+
+void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const StringBase& base,
+                         std::size_t first, std::size_t end, Span es, StringMergeResult& r) {
   MergedEntries merged;
   if (base.empty()) {
     for (const auto& [k, v] : es)
@@ -168,8 +181,8 @@ void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const
     return;
   }
   std::size_t lo = 0;
-  for (std::size_t li = 0; li < base.leaves.size(); ++li) {
-    const bool last = li + 1 == base.leaves.size();
+  for (std::size_t li = first; li < end; ++li) {
+    const bool last = li + 1 == end;  // of the run: its rewrites are not carried past it
     const std::size_t hi = last ? es.size() : above(es, base.last[li]);
     StringLeaf lf{t.pool.at(base.leaves[li])};
     if (lo == hi && merged.empty()) {  // untouched: kept
@@ -186,21 +199,41 @@ void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const
   }
 }
 
-void link_string_leaves(pm::Pool& pool, const std::vector<u64>& out, int nv) {
+void link_string_leaves(pm::Pool& pool, std::span<const u64> out, int nv, u64 after) {
   pm::CategoryScope cat(pm::Category::node);
   for (std::size_t i = 0; i < out.size(); ++i) {
     LeafPtr& next = pool.at<StringLeafHeader>(out[i])->next[nv];
-    const LeafPtr want(i + 1 < out.size() ? out[i + 1] : 0);
+    const LeafPtr want(i + 1 < out.size() ? out[i + 1] : after);
     if (next == want) continue;
     pm::store(&next, want);
     pm::flush(&next, 8);
   }
 }
 
-namespace {
-std::atomic<std::size_t> g_part_limit{0};  // set_dptree_string_merge_part
-thread_local bool g_in_part = false;       // dptree_string_merge_in_part
+InMergePart::InMergePart(bool on) : saved(g_in_part) {
+  g_in_part = on;
+}
+InMergePart::~InMergePart() {
+  g_in_part = saved;
+}
 
+std::size_t merge_fitting_part(std::size_t total, const std::function<void(std::size_t)>& cycle,
+                               const std::function<void()>& failed) {
+  const std::size_t limit = g_part_limit.load(std::memory_order_relaxed);
+  std::size_t part = limit ? std::min(limit, total) : total;
+  for (;;) {
+    try {
+      cycle(part);
+      return part;
+    } catch (const Error& e) {
+      if (e.code() != Errc::pool_full || part <= 1) throw;
+      failed();
+      part = (part + 1) / 2;
+    }
+  }
+}
+
+namespace {
 // Appends a record of each of `es` to the log at `head` of version `ver`. May throw pool_full.
 void log_entries(PLog& log, LogPagePtr* head, int ver, Span es) {
   PhaseScope ph(DPTreePhase::log_append);
@@ -219,18 +252,16 @@ void StringDPTree::merge() {
   StringEntries es;
   es.reserve(buffer_.size());
   for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key(), it.value());
-  const std::size_t limit = g_part_limit.load(std::memory_order_relaxed);
-  std::size_t part = limit ? std::min(limit, es.size()) : es.size();
-  for (std::size_t from = 0; from < es.size();) {
-    const std::size_t to = std::min(es.size(), from + part);
+  std::size_t part = es.size();
+  for (std::size_t from = 0; from < es.size(); from += part) {
     try {
-      merge_part(es, from, to);
-      from = to;
+      part = merge_fitting_part(
+          std::min(part, es.size() - from), [&](std::size_t n) { merge_part(es, from, from + n); },
+          [&] { ++failed_merges_; });
     } catch (const Error& e) {
       if (e.code() != Errc::pool_full) throw;
       ++failed_merges_;
-      if (part == 1) merge_block_.fail(e);
-      part = (part + 1) / 2;
+      merge_block_.fail(e);
     }
   }
   merge_block_.clear();
@@ -248,10 +279,7 @@ void StringDPTree::merge_part(const StringEntries& es, std::size_t from, std::si
   const Span part(es.data() + from, to - from), rest(es.data() + to, es.size() - to);
   StringMergeResult m;
   auto next = std::make_unique<PLog>(t_.pool, t_.codec, *t_.pages);
-  struct InPart {  // the test hook's flag, cleared on every way out
-    explicit InPart(bool on) { g_in_part = on; }
-    ~InPart() { g_in_part = false; }
-  } in_part(!rest.empty() || from > 0);
+  const InMergePart in_part(!rest.empty() || from > 0);
   try {
     {
       PhaseScope ph(DPTreePhase::merge_start);

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "dptree/cdptree.h"
 #include "dptree/testing/phases.h"
 #include "fixtures/concurrent_crash_fixture.h"
+#include "fixtures/merge_part_limit.h"
 
 namespace dptree::testing {
 namespace {
@@ -114,6 +116,38 @@ TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
   EXPECT_GT(r.continued_images, 0u);
 }
 
+// The string form merging in parts of 16 entries (the path a merge that does not fit the pool
+// takes): each merge cycle rewrites the leaves of its first 16 entries on the merge workers and
+// moves the rest into the Front, under the writers' shard locks, before its flip. Images inside
+// a part ("/part"): in a worker's leaf writes, in the move's log appends, and at its flip or
+// collection (the single-threaded crash test, cdptree_string_crash_test, captures every phase
+// of a part; here 500 images keep the test short).
+TEST(CDPTreeConcurrentCrash, StringKeysMergingInParts) {
+  const MergePartLimit limit(16);
+  auto c = string_config();
+  c.key_space = 300;
+  c.ops_per_thread = 800;
+  c.continue_max = 0;  // a continued run takes most of the time; the other tests make one
+  c.phase = [] {
+    const CDPTreePhase ph = cdptree_current_phase();
+    std::string p = to_string(ph);
+    return dptree_string_merge_in_part() && ph != CDPTreePhase::recovery ? p + "/part" : p;
+  };
+  std::atomic<bool> parts{false};  // a live index reported a merge in parts
+  c.during = [&](StringIndex& idx) {
+    for (const auto& [k, v] : idx.stats().extra)
+      if (k == "merge_parts" && v > 0) parts.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  auto r = run_string_concurrent_crash(c);
+  ASSERT_FALSE(HasFailure());
+  print_images(r);
+  EXPECT_TRUE(parts.load()) << "merges must go in parts";
+  EXPECT_GT(r.per_phase["merge_range/part"], 0u);
+  EXPECT_GT(r.per_phase["log_append/part"], 0u) << "no crash captured moving entries to the Front";
+  EXPECT_GT(r.per_phase["version_flip/part"] + r.per_phase["garbage_collection/part"], 0u);
+}
+
 // Shared keys (the fixture's durable linearizability check, tests/baselines/
 // shared_keys_crash_test.cc for every index's integer form): the string form, its keys out of
 // line in the log and the leaves, with background merges on three workers.
@@ -132,24 +166,15 @@ TEST(CDPTreeConcurrentCrash, StringKeysSharedByEveryWriter) {
 // with three merge workers and partitions of one leaf, so no other thread flushes during a
 // flip but the workers; at every fence of the flip, no line a worker flushed may still be
 // unfenced. Unlike a crash image, which must land in the gap by chance, this fails at the
-// first merge in which a worker ran a partition without its fence.
-TEST(CDPTreeMergeWorkers, EveryWorkerFencesBeforeTheFlip) {
-  PmModeScope mode(pm::Mode::sim);
-  auto pool = pm::Pool::create_in_memory(4u << 20);
-  auto idx = make_index("cdptree", pool.get(),
-                        {{"leaf_capacity", "8"},
-                         {"log_partitions", "4"},
-                         {"log_page_size", "1024"},
-                         {"min_merge_records", "64"},
-                         {"psize", "1"},
-                         {"merge_threads", "3"},
-                         {"background_merge", "0"}},
-                        1);
+// first merge in which a worker ran a partition without its fence. `write(i)` is the writer's
+// i-th upsert, into the integer or the string form on `pool`.
+void expect_workers_fenced_at_flips(pm::Pool& pool, const std::function<void(std::size_t)>& write) {
   const auto writer = std::this_thread::get_id();
   std::atomic<std::size_t> worker_flushes{0}, flips{0}, unfenced{0};
-  pool->sim()->set_hook([&](const pm::Event& e) {
+  pool.sim()->set_hook([&](const pm::Event& e) {
     const CDPTreePhase p = cdptree_current_phase();
-    if (e.kind == pm::EventKind::flush && p == CDPTreePhase::flush &&
+    if (e.kind == pm::EventKind::flush &&
+        (p == CDPTreePhase::flush || p == CDPTreePhase::merge_range) &&
         std::this_thread::get_id() != writer)
       ++worker_flushes;
     if (e.kind == pm::EventKind::fence && p == CDPTreePhase::version_flip) {
@@ -157,11 +182,38 @@ TEST(CDPTreeMergeWorkers, EveryWorkerFencesBeforeTheFlip) {
       unfenced += e.sim->pending_lines_of_other_threads();
     }
   });
-  for (Key k = 0; k < 6000; ++k) idx->upsert(k * 2654435761u % 1000003, k);
-  pool->sim()->set_hook(nullptr);
+  for (std::size_t i = 0; i < 6000; ++i) write(i);
+  pool.sim()->set_hook(nullptr);
   EXPECT_GT(flips.load(), 10u) << "merges must flip";
   EXPECT_GT(worker_flushes.load(), 0u) << "the workers must write back some partitions";
   EXPECT_EQ(unfenced.load(), 0u) << "lines a merge worker flushed were unfenced at the flip";
+}
+
+IndexOptions fence_test_options() {
+  return {{"leaf_capacity", "8"},      {"log_partitions", "4"}, {"log_page_size", "2048"},
+          {"min_merge_records", "64"}, {"psize", "1"},          {"merge_threads", "3"},
+          {"background_merge", "0"}};
+}
+
+TEST(CDPTreeMergeWorkers, EveryWorkerFencesBeforeTheFlip) {
+  PmModeScope mode(pm::Mode::sim);
+  auto pool = pm::Pool::create_in_memory(4u << 20);
+  auto opt = fence_test_options();
+  opt["log_page_size"] = "1024";
+  auto idx = make_index("cdptree", pool.get(), opt, 1);
+  expect_workers_fenced_at_flips(*pool,
+                                 [&](std::size_t k) { idx->upsert(k * 2654435761u % 1000003, k); });
+}
+
+// The same for the string form, whose workers write new leaves and link them (§3.3 over leaves
+// rewritten out of place).
+TEST(CDPTreeMergeWorkers, EveryStringWorkerFencesBeforeTheFlip) {
+  PmModeScope mode(pm::Mode::sim);
+  auto pool = pm::Pool::create_in_memory(8u << 20);
+  auto idx = make_string_index("cdptree", pool.get(), fence_test_options(), 1);
+  expect_workers_fenced_at_flips(*pool, [&](std::size_t k) {
+    idx->upsert("key" + std::to_string(k * 2654435761u % 1000003), k);
+  });
 }
 
 // Fewer, larger merges (a trigger of 4 log pages): removes of keys only in the base tree

@@ -5,36 +5,66 @@
 // Every image passes check() (leaf key bytes reached exactly once, no leaked block, every
 // shard's log replays to its entries) and holds every acknowledged write. Asserts captures in
 // every phase of the string form's merge (the Front turned Middle with two logs live, leaf
-// rewrites, linking, flip, garbage collection, log release) and in recovery.
+// rewrites of each partition of 2 leaves, their linking, the partitions reconnected, flip,
+// garbage collection, log release) and in recovery; the partitions run on the workload thread
+// (merge_threads=1: the capture hook is not thread-safe; the concurrent crash test captures
+// them on merge workers). The second test merges in parts of 5 entries: each part a merge
+// cycle whose leftover entries move to the Front's log before its flip.
 // DPTREE_CRASH_SCALE multiplies the workload.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "dptree/testing/phases.h"
 #include "fixtures/crash_fixture.h"
+#include "fixtures/merge_part_limit.h"
 
 namespace dptree::testing {
 namespace {
 
 class CDPTreeStringCrash : public ::testing::TestWithParam<SeedUnit> {};
 
-TEST_P(CDPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
-  auto c = crash_config<StringKeys>("cdptree", GetParam(),
-                                    [] { return std::string(to_string(cdptree_current_phase())); });
-  c.options = {{"leaf_capacity", "16"},  {"log_partitions", "2"},     {"log_page_size", "2048"},
-               {"merge_ratio", "0.1"},   {"min_merge_records", "16"}, {"background_merge", "0"},
-               {"recovery_threads", "1"}};
+StringCrashConfig small_run(const SeedUnit& su, std::size_t ops,
+                            std::function<std::string()> phase) {
+  auto c = crash_config<StringKeys>("cdptree", su, std::move(phase));
+  c.options = {{"leaf_capacity", "16"},   {"log_partitions", "2"},     {"log_page_size", "2048"},
+               {"merge_ratio", "0.1"},    {"min_merge_records", "16"}, {"background_merge", "0"},
+               {"recovery_threads", "1"}, {"merge_threads", "1"},      {"psize", "2"}};
   c.pool_bytes = 512u << 10;
-  c.ops = 260;
+  c.ops = ops;
   c.key_space = 160;
   c.recovery_crash_one_in = 100;
   c.continue_one_in = 120;
+  return c;
+}
+
+TEST_P(CDPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
+  auto c =
+      small_run(GetParam(), 260, [] { return std::string(to_string(cdptree_current_phase())); });
   auto r = expect_crashes_everywhere(
-      c, {"log_append", "merge_start", "merge_range", "flush", "version_flip", "garbage_collection",
-          "log_release", "recovery"});
+      c, {"log_append", "merge_start", "merge_range", "flush", "reconnect", "version_flip",
+          "garbage_collection", "log_release", "recovery"});
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["merges"], 5);
+  EXPECT_GT(r.extra["merge_partitions"], r.extra["merges"]);
+}
+
+// A recovery the simulator runs inside a part is not part of it. One unit (8-byte, the one
+// that tears most), to keep the run short.
+TEST(CDPTreeStringCrashInParts, MergingInPartsEveryImageRecovers) {
+  const MergePartLimit limit(5);
+  auto c = small_run({12, pm::Unit::word8}, 160, [] {
+    const CDPTreePhase ph = cdptree_current_phase();
+    std::string p = to_string(ph);
+    return dptree_string_merge_in_part() && ph != CDPTreePhase::recovery ? p + "/part" : p;
+  });
+  auto r = expect_crashes_everywhere(
+      c, {"log_append/part", "merge_start/part", "merge_range/part", "flush/part", "reconnect/part",
+          "version_flip/part", "garbage_collection/part", "log_release/part", "recovery"});
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["merge_parts"], 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(Units, CDPTreeStringCrash,

@@ -4,8 +4,10 @@
 // and keeps an exact model of them, so every read of its own keys is checked exactly while the
 // Front turns into the Middle and is merged. Readers look up every key and scan from random
 // keys meanwhile: a value must carry the number of the key's owner (no value of another key),
-// a scan's keys must increase. Another thread forces merges (drain). At the end: check(), the
-// models against lookups and one full scan, and the same after a reopen.
+// a scan's keys must increase. Another thread forces merges (drain). Merges run in partitions of
+// 2 leaves on 2 workers (§3.3); the second instance merges in parts of 100 entries, each
+// merge's leftover entries moved into the Front while the writers write it. At the end:
+// check(), the models against lookups and one full scan, and the same after a reopen.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 
 #include "dptree/pm/pool.h"
 #include "fixtures/key_kinds.h"
+#include "fixtures/merge_part_limit.h"
 #include "fixtures/named_stats.h"
 
 namespace dptree::testing {
@@ -29,7 +32,7 @@ namespace {
 IndexOptions busy() {
   return {{"leaf_capacity", "16"},   {"log_partitions", "4"},     {"log_page_size", "2048"},
           {"merge_ratio", "0.05"},   {"min_merge_records", "64"}, {"merge_threads", "2"},
-          {"recovery_threads", "2"}, {"background_merge", "1"}};
+          {"recovery_threads", "2"}, {"background_merge", "1"},   {"psize", "2"}};
 }
 
 // A value written by writer w: its number in the top byte below the tombstone bit.
@@ -120,10 +123,16 @@ void expect_contents(const StringIndex& idx, const std::map<std::string, Value>&
       [](const StringKV& a, const auto& b) { return a.first == b.first && a.second == b.second; }));
 }
 
-class CDPTreeStringStress : public ::testing::TestWithParam<unsigned> {};
+struct StressParam {
+  unsigned writers;
+  std::size_t part;  // the most entries a merge takes (0: all)
+};
+
+class CDPTreeStringStress : public ::testing::TestWithParam<StressParam> {};
 
 TEST_P(CDPTreeStringStress, OwnedKeysExactOthersNeverForeign) {
-  const unsigned writers = GetParam();
+  const unsigned writers = GetParam().writers;
+  const MergePartLimit limit(GetParam().part);
   const auto keys = mixed_string_keys(1500, writers);
   auto pool = pm::Pool::create_in_memory(std::size_t{64} << 20);
   auto idx = make_string_index("cdptree", pool.get(), busy(), writers + 2);
@@ -148,7 +157,12 @@ TEST_P(CDPTreeStringStress, OwnedKeysExactOthersNeverForeign) {
   for (const auto& m : models) all.insert(m.begin(), m.end());
   const CheckReport rep = idx->check();
   EXPECT_TRUE(rep.ok) << rep.problems.front();
-  EXPECT_GE(NamedStats(idx->stats().extra)["merges"], 3) << "merges must run during the stress";
+  const NamedStats st(idx->stats().extra);
+  EXPECT_GE(st["merges"], 3) << "merges must run during the stress";
+  EXPECT_GT(st["merge_partitions"], st["merges"]) << "merges must run in partitions";
+  if (GetParam().part) {
+    EXPECT_GT(st["merge_parts"], 3) << "merges must go in parts";
+  }
   expect_contents(*idx, all);
   idx.reset();
   idx = make_string_index("cdptree", pool.get(), busy(), 2);
@@ -156,7 +170,9 @@ TEST_P(CDPTreeStringStress, OwnedKeysExactOthersNeverForeign) {
   expect_contents(*idx, all);
 }
 
-INSTANTIATE_TEST_SUITE_P(Writers, CDPTreeStringStress, ::testing::Values(2u, 4u));
+INSTANTIATE_TEST_SUITE_P(Writers, CDPTreeStringStress,
+                         ::testing::Values(StressParam{2, 0}, StressParam{4, 0},
+                                           StressParam{3, 100}));
 
 }  // namespace
 }  // namespace dptree::testing

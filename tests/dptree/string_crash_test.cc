@@ -14,6 +14,7 @@
 
 #include "dptree/testing/phases.h"
 #include "fixtures/crash_fixture.h"
+#include "fixtures/merge_part_limit.h"
 #include "string_keys.h"
 
 namespace dptree::testing {
@@ -49,10 +50,7 @@ TEST_P(DPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
 // version's log before its flip. Captures inside parts: in that log append, the leaves, the
 // flip and the collection.
 TEST_P(DPTreeStringCrash, MergingInPartsEveryImageRecovers) {
-  struct Limit {
-    Limit() { set_dptree_string_merge_part(5); }
-    ~Limit() { set_dptree_string_merge_part(0); }
-  } limit;
+  const MergePartLimit limit(5);
   // A recovery the simulator runs inside a part's flush is not part of it.
   auto c = small_run({GetParam().seed + 10, GetParam().unit}, 160, [] {
     const DPTreePhase ph = dptree_current_phase();

@@ -16,6 +16,7 @@
 #include "fixtures/expect_error.h"
 #include "fixtures/full_pool.h"
 #include "fixtures/key_kinds.h"
+#include "fixtures/merge_part_limit.h"
 #include "fixtures/named_stats.h"
 #include "format/layout.h"
 #include "format/string_leaf.h"
@@ -23,12 +24,6 @@
 
 namespace dptree::testing {
 namespace {
-
-// Sets the string merge's part limit (dptree/testing/phases.h) for a test's scope.
-struct MergePartLimit {
-  explicit MergePartLimit(std::size_t n) { set_dptree_string_merge_part(n); }
-  ~MergePartLimit() { set_dptree_string_merge_part(0); }
-};
 
 // The model run below; `part` > 0 merges the buffer in parts of that many entries, each a merge
 // cycle of its own (the path a merge that does not fit takes).

@@ -43,6 +43,7 @@ enum class CDPTreePhase : std::uint8_t {
   merge_start,  // persisting the two-logs / in_merge marks
   merge_range,  // upsert merge, delete merge, consolidation of a partition
   flush,        // flush of a partition
+  reconnect,    // linking consecutive partitions' leaves (the string form's Algorithm 9 line 8)
   version_flip,
   garbage_collection,
   log_release,

@@ -78,7 +78,7 @@ Tree::Tree(pm::Pool& pool, Root* root, unsigned threads, const Records* records)
 void Tree::open(unsigned threads) {
   concurrent_ = threads != 1;
   if (concurrent_) locks_ = std::make_unique<WriteLocks>(pool_.size());
-  arenas_.create(pool_, root_->dir, root_->slab_size, slot_bytes, concurrent_);
+  arenas_.create(pool_, root_->dir, root_->slab_size, slot_bytes, concurrent_, /*runs=*/true);
   recover();
 }
 

@@ -73,9 +73,10 @@ struct Tree::Checker {
   // Every entry names a used leaf on the array's path, with its key's fingerprint, once.
   void visit_array(const Frame& f, const std::string& at) {
     std::vector<std::string_view> keys;
-    for (const u64* it = t.array_begin(f.w); it != t.array_end(f.w); ++it) {
+    for (const u64* it = t.array_begin(f.w); it != t.array_all(f.w); ++it) {
       const u64 e = *it;
       if (!e) continue;
+      if (it >= t.array_end(f.w)) r.fail(at + " has an entry past its end mark");
       const int cls = entry_class(e);
       if (cls >= kLeafClasses || !t.arenas_[kArenaLeaf0 + cls].is_used(entry_leaf(e))) {
         r.fail(at + " names leaf " + std::to_string(entry_leaf(e)) + ", not a used leaf slot");

@@ -129,10 +129,11 @@ bool Tree::recover_word(u64 w, std::size_t depth, const Path& p, bool end) {
 bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
   if (!arenas_[kArenaArray].mark_used(off_of(c)))
     problem(at_off("leaf array", off_of(c)) + " is not a leaf-array slot or is reached twice");
-  std::size_t n = 0;
-  for (const u64* it = array_begin(c); it != array_end(c); ++it) {
+  std::size_t n = 0, mark = 0;
+  for (const u64* it = array_begin(c); it != array_all(c); ++it) {
     const u64 e = *it;
     if (!e) continue;
+    mark = static_cast<std::size_t>(it - array_begin(c)) + 1;
     int cls = entry_class(e);
     u64 lo = entry_leaf(e);
     if (cls >= kLeafClasses || !arenas_[kArenaLeaf0 + cls].mark_used(lo))
@@ -148,6 +149,7 @@ bool Tree::recover_array(u64 c, std::size_t depth, const Path& p, bool end) {
       problem(at_off("leaf", lo) + " does not have the fingerprint its entry carries");
     ++n;
   }
+  set_end_mark(c, mark);
   records_.add(static_cast<std::int64_t>(n));
   return n > 0;
 }

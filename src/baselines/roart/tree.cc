@@ -78,7 +78,9 @@ Tree::Tree(pm::Pool& pool, Root* root, unsigned threads, const Records* records)
 void Tree::open(unsigned threads) {
   concurrent_ = threads != 1;
   if (concurrent_) locks_ = std::make_unique<WriteLocks>(pool_.size());
-  arenas_.create(pool_, root_->dir, root_->slab_size, slot_bytes, concurrent_);
+  if (!owner_)
+    ends_ = std::make_unique<std::atomic<std::uint8_t>[]>(pool_.size() / sizeof(LeafArray));
+  arenas_.create(pool_, root_->dir, root_->slab_size, slot_bytes, concurrent_, /*runs=*/true);
   recover();
 }
 
@@ -228,6 +230,7 @@ u64 Tree::new_array(const std::vector<u64>& entries) {
   std::copy(entries.begin(), entries.end(), a.entry);
   pm::store(pool_.at<LeafArray>(off), a);
   pm::flush(pool_.at<LeafArray>(off), sizeof(LeafArray));
+  set_end_mark(off, entries.size());  // before the publish that makes the array reachable
   return off | kArray;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -176,8 +177,20 @@ class Tree {
   }
 
   void open(unsigned threads);
+  // A leaf array's end mark: 1 + the last entry it ever used (entries are taken lowest
+  // first), so its scans stop there, as the original's bitmap lets it read only the entries
+  // in use (at 10M random keys most arrays hold one to three keys of 64). Volatile, one byte
+  // per array slot beside the pool: set before an entry past it is published, rebuilt by
+  // recovery, checked by check().
+  std::atomic<std::uint8_t>& end_mark(u64 w) const { return ends_[off_of(w) / sizeof(LeafArray)]; }
+  void set_end_mark(u64 w, std::size_t n) const {
+    end_mark(w).store(static_cast<std::uint8_t>(n), std::memory_order_release);
+  }
   u64* array_begin(u64 w) const { return node<LeafArray>(w)->entry; }
-  u64* array_end(u64 w) const { return node<LeafArray>(w)->entry + kArrayEntries; }
+  u64* array_end(u64 w) const {
+    return array_begin(w) + end_mark(w).load(std::memory_order_acquire);
+  }
+  u64* array_all(u64 w) const { return array_begin(w) + kArrayEntries; }  // past the mark too
   // Whether child word w ends a path: a leaf array, or an owner's record.
   static bool bottom(u64 w) { return tag_of(w) == kArray || tag_of(w) == kRecord; }
   std::string_view record_key(u64 w) const { return owner_->key(off_of(w)); }
@@ -202,8 +215,9 @@ class Tree {
   bool embedded_ = false;
   const Records* owner_ = nullptr;  // the owner's records, when the bottom words name them
   bool concurrent_ = false;
-  std::unique_ptr<WriteLocks> locks_;  // when concurrent
-  SpreadCount records_;                // every insert and remove of every thread adds to it
+  std::unique_ptr<WriteLocks> locks_;                  // when concurrent
+  std::unique_ptr<std::atomic<std::uint8_t>[]> ends_;  // leaf arrays' end marks (none over records)
+  SpreadCount records_;  // every insert and remove of every thread adds to it
   SpreadCount array_splits_, grows_, prefix_splits_;
 };
 

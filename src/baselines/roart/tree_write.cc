@@ -137,11 +137,12 @@ std::optional<bool> Tree::put_in_array(const Slot& s, u64 w, std::size_t depth, 
                                        Value v, bool may_insert, bool may_update, bool may_split) {
   LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
-  int free_at = -1;
-  for (int i = 0; i < int(kArrayEntries); ++i) {
+  const int end = end_mark(w).load(std::memory_order_relaxed);  // its writers hold its lock
+  int free_at = end < int(kArrayEntries) ? end : -1;            // past the mark, unless one is free
+  for (int i = 0; i < end; ++i) {
     u64 e = a->entry[i];
     if (!e) {
-      if (free_at < 0) free_at = i;
+      if (free_at < 0 || free_at == end) free_at = i;
       continue;
     }
     if (entry_fp(e) != fp) continue;
@@ -156,6 +157,7 @@ std::optional<bool> Tree::put_in_array(const Slot& s, u64 w, std::size_t depth, 
   if (!may_insert) return false;
   if (free_at < 0 && !may_split) return std::nullopt;
   u64 e = new_leaf(k, v);
+  if (free_at == end) set_end_mark(w, end + 1);  // before the entry can be read
   if (free_at >= 0)
     publish(Slot{&a->entry[free_at]}, e);
   else
@@ -348,7 +350,7 @@ std::optional<bool> Tree::remove_once(std::string_view k) {
   LeafArray* a = node<LeafArray>(w);
   unsigned fp = fingerprint(k);
   int at_i = -1, left = 0;
-  for (int i = 0; i < int(kArrayEntries); ++i) {
+  for (int i = 0; i < int(array_end(w) - a->entry); ++i) {
     u64 e = a->entry[i];
     if (!e) continue;
     const Leaf* l = leaf_at(e);

@@ -98,6 +98,23 @@ std::uint64_t SlabArena::alloc() {
   return off;
 }
 
+// Free slots are handed out lowest offset first, so after a grow the next ones are neighbours.
+std::uint64_t SlabArena::alloc_run(std::size_t max, std::size_t align, std::size_t& got) {
+  const std::uint64_t first = alloc();
+  const std::size_t room = (align - first % align) / slot_size_;  // slots before the boundary
+  got = 1;
+  for (std::uint64_t next = first + slot_size_;
+       got < std::min(max, room) && !free_.empty() && free_.back() == next; next += slot_size_) {
+    std::size_t slot;
+    Slab* s = slab_of(next, slot);
+    free_.pop_back();
+    s->used[slot] = true;
+    ++used_;
+    ++got;
+  }
+  return first;
+}
+
 void SlabArena::release(std::uint64_t off) {
   std::size_t slot;
   Slab* s = slab_of(off, slot);

@@ -46,6 +46,9 @@ class SlabArena {
   void finish();                      // builds the free list from the marks
 
   std::uint64_t alloc();  // a free slot (volatile); grows by one slab when none is left
+  // Up to `max` free slots at neighbouring offsets, stopping short of the next multiple of
+  // `align` bytes (a power of two): the first at the return value, `got` of them.
+  std::uint64_t alloc_run(std::size_t max, std::size_t align, std::size_t& got);
   void release(std::uint64_t off);
 
   bool is_slot(std::uint64_t off) const;

@@ -374,18 +374,26 @@ Timed run_one(I& impl, std::size_t n) {
 }
 
 // A phase's threads and the timing thread meet here: every thread starts a phase together, and
-// a phase ends when its last thread arrives.
+// a phase ends when its last thread arrives. The timing thread waits asleep (`sleepy`): its
+// yield loop shared a CPU with a pinned worker whenever another process held the other one
+// (hundreds of thousands of switches per run). Asleep, it sees a phase's end within about a
+// tenth of a millisecond (20 us plus the kernel's timer slack), against phases of seconds.
 class SpinBarrier {
  public:
   explicit SpinBarrier(unsigned parties) : parties_(parties) {}
-  void wait() {
+  void wait(bool sleepy = false) {
     const unsigned gen = gen_.load(std::memory_order_acquire);
     if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
       arrived_.store(0, std::memory_order_relaxed);
       gen_.fetch_add(1, std::memory_order_release);
       return;
     }
-    while (gen_.load(std::memory_order_acquire) == gen) std::this_thread::yield();
+    while (gen_.load(std::memory_order_acquire) == gen) {
+      if (sleepy)
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      else
+        std::this_thread::yield();
+    }
   }
 
  private:
@@ -430,12 +438,12 @@ Timed run_threads(I& impl, std::size_t n, unsigned nthreads) {
       impl.thread_end();
     });
   Timed r{};
-  phase.wait();
+  phase.wait(true);
   r.t0 = now();
-  phase.wait();
+  phase.wait(true);
   r.t1 = now();
   r.u1 = usage();
-  phase.wait();
+  phase.wait(true);
   r.t2 = now();
   for (auto& th : pool) th.join();
   for (unsigned t = 0; t < nthreads; ++t) r.sum += sums[t], r.found += founds[t];

@@ -380,7 +380,7 @@ Timed run_one(I& impl, std::size_t n) {
 // blocks until the last arrival wakes it, so it takes no CPU from them during a phase. (A
 // yield loop shared a CPU with a worker whenever another process held the other one, and a
 // 20 us sleep loop woke up to 50,000 times a second: beside it, the original FAST_FAIR's two
-// threads inserted at 0.63-0.66x of their speed beside this wait, 0.73-0.74x for lookups.)
+// threads inserted at 0.63-0.66x of their speed and looked up at 0.73-0.74x.)
 class SpinBarrier {
  public:
   explicit SpinBarrier(unsigned parties) : parties_(parties) {}

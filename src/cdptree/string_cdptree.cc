@@ -183,12 +183,18 @@ std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
   return g.get()->lookup(t_.pool, k, h);
 }
 
+// Redone when a Middle was retired meanwhile: its entries may have moved into the Front after
+// the Front was read (a merge in parts, string_merge.cc).
 std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {
-  {
-    Guard<StringBuffer> g(sm_.mine(), kFR, gp_f_);
-    if (auto r = g.get()->find(k, h)) return r;
+  for (;;) {
+    const std::size_t retired = retired_.load(std::memory_order_seq_cst);
+    {
+      Guard<StringBuffer> g(sm_.mine(), kFR, gp_f_);
+      if (auto r = g.get()->find(k, h)) return r;
+    }
+    auto r = below_front(k, h, nullptr);
+    if (retired_.load(std::memory_order_seq_cst) == retired) return r;
   }
-  return below_front(k, h, nullptr);
 }
 
 bool StringCDPTree::present_below(std::string_view k, u64 h, const StringBuffer* writing) const {
@@ -295,9 +301,10 @@ bool merge_components(const StringEntries (&a)[3], bool bounded, const std::stri
 }
 }  // namespace
 
-// Batches from Front, Middle and base, merged by key with that priority. Entries up to the
-// smallest last key of a batch that stopped at its limit are final; the next round starts
-// just above it (the key with a zero byte appended: the next string in this order).
+// Batches from Front, Middle and base, merged by key with that priority; a round is redone
+// when a Middle was retired meanwhile (as in lookup_raw). Entries up to the smallest last key
+// of a batch that stopped at its limit are final; the next round starts just above it (the
+// key with a zero byte appended: the next string in this order).
 std::size_t StringCDPTree::scan(std::string_view start, std::size_t count,
                                 std::vector<StringKV>& out) const {
   check_string_key(start, kStringTreeMaxKey, kName);
@@ -311,6 +318,7 @@ std::size_t StringCDPTree::scan_raw(std::string cur, std::size_t count,
   StringEntries a[3];
   while (got < count) {
     const std::size_t batch = std::max<std::size_t>(count - got, 16);
+    const std::size_t retired = retired_.load(std::memory_order_seq_cst);
     bool complete[3] = {true, true, true};
     for (auto& x : a) x.clear();
     {
@@ -325,6 +333,7 @@ std::size_t StringCDPTree::scan_raw(std::string cur, std::size_t count,
       Guard<StringBase> g(s, kBR, gp_b_);
       complete[2] = g.get()->collect(t_.pool, cur, batch, a[2]);
     }
+    if (retired_.load(std::memory_order_seq_cst) != retired) continue;  // as lookup_raw
     bool all = true;
     std::string bound;
     for (int i = 0; i < 3; ++i)

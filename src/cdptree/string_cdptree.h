@@ -120,6 +120,10 @@ class StringCDPTree final : public StringIndex {
   std::atomic<bool> broken_{false};
   // The last merge went in parts: the Front holds the Middle's entries it left.
   std::atomic<bool> last_partial_{false};
+  // Middles retired so far. A merge in parts moves entries into the Front and then retires
+  // the Middle: a read that missed the Front before the move and found no Middle after it
+  // must not answer from the base alone, so a read below the Front is redone when this moved.
+  std::atomic<std::size_t> retired_{0};
   std::atomic<std::size_t> removes_since_fail_{0}, retry_after_{0};
   std::mutex retry_mu_;
   std::unique_ptr<MergePool> workers_;

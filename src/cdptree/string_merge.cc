@@ -223,6 +223,7 @@ void StringCDPTree::finish_merge(int old) {
   StringBuffer* m = gp_m_.load(std::memory_order_seq_cst);
   const std::size_t pages = m->all_log_pages().size();
   m->release_logs();
+  retired_.fetch_add(1, std::memory_order_seq_cst);  // before a reader can miss the Middle
   gp_m_.store(nullptr, std::memory_order_seq_cst);
   sm_.spin_until_no_ref(kFR, m);
   sm_.spin_until_no_ref(kMR, m);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <unordered_set>
+#include <vector>
 
 #include "dptree/error.h"
 #include "dptree/pm/allocator.h"
@@ -36,10 +37,41 @@ void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t b
 
 namespace {
 
+// A set of block offsets, one bit per 64 bytes of the pool: live blocks are 64-byte aligned
+// (the heap starts on a 4 KiB boundary, blocks are 64 B and up), so an offset that is not, or
+// lies past the pool, is in no set. At 2^27 records a hash set's node per leaf made the
+// directory walk the larger part of an open; a bit costs one line at most.
+class BlockBits {
+ public:
+  explicit BlockBits(std::size_t pool_bytes) : words_((pool_bytes / 64 + 63) / 64) {}
+  // False when `off` was in already (or cannot be a block).
+  bool insert(u64 off) {
+    if (!fits(off)) return false;
+    u64& w = words_[off / 64 / 64];
+    const u64 bit = u64{1} << (off / 64 % 64);
+    if (w & bit) return false;
+    w |= bit;
+    return true;
+  }
+  bool contains(u64 off) const {
+    return fits(off) && (words_[off / 64 / 64] >> (off / 64 % 64) & 1);
+  }
+
+ private:
+  bool fits(u64 off) const { return off % 64 == 0 && off / 64 / 64 < words_.size(); }
+  std::vector<u64> words_;
+};
+
 class Validator {
  public:
   Validator(const TreeParts& t, const Root& root, const TreeShape& shape)
-      : t_(t), pool_(t.pool), root_(root), shape_(shape) {}
+      : t_(t),
+        pool_(t.pool),
+        root_(root),
+        shape_(shape),
+        leaves_(pool_.size()),
+        pages_(pool_.size()),
+        in_logs_(pool_.size()) {}
 
   void run() {
     const u64 root_off = pool_.offset_of(&root_);
@@ -99,6 +131,7 @@ class Validator {
            "names owner slot " + std::to_string(word(blk)) + ", not " + std::to_string(slot));
     if (leaf && shape_.leaf_contents) shape_.leaf_contents(blk);
     (leaf ? leaves_ : pages_).insert(blk);
+    leaf_count_ += leaf;
   }
 
   // The bytes a page's records span (the page size rounded down to whole records).
@@ -127,19 +160,27 @@ class Validator {
   }
 
   // The leaf list of the current version: owned leaves, no cycle, restart counts not ahead.
+  // Every leaf on it is an owned one, so a list longer than the owned leaves repeats one.
   std::size_t leaf_list(int v) {
-    std::unordered_set<u64> seen;
+    std::size_t n = 0;
     u64 link = pool_.offset_of(&root_.head[v]);
     for (u64 l = word(link); l; link = next_off(l, v), l = word(link)) {
       if (!leaves_.contains(l))
         fail("leaf list of version " + std::to_string(v) + ": the word", link,
              "points to " + std::to_string(l) + ", which is not a leaf the directory owns");
-      if (!seen.insert(l).second)
-        fail("leaf list of version " + std::to_string(v), l, "has a cycle");
+      if (++n > leaf_count_) cycle(v);
       if (shape_.rc_mask && (t_.leaf(l).rc(v) & shape_.rc_mask) > root_.restart_count)
         fail("leaf", l, "has a restart count ahead of the root's");
     }
-    return seen.size();
+    return n;
+  }
+
+  // Names the leaf where version v's list, known to repeat an owned leaf, first comes back.
+  [[noreturn]] void cycle(int v) const {
+    BlockBits seen(pool_.size());
+    u64 l = word(pool_.offset_of(&root_.head[v]));
+    while (seen.insert(l)) l = word(next_off(l, v));
+    fail("leaf list of version " + std::to_string(v), l, "has a cycle");
   }
 
   // The list of the other version, as garbage collection walks it after a crash (merge.cc
@@ -148,12 +189,11 @@ class Validator {
   void old_leaf_list(int v) {
     if (root_.gv & kInMerge) return;  // recovery reclaims the merge: the list is not read
     if (!(root_.gv & kInGc) && !root_.pending) return;
-    std::unordered_set<u64> seen;
+    std::size_t n = 0;
     u64 link = pool_.offset_of(&root_.head[v]);
     for (u64 l = word(link); l; link = next_off(l, v), l = word(link)) {
       if (leaves_.contains(l)) {
-        if (!seen.insert(l).second)
-          fail("leaf list of version " + std::to_string(v), l, "has a cycle");
+        if (++n > leaf_count_) cycle(v);
         continue;
       }
       // A leaf freed by the interrupted collection: its header names its old slot, unless a
@@ -173,7 +213,7 @@ class Validator {
       if (!pages_.contains(pg))
         fail("log: the word", link,
              "points to " + std::to_string(pg) + ", which is not a log page the directory owns");
-      if (!in_logs_.insert(pg).second) fail("log page", pg, "is in two logs, or twice in one");
+      if (!in_logs_.insert(pg)) fail("log page", pg, "is in two logs, or twice in one");
     }
   }
 
@@ -181,7 +221,9 @@ class Validator {
   const pm::Pool& pool_;
   const Root& root_;
   const TreeShape& shape_;
-  std::unordered_set<u64> dir_blocks_, leaves_, pages_, in_logs_;
+  std::unordered_set<u64> dir_blocks_;
+  BlockBits leaves_, pages_, in_logs_;
+  std::size_t leaf_count_ = 0;
 };
 
 }  // namespace

@@ -12,7 +12,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "format/layout.h"
@@ -91,7 +93,7 @@ class Bloom {
 class ConcurrentBloom {
  public:
   ConcurrentBloom(std::size_t expected, double error_rate)
-      : shape_(expected, error_rate), bits_(std::make_unique<std::atomic<u64>[]>(shape_.words())) {}
+      : shape_(expected, error_rate), bits_(zeroed_words(shape_.words())) {}
   void add(u64 key) { add_hashed(hash_key(key)); }
   bool may_contain(u64 key) const { return may_contain_hashed(hash_key(key)); }
   // A key hashed by the caller (the string form: hash_string).
@@ -99,28 +101,41 @@ class ConcurrentBloom {
   // barrier, and a key's k bits share few of the block's 8 words. A word that has them all
   // is read with acquire, so whoever set them happens before this add's caller returns.
   void add_hashed(u64 h) {
-    std::atomic<u64>* blk = bits_.get() + shape_.block_word(h);
+    u64* blk = bits_.get() + shape_.block_word(h);
     u64 mask[BloomShape::kWordsPerBlock] = {};
     shape_.for_each_bit(h, [&](std::size_t w, u64 m) { mask[w] |= m; });
-    for (std::size_t w = 0; w < BloomShape::kWordsPerBlock; ++w)
-      if ((blk[w].load(std::memory_order_acquire) & mask[w]) != mask[w])
-        blk[w].fetch_or(mask[w], std::memory_order_release);
+    for (std::size_t w = 0; w < BloomShape::kWordsPerBlock; ++w) {
+      std::atomic_ref<u64> word(blk[w]);
+      if ((word.load(std::memory_order_acquire) & mask[w]) != mask[w])
+        word.fetch_or(mask[w], std::memory_order_release);
+    }
   }
   // Requested for writing: an add's locked OR then does not wait for the line.
   void prefetch_for_add(u64 h) const { __builtin_prefetch(bits_.get() + shape_.block_word(h), 1); }
   bool may_contain_hashed(u64 h) const {
-    const std::atomic<u64>* blk = bits_.get() + shape_.block_word(h);
+    u64* blk = bits_.get() + shape_.block_word(h);  // read only: atomic_ref needs a non-const word
     bool all = true;
     shape_.for_each_bit(h, [&](std::size_t w, u64 m) {
-      all = all && (blk[w].load(std::memory_order_acquire) & m);
+      all = all && (std::atomic_ref<u64>(blk[w]).load(std::memory_order_acquire) & m);
     });
     return all;
   }
   std::size_t dram_bytes() const { return shape_.words() * 8; }
 
  private:
+  // From calloc, whose large blocks are fresh zero pages: the writer that makes a new Front
+  // (Algorithm 7 line 9) does not clear tens of megabytes inside its insert (at 2^27 records a
+  // filter for twice the merge trigger is about 31 MB); the adds that follow touch the pages.
+  static u64* zeroed_words(std::size_t n) {
+    auto* p = static_cast<u64*>(std::calloc(n, sizeof(u64)));
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  struct Free {
+    void operator()(u64* p) const { std::free(p); }
+  };
   BloomShape shape_;
-  std::unique_ptr<std::atomic<u64>[]> bits_;
+  std::unique_ptr<u64, Free> bits_;
 };
 
 }  // namespace dptree::detail

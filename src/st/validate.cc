@@ -43,23 +43,18 @@ namespace {
 // directory walk the larger part of an open; a bit costs one line at most.
 class BlockBits {
  public:
-  explicit BlockBits(std::size_t pool_bytes) : words_((pool_bytes / 64 + 63) / 64) {}
+  explicit BlockBits(std::size_t pool_bytes) : bits_(pool_bytes / 64) {}
   // False when `off` was in already (or cannot be a block).
   bool insert(u64 off) {
-    if (!fits(off)) return false;
-    u64& w = words_[off / 64 / 64];
-    const u64 bit = u64{1} << (off / 64 % 64);
-    if (w & bit) return false;
-    w |= bit;
+    if (!fits(off) || bits_[off / 64]) return false;
+    bits_[off / 64] = true;
     return true;
   }
-  bool contains(u64 off) const {
-    return fits(off) && (words_[off / 64 / 64] >> (off / 64 % 64) & 1);
-  }
+  bool contains(u64 off) const { return fits(off) && bits_[off / 64]; }
 
  private:
-  bool fits(u64 off) const { return off % 64 == 0 && off / 64 / 64 < words_.size(); }
-  std::vector<u64> words_;
+  bool fits(u64 off) const { return off % 64 == 0 && off / 64 < bits_.size(); }
+  std::vector<bool> bits_;
 };
 
 class Validator {

@@ -51,11 +51,12 @@ void spin_ns(std::uint64_t ns) {
 
 // Per-thread counters, registered in a global list so counters() can sum them. Each slot is
 // written only by its thread (relaxed load + store, no atomic RMW on the hot path) and read by
-// counters() with relaxed loads.
+// counters() with relaxed loads. They are constant-initialised and trivially destroyed, so a
+// bump reaches them with no initialisation guard; a thread enlists them on its first bump, out
+// of line (inline, the enlisting code made every count_persists() save six registers).
 struct ThreadCounters {
   std::atomic<std::uint64_t> v[kCategories][2]{};  // [category][lines, fences]
-  ThreadCounters();
-  ~ThreadCounters();
+  bool enlisted = false;
 };
 
 struct CounterRegistry {
@@ -69,25 +70,44 @@ CounterRegistry& registry() {
   return *r;
 }
 
-ThreadCounters::ThreadCounters() {
-  auto& r = registry();
-  std::lock_guard g(r.mu);
-  r.live.push_back(this);
-}
-ThreadCounters::~ThreadCounters() {
-  auto& r = registry();
-  std::lock_guard g(r.mu);
-  for (std::size_t c = 0; c < kCategories; ++c)
-    for (int k = 0; k < 2; ++k) r.retired[c][k] += v[c][k].load(std::memory_order_relaxed);
-  std::erase(r.live, this);
-}
-
 thread_local ThreadCounters t_counters;
-thread_local Category t_category = Category::other;
 
-inline void bump(int kind, std::uint64_t n) {
-  auto& slot = t_counters.v[static_cast<int>(t_category)][kind];
+// This thread's counters, listed from its first bump until it exits, when their counts retire.
+struct Enlistment {
+  Enlistment() {
+    auto& r = registry();
+    std::lock_guard g(r.mu);
+    r.live.push_back(&t_counters);
+  }
+  ~Enlistment() {
+    auto& r = registry();
+    std::lock_guard g(r.mu);
+    for (std::size_t c = 0; c < kCategories; ++c)
+      for (int k = 0; k < 2; ++k)
+        r.retired[c][k] += t_counters.v[c][k].load(std::memory_order_relaxed);
+    std::erase(r.live, &t_counters);
+  }
+};
+void enlist() {
+  thread_local Enlistment e;
+  t_counters.enlisted = true;
+}
+
+// Adds n to this thread's count of `kind` (0: lines, 1: fences) in its current category.
+inline void add_count(int kind, std::uint64_t n) {
+  auto& slot = t_counters.v[static_cast<int>(detail::t_category)][kind];
   slot.store(slot.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+// A thread's first count, out of line: the common path then calls nothing and saves nothing.
+[[gnu::noinline]] void first_count(std::uint64_t lines, std::uint64_t fences) {
+  enlist();
+  add_count(0, lines);
+  add_count(1, fences);
+}
+inline void bump(int kind, std::uint64_t n) {
+  if (!t_counters.enlisted) [[unlikely]]
+    return first_count(kind == 0 ? n : 0, kind == 1 ? n : 0);
+  add_count(kind, n);
 }
 
 }  // namespace
@@ -129,9 +149,22 @@ std::string_view to_string(Category c) {
   return name_of(kCategoryNames, c);
 }
 
+namespace {
+// inline_persist(): persist() is exactly clwb + sfence.
+void refresh_inline_persist() {
+  detail::g_inline_persist.store(g_mode.load(std::memory_order_relaxed) == Mode::pmem &&
+                                     g_flush_instr == FlushInstruction::clwb &&
+                                     g_flush_delay_ns.load(std::memory_order_relaxed) == 0 &&
+                                     g_fence_delay_ns.load(std::memory_order_relaxed) == 0,
+                                 std::memory_order_relaxed);
+}
+[[maybe_unused]] const bool g_inline_persist_set = (refresh_inline_persist(), true);
+}  // namespace
+
 void set_mode(Mode m) {
   g_mode.store(m, std::memory_order_relaxed);
   detail::g_track_stores.store(m == Mode::sim, std::memory_order_relaxed);
+  refresh_inline_persist();
 }
 Mode mode() {
   return g_mode.load(std::memory_order_relaxed);
@@ -143,6 +176,7 @@ FlushInstruction flush_instruction() {
 void set_delays(std::uint32_t flush_ns_per_line, std::uint32_t fence_ns) {
   g_flush_delay_ns.store(flush_ns_per_line, std::memory_order_relaxed);
   g_fence_delay_ns.store(fence_ns, std::memory_order_relaxed);
+  refresh_inline_persist();
 }
 
 void flush(const void* addr, std::size_t len) {
@@ -170,14 +204,11 @@ void flush(const void* addr, std::size_t len) {
   if (auto d = g_flush_delay_ns.load(std::memory_order_relaxed)) spin_ns(d * lines);
 }
 
-bool inline_persist() {
-  return mode() == Mode::pmem && g_flush_instr == FlushInstruction::clwb &&
-         g_flush_delay_ns.load(std::memory_order_relaxed) == 0 &&
-         g_fence_delay_ns.load(std::memory_order_relaxed) == 0;
-}
 void count_persists(std::uint64_t lines, std::uint64_t fences) {
-  bump(0, lines);
-  bump(1, fences);
+  if (!t_counters.enlisted) [[unlikely]]
+    return first_count(lines, fences);
+  add_count(0, lines);
+  add_count(1, fences);
 }
 
 void fence() {
@@ -194,13 +225,6 @@ void fence() {
       return;
   }
   if (auto d = g_fence_delay_ns.load(std::memory_order_relaxed)) spin_ns(d);
-}
-
-CategoryScope::CategoryScope(Category c) : saved_(t_category) {
-  t_category = c;
-}
-CategoryScope::~CategoryScope() {
-  t_category = saved_;
 }
 
 CounterSnapshot counters() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -52,7 +53,7 @@ inline void persist(const void* addr, std::size_t len) {
 // stores nothing else while the fence waits for the write-back (docs/peers.md, FAST_FAIR).
 // Use it only where inline_persist() is true, and charge what it issued with
 // count_persists(); elsewhere (`sim`, `eadr`, `dram`, emulated delays) use persist().
-bool inline_persist();  // `pmem` mode on a CPU with clwb, no emulated delays
+// inline_persist() (below): `pmem` mode on a CPU with clwb, no emulated delays.
 inline void persist_line_inline(const void* line) {
   asm volatile("clwb %0" : "+m"(*static_cast<volatile char*>(const_cast<void*>(line))));
   asm volatile("sfence" ::: "memory");
@@ -65,11 +66,24 @@ enum class Category : std::uint8_t { other, log, alloc, node };
 inline constexpr std::size_t kCategories = 4;
 std::string_view to_string(Category c);
 
+namespace detail {
+// inline_persist()'s answer, kept in step by set_mode() and set_delays(); false until
+// persist.cc's initialisation has found the CPU's flush instruction.
+inline std::atomic<bool> g_inline_persist{false};
+// The category this thread's flushes and fences are charged to. Inline, so that a scope is a
+// load and two stores where an index opens one per operation, not two calls.
+inline thread_local Category t_category = Category::other;
+}  // namespace detail
+
+inline bool inline_persist() {  // see persist_line_inline()
+  return detail::g_inline_persist.load(std::memory_order_relaxed);
+}
+
 // Sets this thread's counter category for the scope's lifetime, restoring the previous one.
 class CategoryScope {
  public:
-  explicit CategoryScope(Category c);
-  ~CategoryScope();
+  explicit CategoryScope(Category c) : saved_(detail::t_category) { detail::t_category = c; }
+  ~CategoryScope() { detail::t_category = saved_; }
   CategoryScope(const CategoryScope&) = delete;
   CategoryScope& operator=(const CategoryScope&) = delete;
 

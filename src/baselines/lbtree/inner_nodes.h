@@ -26,8 +26,20 @@
 namespace dptree::baselines {
 
 class LBInnerNodes {
+  struct Node;
+  // 16 levels of nodes with 8 children or more: 2^48 ranges, more leaves than a pool holds
+  static constexpr std::size_t kMaxHeight = 16;
+
  public:
   static constexpr unsigned kMaxKeys = 15;
+
+  // The nodes a descent passed, level 1 (the bottom) first: a leaf split inserts its separator
+  // along them, as the paper's insert keeps its path (parray) for the split, with no second
+  // descent.
+  class Path {
+    friend class LBInnerNodes;
+    std::array<const Node*, kMaxHeight> node_;
+  };
 
   // Empties the tree and makes `first` the child of every key.
   void reset(std::uint64_t first) {
@@ -39,35 +51,39 @@ class LBInnerNodes {
 
   // The child whose range holds k.
   std::uint64_t find(Key k) const {
-    const Node* n = root_;
-    for (std::size_t level = height_;; --level) {
-      const std::uint64_t c = n->e[floor_slot(*n, k)].child;
-      if (level == 1) return c;
-      n = node(c);
-      prefetch(n);
-    }
+    return descend(k, [](std::size_t, const Node*) {});
+  }
+  // The same, noting the nodes passed in `path`.
+  std::uint64_t find(Key k, Path& path) const {
+    return descend(k, [&](std::size_t level, const Node* n) { path.node_[level - 1] = n; });
   }
 
   // Starts a new range at k, held by child: false (and no change) if a range starts at k.
   bool insert(Key k, std::uint64_t child) {
     if (k == 0) return false;  // the leftmost range starts at 0
-    std::array<Node*, kMaxHeight> path{};
-    Node* n = root_;
+    Path path;
+    const Node* n = root_;
     for (std::size_t level = height_;; --level) {
-      path[level - 1] = n;
+      path.node_[level - 1] = n;
       const unsigned s = floor_slot(*n, k);
       // A split moves a bottom node's first key up a level, so k may start a range there.
       if (s > 0 && n->e[s].key == k) return false;
       if (level == 1) break;
-      n = node_mut(n->e[s].child);
+      n = node(n->e[s].child);
     }
+    insert_along(path, k, child);
+    return true;
+  }
+
+  // insert() for a key inside the range that `path`'s descent ended in, above its start (a leaf
+  // split's separator, which no range starts at), with no change to the nodes since the descent.
+  void insert_along(const Path& path, Key k, std::uint64_t child) {
     Entry up{k, child};
     for (std::size_t level = 1; level <= height_; ++level) {
-      Node* at = path[level - 1];
-      if (!add(*at, up)) return true;  // room in this node: done
+      // Our own nodes, noted by a const descent.
+      if (!add(*const_cast<Node*>(path.node_[level - 1]), up)) return;  // room: done
     }
     grow(up);  // the root split
-    return true;
   }
 
   std::size_t height() const { return height_; }
@@ -89,8 +105,6 @@ class LBInnerNodes {
   }
 
  private:
-  // 16 levels of nodes with 8 children or more: 2^48 ranges, more leaves than a pool holds
-  static constexpr std::size_t kMaxHeight = 16;
   struct Entry {
     Key key;
     std::uint64_t child;
@@ -103,8 +117,19 @@ class LBInnerNodes {
   // Above the bottom level a child word holds a node's address: one entry is a key and its
   // child in 16 bytes, as in the paper.
   static const Node* node(std::uint64_t c) { return reinterpret_cast<const Node*>(c); }
-  static Node* node_mut(std::uint64_t c) { return reinterpret_cast<Node*>(c); }
   static std::uint64_t word(const Node* n) { return reinterpret_cast<std::uint64_t>(n); }
+  // Walks from the root to k's child, calling note(level, node) at each node.
+  template <class Note>
+  std::uint64_t descend(Key k, Note&& note) const {
+    const Node* n = root_;
+    for (std::size_t level = height_;; --level) {
+      note(level, n);
+      const std::uint64_t c = n->e[floor_slot(*n, k)].child;
+      if (level == 1) return c;
+      n = node(c);
+      prefetch(n);
+    }
+  }
   static void prefetch(const Node* n) {
     for (std::size_t line = 0; line < sizeof(Node) / 64; ++line)
       __builtin_prefetch(reinterpret_cast<const char*>(n) + 64 * line);

@@ -72,15 +72,42 @@ struct Entry {
   Value value;
 };
 
+// A leaf's 16-byte header as two words: bytes 0-1 the bitmap (valid slots in bits 0-13,
+// kAltBit: which next[] is live), byte 2 + s slot s's fingerprint. A writer builds the new
+// header in registers and stores whole words, as the paper's code does (one store where a
+// line-0 insert changes a fingerprint and the bitmap, not one per field).
+struct Head {
+  std::uint64_t w[2];
+
+  std::uint16_t bits() const { return static_cast<std::uint16_t>(w[0]); }
+  std::uint16_t valid() const { return bits() & kAllSlots; }
+  void set_bits(unsigned b) { w[0] = (w[0] & ~std::uint64_t{0xffff}) | (b & 0xffff); }
+  // The word is chosen by a compare, not an index, so that both stay in registers.
+  std::uint8_t fp(int s) const { return static_cast<std::uint8_t>(word(s) >> shift(s)); }
+  void set_fp(int s, std::uint8_t f) {
+    const std::uint64_t mask = std::uint64_t{0xff} << shift(s);
+    const std::uint64_t v = (word(s) & ~mask) | std::uint64_t{f} << shift(s);
+    if (s < 6)
+      w[0] = v;
+    else
+      w[1] = v;
+  }
+
+ private:
+  std::uint64_t word(int s) const { return s < 6 ? w[0] : w[1]; }
+  static int shift(int s) { return 8 * ((s + 2) % 8); }
+};
+
 struct alignas(256) Leaf {
-  std::uint16_t bits;  // valid slots (bits 0-13) | kAltBit: which next[] is live
-  std::uint8_t fp[kSlots];
+  std::uint64_t head[2];  // Head's words
   Entry ent[kSlots];
   std::uint64_t next[2];  // alternate sibling pointers (§ log-less split)
 
-  // Concurrent readers: bits and entries are read with ld() (writers store them with st()).
-  std::uint16_t valid() const { return ld(bits) & kAllSlots; }
-  std::uint64_t sibling() const { return next[(ld(bits) & kAltBit) ? 1 : 0]; }
+  // Concurrent readers: the header and entries are read with ld() (writers store with st()).
+  Head header() const { return {{ld(head[0]), ld(head[1])}}; }
+  std::uint16_t bits() const { return static_cast<std::uint16_t>(ld(head[0])); }
+  std::uint16_t valid() const { return bits() & kAllSlots; }
+  std::uint64_t sibling() const { return next[(bits() & kAltBit) ? 1 : 0]; }
 };
 static_assert(sizeof(Leaf) == 256);
 static_assert(offsetof(Leaf, ent) == 16 && offsetof(Leaf, next) == 240);
@@ -117,7 +144,7 @@ class LBTree final : public PutIndex<LBTree> {
     int s = find(*l, k);
     if (s < 0) return false;
     pm::CategoryScope cat(pm::Category::node);
-    st(l->bits, static_cast<std::uint16_t>(l->bits & ~(1u << s)));  // one 8-byte header word
+    st(l->head[0], l->head[0] & ~(std::uint64_t{1} << s));  // one 8-byte header word
     pm::persist(l, 8);
     add(records_, -1);
     return true;
@@ -194,13 +221,14 @@ class LBTree final : public PutIndex<LBTree> {
       if (!leaves_->is_used(off)) r.fail(at + " is free in the arena");
       ++leaves;
       const Leaf& l = *leaf(off);
-      if (l.bits & ~(kAllSlots | kAltBit)) r.fail(at + " has stray header bits");
+      const Head h = l.header();
+      if (h.bits() & ~(kAllSlots | kAltBit)) r.fail(at + " has stray header bits");
       std::vector<Key> keys;
-      for (std::uint16_t b = l.valid(); b; b &= b - 1) {
+      for (std::uint16_t b = h.valid(); b; b &= b - 1) {
         int s = std::countr_zero(b);
         Key k = l.ent[s].key;
         keys.push_back(k);
-        if (l.fp[s] != fingerprint(k)) r.fail(at + " slot " + std::to_string(s) + " fingerprint");
+        if (h.fp(s) != fingerprint(k)) r.fail(at + " slot " + std::to_string(s) + " fingerprint");
         if (route(k) != off)
           r.fail(at + ": key " + std::to_string(k) + " is not routed to its leaf");
       }
@@ -236,8 +264,11 @@ class LBTree final : public PutIndex<LBTree> {
   std::uint64_t route(Key k) const { return inner_.find(k); }
   // The leaf's four lines are loaded together: a lookup reads the header line (bitmap,
   // fingerprints) and then the entry's line, two misses in a row without the prefetch.
-  Leaf* leaf_for(Key k) const {
-    auto* l = pool_.at<Leaf>(route(k));
+  Leaf* leaf_for(Key k) const { return fetch(route(k)); }
+  // The same, noting the inner nodes passed: a split inserts its separator along them.
+  Leaf* leaf_for(Key k, LBInnerNodes::Path& path) const { return fetch(inner_.find(k, path)); }
+  Leaf* fetch(std::uint64_t off) const {
+    auto* l = pool_.at<Leaf>(off);
     for (int line = 0; line < 4; ++line)
       __builtin_prefetch(reinterpret_cast<const char*>(l) + 64 * line);
     return l;
@@ -266,10 +297,7 @@ class LBTree final : public PutIndex<LBTree> {
   // SSE2 compare of line 0's first 16 bytes), and only the valid slots whose fingerprint
   // matches, one on average, have their key read.
   static int find(const Leaf& l, Key k) {
-    using Word = std::uint64_t __attribute__((may_alias));  // bits + fp[0..5], fp[6..13]
-    const auto* w = reinterpret_cast<const Word*>(&l);
-    const std::uint64_t lo = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE);
-    const std::uint64_t hi = __atomic_load_n(&w[1], __ATOMIC_ACQUIRE);
+    const std::uint64_t lo = ld(l.head[0]), hi = ld(l.head[1]);  // bitmap, fingerprints
     const __m128i head = _mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo));
     const __m128i want = _mm_set1_epi8(static_cast<char>(fingerprint(k)));
     const auto eq = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(head, want)));
@@ -282,10 +310,11 @@ class LBTree final : public PutIndex<LBTree> {
 
   bool put(Key k, Value v, bool may_insert, bool may_update) {
     pm::CategoryScope cat(pm::Category::node);
+    LBInnerNodes::Path path;
     for (;;) {
       {
         std::shared_lock inner(inner_mu_);
-        Leaf* l = leaf_for(k);
+        Leaf* l = leaf_for(k, path);
         auto g = write_lock(l);
         int s = find(*l, k);
         if (s >= 0) {
@@ -296,12 +325,12 @@ class LBTree final : public PutIndex<LBTree> {
         }
         if (!may_insert) return false;
         if (l->valid() != kAllSlots) {
+          add(records_, 1);  // before the persists: nothing after them waits on the fence
           insert_into(l, k, v);
-          add(records_, 1);
           return true;
         }
         if (!shared_) {  // one thread: the descent just made is the split's
-          split_insert(l, k, v);
+          split_insert(l, k, v, path);
           add(records_, 1);
           return true;
         }
@@ -309,55 +338,82 @@ class LBTree final : public PutIndex<LBTree> {
       // A full leaf among threads: split it with the inner nodes to ourselves (the paper's
       // HTM fallback path), after looking again, since another writer may have come first.
       std::unique_lock inner(inner_mu_);
-      Leaf* l = leaf_for(k);
+      Leaf* l = leaf_for(k, path);
       if (find(*l, k) >= 0 || l->valid() != kAllSlots) continue;
-      split_insert(l, k, v);
+      split_insert(l, k, v, path);
       add(records_, 1);
       return true;
     }
   }
 
+  // Where persist() is exactly clwb + sfence (pm::inline_persist(), taken once per insert as
+  // `inl`), an insert issues them inline and charges them to the counters before its first
+  // flush: a call after a fence saves registers to the stack, and those stores wait behind the
+  // fence with the write-back (docs/pm-layer.md). Elsewhere (`sim` included) persist() runs.
+  static bool charge_inline(std::uint64_t lines) {
+    const bool inl = pm::inline_persist();
+    if (inl) pm::count_persists(lines, lines);
+    return inl;
+  }
+  static void persist_line(bool inl, const void* line) {
+    if (inl)
+      pm::persist_line_inline(line);
+    else
+      pm::persist(line, pm::kCacheLine);
+  }
+  // Free slots of a line (at most four), without a popcount call (no -mpopcnt in the build).
+  static int free_in_line(std::uint16_t valid, int line) {
+    static constexpr std::uint8_t kCount[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+    return kCount[(~valid & line_mask(line)) >> kLineFirst[line]];
+  }
+
   void insert_into(Leaf* l, Key k, Value v) {
-    std::uint16_t free0 = static_cast<std::uint16_t>(~l->valid() & line_mask(0));
+    Head h = l->header();
+    const std::uint16_t valid = h.valid();
+    const auto free0 = static_cast<std::uint16_t>(~valid & line_mask(0));
     if (free0) {
-      // The common case: entry, fingerprint and bitmap all in line 0, one line flushed.
+      // The common case: entry, fingerprint and bitmap all in line 0 (the fingerprints of
+      // slots 0-2 share the bitmap's word), one line flushed.
+      const bool inl = charge_inline(1);
       int s = std::countr_zero(free0);
       st(l->ent[s].key, k);
       st(l->ent[s].value, v);
-      st(l->fp[s], fingerprint(k));
-      st(l->bits, static_cast<std::uint16_t>(l->bits | (1u << s)));
-      pm::persist(l, 64);
+      h.set_fp(s, fingerprint(k));
+      h.set_bits(h.bits() | 1u << s);
+      st(l->head[0], h.w[0]);
+      persist_line(inl, l);
       return;
     }
     // Entry moving: the emptiest other line takes the new entry and line-0 entries.
+    const bool inl = charge_inline(2);
     int best = 1, best_free = -1;
     for (int line = 1; line < 4; ++line) {
-      int f = std::popcount(static_cast<unsigned>(~l->valid() & line_mask(line)));
+      const int f = free_in_line(valid, line);
       if (f > best_free) best = line, best_free = f;
     }
-    std::uint16_t free_l = static_cast<std::uint16_t>(~l->valid() & line_mask(best));
-    std::uint16_t set = 0, cleared = 0;
-    std::uint8_t fps[kSlots];
-    std::memcpy(fps, l->fp, kSlots);
+    auto free_l = static_cast<std::uint16_t>(~valid & line_mask(best));
+    unsigned set = 0, cleared = 0;
     int s = std::countr_zero(free_l);
     free_l &= free_l - 1;
     st(l->ent[s].key, k);
     st(l->ent[s].value, v);
-    fps[s] = fingerprint(k);
+    h.set_fp(s, fingerprint(k));
     set |= 1u << s;
     for (int from = 0; from < 3 && free_l; ++from, free_l &= free_l - 1) {
       int to = std::countr_zero(free_l);
       st(l->ent[to].key, l->ent[from].key);
       st(l->ent[to].value, l->ent[from].value);
-      fps[to] = fps[from];
+      h.set_fp(to, h.fp(from));
       set |= 1u << to;
       cleared |= 1u << from;
     }
-    pm::persist(&l->ent[kLineFirst[best]], 64);  // the moved copies, still invisible
-    // Header: line 0 (bitmap + fingerprints) written as one line.
-    for (int i = 0; i < kSlots; ++i) st(l->fp[i], fps[i]);
-    st(l->bits, static_cast<std::uint16_t>((l->bits | set) & ~cleared));
-    pm::persist(l, 64);
+    persist_line(inl, &l->ent[kLineFirst[best]]);  // the moved copies, still invisible
+    // Header: only fingerprints of slots the old bitmap leaves invalid changed, so the words
+    // may land in either order; the bitmap's word commits.
+    h.set_bits((h.bits() | set) & ~cleared);
+    st(l->head[1], h.w[1]);
+    st(l->head[0], h.w[0]);
+    persist_line(inl, l);
     add(moves_, 1);
   }
 
@@ -366,8 +422,8 @@ class LBTree final : public PutIndex<LBTree> {
   // goes with them when it is above the split key. The new leaf and the inactive sibling
   // pointer naming it are flushed under one fence, then one 8-byte header store (bitmap minus
   // the moved slots, alternate bit flipped) commits the split. A k below the split key is
-  // inserted into the old leaf afterwards.
-  void split_insert(Leaf* l, Key k, Value v) {
+  // inserted into the old leaf afterwards. `path`: the descent that found l.
+  void split_insert(Leaf* l, Key k, Value v, const LBInnerNodes::Path& path) {
     int order[kSlots];
     for (int i = 0; i < kSlots; ++i) order[i] = i;
     std::sort(order, order + kSlots, [&](int a, int b) { return l->ent[a].key < l->ent[b].key; });
@@ -375,30 +431,37 @@ class LBTree final : public PutIndex<LBTree> {
     const Key split_key = l->ent[order[kKeep]].key;
     const std::uint64_t n_off = leaves_->alloc();
     Leaf* n = leaf(n_off);
+    const Head h = l->header();
     Leaf fresh{};
-    std::uint16_t moved = 0;
+    Head nh{};
+    unsigned moved = 0;
     for (int i = kKeep; i < kSlots; ++i) {
       fresh.ent[i] = l->ent[order[i]];
-      fresh.fp[i] = l->fp[order[i]];
+      nh.set_fp(i, h.fp(order[i]));
       moved |= 1u << order[i];
     }
-    fresh.bits = static_cast<std::uint16_t>(kAllSlots & ~((1u << kKeep) - 1));
+    unsigned nbits = kAllSlots & ~((1u << kKeep) - 1);
     if (k > split_key) {
       fresh.ent[kKeep - 1] = {k, v};
-      fresh.fp[kKeep - 1] = fingerprint(k);
-      fresh.bits |= 1u << (kKeep - 1);
+      nh.set_fp(kKeep - 1, fingerprint(k));
+      nbits |= 1u << (kKeep - 1);
     }
+    nh.set_bits(nbits);
+    fresh.head[0] = nh.w[0];
+    fresh.head[1] = nh.w[1];
     fresh.next[0] = l->sibling();
     pm::store(n, fresh);
-    const int alt = (l->bits & kAltBit) ? 1 : 0;
+    const int alt = (h.bits() & kAltBit) ? 1 : 0;
     pm::store(&l->next[1 - alt], n_off);
     pm::flush(n, sizeof(Leaf));
     pm::flush(&l->next[1 - alt], 8);
     pm::fence();
-    st(l->bits, static_cast<std::uint16_t>((l->bits & ~moved) ^ kAltBit));  // the commit
+    Head committed = h;  // bitmap minus the moved slots, alternate bit flipped: the commit
+    committed.set_bits((h.bits() & ~moved) ^ kAltBit);
+    st(l->head[0], committed.w[0]);
     pm::persist(l, 8);
     if (k < split_key) insert_into(l, k, v);
-    inner_.insert(split_key, n_off);
+    inner_.insert_along(path, split_key, n_off);  // above l's smallest key: no range starts there
     ++splits_;
   }
 

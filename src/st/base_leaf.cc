@@ -51,6 +51,10 @@ bool ensure_leaf_meta(Leaf lf, int v, u64 restart_count) {
   return true;
 }
 
+namespace {
+constexpr std::size_t kProbeBlock = 16;  // fingerprint bytes one SSE2 compare reads
+}  // namespace
+
 #if defined(__SSE2__)
 namespace {
 
@@ -60,8 +64,6 @@ namespace {
 // the bitmap's line is not read. Keys are read only for candidates before the first empty
 // slot, in probe order, so the answer is the scalar probe's; a long cluster (a leaf near
 // full, or a kept split's deleted slots) costs a few blocks instead of dozens of steps.
-constexpr std::size_t kProbeBlock = 16;
-
 long find_in_blocks(Leaf lf, int v, u64 k, std::uint8_t f, std::size_t home) {
   const std::size_t nblocks = lf.L->cap / kProbeBlock;
   const __m128i want = _mm_set1_epi8(static_cast<char>(f));
@@ -94,7 +96,11 @@ long find_in_blocks(Leaf lf, int v, u64 k, std::uint8_t f, std::size_t home) {
 void leaf_prefetch(Leaf lf, int v, u64 h, ProbeMode mode) {
   const std::size_t home = home_slot(h, lf.L->cap);
   if (mode == ProbeMode::linear) __builtin_prefetch(lf.bitmap(v) + home / 32);
-  __builtin_prefetch(lf.fp(v) + home);
+  // The probe's first read is the 16 fingerprint bytes of home's block (find_in_blocks), and
+  // the fingerprint array starts 8 bytes into a line: one block in four spans two lines.
+  const std::uint8_t* block = lf.fp(v) + home / kProbeBlock * kProbeBlock;
+  __builtin_prefetch(block);
+  __builtin_prefetch(block + kProbeBlock - 1);
   __builtin_prefetch(lf.entry(home));
 }
 

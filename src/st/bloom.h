@@ -41,15 +41,26 @@ class BloomShape {
     __extension__ typedef unsigned __int128 u128;  // the high half of h * blocks: no division
     return static_cast<std::size_t>((static_cast<u128>(h) * blocks_) >> 64) * kWordsPerBlock;
   }
-  // Calls f(word offset within the block, bit mask) for each of the k bits of hash h.
+  // Whether has(word offset, bit mask) holds for each of the k bits of hash h, stopping at the
+  // first that does not: most lookups miss the buffer, and about half of a filter's bits are
+  // clear, so a miss reads about two bits instead of k.
   template <class F>
-  void for_each_bit(u64 h, F&& f) const {
+  bool all_bits(u64 h, F&& has) const {
     const u64 h2 = hash_key(h ^ 0x9e3779b97f4a7c15ull);
     const unsigned a = static_cast<unsigned>(h2), b = static_cast<unsigned>(h2 >> 32) | 1u;
     for (int i = 0; i < k_; ++i) {
       const unsigned bit = (a + static_cast<unsigned>(i) * b) & 511u;
-      f(bit / 64, u64{1} << (bit % 64));
+      if (!has(bit / 64, u64{1} << (bit % 64))) return false;
     }
+    return true;
+  }
+  // Calls f(word offset within the block, bit mask) for each of the k bits of hash h.
+  template <class F>
+  void for_each_bit(u64 h, F&& f) const {
+    all_bits(h, [&](std::size_t w, u64 m) {
+      f(w, m);
+      return true;
+    });
   }
 
  private:
@@ -74,9 +85,7 @@ class Bloom {
   bool may_contain_hashed(u64 h) const {
     if (bits_.empty()) return false;
     const u64* blk = bits_.data() + shape_.block_word(h);
-    bool all = true;
-    shape_.for_each_bit(h, [&](std::size_t w, u64 m) { all = all && (blk[w] & m); });
-    return all;
+    return shape_.all_bits(h, [&](std::size_t w, u64 m) { return (blk[w] & m) != 0; });
   }
   bool may_contain(u64 key) const { return may_contain_hashed(hash_key(key)); }
   void prefetch(u64 h) const {
@@ -114,11 +123,9 @@ class ConcurrentBloom {
   void prefetch_for_add(u64 h) const { __builtin_prefetch(bits_.get() + shape_.block_word(h), 1); }
   bool may_contain_hashed(u64 h) const {
     u64* blk = bits_.get() + shape_.block_word(h);  // read only: atomic_ref needs a non-const word
-    bool all = true;
-    shape_.for_each_bit(h, [&](std::size_t w, u64 m) {
-      all = all && (std::atomic_ref<u64>(blk[w]).load(std::memory_order_acquire) & m);
+    return shape_.all_bits(h, [&](std::size_t w, u64 m) {
+      return (std::atomic_ref<u64>(blk[w]).load(std::memory_order_acquire) & m) != 0;
     });
-    return all;
   }
   std::size_t dram_bytes() const { return shape_.words() * 8; }
 

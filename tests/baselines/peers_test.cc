@@ -439,7 +439,7 @@ TEST_P(PeerCrash, EveryImageRecoversToAcknowledgedState) {
     o.unit = c.unit;
     o.flush_one_in = 4;
     o.recovery_crash_one_in = 16;
-    auto res = CrashRun(o).run();
+    auto res = run_crash(o);
     ASSERT_FALSE(HasFailure()) << variant_name(c.v) << " seed " << seed;
     images += res.images;
     recovery += res.recovery_images;
@@ -493,7 +493,7 @@ TEST(FastFairCrash, EveryWindowOfANodesCreationRecovers) {
   o.unit = pm::Unit::line64;
   o.recovery_crash_one_in = 1;
   o.phase = [] { return std::string(baselines::fastfair::current_phase()); };
-  auto res = CrashRun(o).run();
+  auto res = run_crash(o);
   ASSERT_FALSE(HasFailure());
   print_images(res);
   expect_crashed_in({"split_link", "root_link", "drop_tail"}, res.per_phase);

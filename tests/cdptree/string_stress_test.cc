@@ -199,7 +199,10 @@ struct MovedEntriesRound {
     }
   }
 
-  // Returns the merges in parts that ran.
+  // Returns the merges in parts that ran. The writer goes on past its 20,000 upserts until
+  // kParts merges in parts have run (how many do in a given number of upserts depends on how
+  // the threads are scheduled), up to 400,000 upserts.
+  static constexpr double kParts = 5;
   double run() {
     auto pool = pm::Pool::create_in_memory(std::size_t{64} << 20);
     auto idx = make_string_index("cdptree", pool.get(), busy(), 8);
@@ -211,10 +214,14 @@ struct MovedEntriesRound {
     });
     for (unsigned r = 0; r < 4; ++r) ts.emplace_back([&, r] { reader(*idx, r); });
     std::mt19937_64 rng(7);
-    for (std::size_t n = 0; n < 20000; ++n) idx->upsert("k" + std::to_string(rng() % 200), n);
+    auto parts = [&] { return NamedStats(idx->stats().extra)["merge_parts"]; };
+    for (std::size_t n = 0; n < 400000; ++n) {
+      idx->upsert("k" + std::to_string(rng() % 200), n);
+      if (n >= 20000 && n % 5000 == 0 && parts() >= kParts) break;
+    }
     stop.store(true);
     for (auto& t : ts) t.join();
-    return NamedStats(idx->stats().extra)["merge_parts"];
+    return parts();
   }
 };
 
@@ -222,7 +229,7 @@ TEST(CDPTreeStringMovedEntries, StayVisibleToLookupsAndScans) {
   const MergePartLimit limit(16);
   for (int round = 0; round < 3; ++round) {
     MovedEntriesRound r;
-    EXPECT_GE(r.run(), 5) << "merges must go in parts";
+    EXPECT_GE(r.run(), MovedEntriesRound::kParts) << "merges must go in parts";
     EXPECT_GT(r.reads.load(), 1000u);
     EXPECT_EQ(r.wrong_lookups.load(), 0u) << "of " << r.reads.load() << " in round " << round;
     EXPECT_EQ(r.wrong_scans.load(), 0u) << "of " << r.reads.load() << " in round " << round;

@@ -25,6 +25,7 @@ using namespace detail;  // NOLINT: the layout vocabulary
 namespace {
 constexpr const char* kTree = "cdptree (string keys)";
 constexpr const char* kName = "cdptree";
+constexpr std::size_t kStringShardPageBytes = 4096;  // the largest log page of a shard
 }  // namespace
 
 StringCDPTree::StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create_new)
@@ -91,6 +92,9 @@ void StringCDPTree::create() {
   // A string leaf's entries are 24 bytes after a 64-byte header; its key bytes come on top.
   if (opt_.leaf_capacity == 0)
     opt_.leaf_capacity = std::clamp<std::size_t>((opt_.leaf_bytes - 64) / 24, 4, 4096);
+  // Each merge keeps every shard's last log page while an entry names a record in it (a key
+  // page): at 64 shards, 64 KiB pages would keep megabytes mostly empty per merge.
+  opt_.log_page_size = std::min(opt_.log_page_size, kStringShardPageBytes);
   opt_.validate();
   require_page_for_longest_key(opt_.log_page_size, kTree);
   t_.require_empty_pool();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
@@ -43,13 +44,22 @@ LogPagePtr LogPageCache::take(int ver) {
     throw;
   }
   u64* w = pool_.at<u64>(pg);
-  {
+  const LogPageHeader h{OwnerSlotPtr(slot), kPageType, LogPagePtr::null(), static_cast<u64>(ver)};
+  if (any_flavor_) {
+    // A string log's page needs its header line only: a random epoch makes every record an
+    // earlier life of this block left there fail its checksum (format/string_leaf.h).
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    u64 line[8] = {};
+    std::memcpy(line, &h, sizeof h);
+    line[kPageEpochOffset / 8] = rng();
+    pm::store_bytes(w, line, sizeof line);
+    pm::flush(w, sizeof line);
+  } else {
     std::vector<u64> init(page_bytes_ / 8, static_cast<u64>(ver));
-    LogPageHeader h{OwnerSlotPtr(slot), kPageType, LogPagePtr::null(), static_cast<u64>(ver)};
     std::memcpy(init.data(), &h, sizeof h);
     pm::store_bytes(w, init.data(), page_bytes_);
+    pm::flush(w, page_bytes_);
   }
-  pm::flush(w, page_bytes_);
   pm::CategoryScope cat(pm::Category::alloc);
   pool_.allocator().activate(pool_.get(OwnerSlotPtr(slot))->word(), pg);
   return LogPagePtr(pg);
@@ -264,6 +274,13 @@ void PLog::hand_over(int old, const KeepPage& keep) {
 // "discard" (release_chain) until the rewrite is durable, so a crash in between frees it.
 void PLog::reuse_last_page(u64 page, std::size_t written, int old) {
   pm::CategoryScope cat(pm::Category::log);
+  if (cache_.any_flavor()) {  // a string log's page is taken as it is (checksums, epochs)
+    auto* h = pool_.at<LogPageHeader>(page);
+    pm::store(&h->flavor, static_cast<u64>(1 - old));
+    pm::persist(&h->flavor, 8);
+    cache_.give(1 - old, page);
+    return;
+  }
   const LogGeometry& G = codec_.G;
   auto line_of = [&](std::size_t r) { return G.offset(r) / 64; };
   std::size_t lines_written = written ? line_of(written - 1) + G.lines_per_record : 0;

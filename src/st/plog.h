@@ -37,6 +37,7 @@ class LogPageCache {
   // take(ver) may take a page of either freelist (the string form's logs, whose records carry
   // checksums instead of validity bits).
   void take_any_flavor() { any_flavor_ = true; }
+  bool any_flavor() const { return any_flavor_; }
   // Throws pool_full unless two pages can be taken (from the freelists or the allocator;
   // those it takes are cached): a log write of a value leaves one page for removes, which
   // make room (the string form, whose pool fills with its logs' key pages).

@@ -63,6 +63,8 @@ const char* to_string(CDPTreePhase p) {
       return "inplace_delete";
     case CDPTreePhase::recovery:
       return "recovery";
+    case CDPTreePhase::key_page_release:
+      return "key_page_release";
   }
   return "?";
 }

@@ -22,24 +22,26 @@ StringBuffer::StringBuffer(pm::Pool& pool, const RecordCodec& codec, LogPageCach
   for (std::size_t p = 0; p < n_; ++p) shards_[p].log = std::make_unique<PLog>(pool, codec, cache);
 }
 
-void StringBuffer::append(Shard& s, std::size_t p, std::string_view k, u64 v) {
+u64 StringBuffer::append(Shard& s, std::size_t p, std::string_view k, u64 v) {
   PhaseScope ph(CDPTreePhase::log_append);
-  append_string_record(*s.log, &table_[p], ver_, k, v);
+  return append_string_record(*s.log, &table_[p], ver_, k, v);
 }
 
 void StringBuffer::replay(std::size_t p, const char* tree) {
   Shard& s = shards_[p];
-  std::string k;
-  auto words_of = [&](const u64* w, std::size_t room) {
-    return checked_record_words(pool_, tree, w, room);
+  auto words_of = [&](u64 page, const u64* w, std::size_t room) {
+    return replayed_record_words(pool_, page, w, room, ver_);
   };
   std::unique_lock lk(s.mu);
-  s.log->replay_words(&table_[p], ver_, words_of, [&](const u64* w, std::size_t n) {
-    u64 v;
-    decode_string_record(w, n, k, v);
-    bloom_.add_hashed(hash_string(k));
-    s.tree.insert_or_assign(k, v);
-  });
+  s.log->replay_words(
+      &table_[p], ver_, words_of,
+      [&](const u64* w, std::size_t) {
+        const std::string_view k = string_record_key(w);
+        bloom_.add_hashed(hash_string(k));
+        s.tree.insert_or_assign(std::string(k),
+                                StringSlot{string_record_value(w), pool_.offset_of(w)});
+      },
+      [&](const u64* w) { throw_record_after_end(pool_, tree, w); });
 }
 
 // Once `cut`, only keys up to `bound` are kept and every key up to it is in `all`: a shard
@@ -75,7 +77,7 @@ bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries&
         lower(all.back().first);  // this shard has more above its last one here
         break;
       }
-      all.emplace_back(it.key(), it.value());
+      all.emplace_back(it.key(), it.value().value);
       ++got;
     }
     if (all.size() > 2 * n) keep_smallest();
@@ -87,8 +89,8 @@ bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries&
 
 // Each shard's entries in key order (read under its lock), then merged on a heap of the
 // shards' next keys: log2(shards) compares an entry instead of a sort's log2(entries).
-StringEntries StringBuffer::entries() const {
-  std::vector<StringEntries> runs(n_);
+BufferedEntries StringBuffer::entries() const {
+  std::vector<BufferedEntries> runs(n_);
   std::size_t total = 0;
   for (std::size_t p = 0; p < n_; ++p) {
     std::shared_lock lk(shards_[p].mu);
@@ -106,7 +108,7 @@ StringEntries StringBuffer::entries() const {
   for (std::size_t p = 0; p < n_; ++p)
     if (!runs[p].empty()) heap.emplace_back(p, 0);
   std::make_heap(heap.begin(), heap.end(), later);
-  StringEntries all;
+  BufferedEntries all;
   all.reserve(total);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
@@ -138,11 +140,11 @@ std::vector<u64> StringBuffer::all_log_pages() const {
   return out;
 }
 
-void StringBuffer::release_logs() {
+void StringBuffer::release_logs(const PLog::KeepPage& keep) {
   PhaseScope ph(CDPTreePhase::log_release);
   for (std::size_t p = 0; p < n_; ++p) {
-    if (table_[p]) PLog::release_chain(pool_, &table_[p], ver_);
-    shards_[p].log->hand_over(ver_);
+    if (table_[p]) PLog::release_chain(pool_, &table_[p], ver_, keep);
+    shards_[p].log->hand_over(ver_, keep);
   }
 }
 

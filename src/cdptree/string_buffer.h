@@ -25,8 +25,10 @@
 
 namespace dptree::cdp {
 
+using detail::BufferedEntries;
 using detail::StringBufferTree;
 using detail::StringEntries;
+using detail::StringSlot;
 using detail::u64;
 
 class StringBuffer {
@@ -45,9 +47,9 @@ class StringBuffer {
     if (!bloom_.may_contain_hashed(h)) return std::nullopt;
     const Shard& s = shards_[shard_of(h)];
     std::shared_lock lk(s.mu);
-    const u64* v = s.tree.find(k);  // by view: no key copied
+    const StringSlot* v = s.tree.find(k);  // by view: no key copied
     if (!v) return std::nullopt;
-    return *v;
+    return v->value;
   }
   // Upsert under k's shard lock: decide(cur) returns the value to write (logged, stored, bloom
   // updated) or nothing; returns what it returned. `entries` gets the shard's entry count,
@@ -61,17 +63,18 @@ class StringBuffer {
     // One descent finds k's slot or adds k; no reader sees an added k before the lock is
     // released, and one that gets no value is taken out again. decide() reads only the Middle
     // and the base: the slot stays valid until it is written.
-    auto [cur, added] = s.tree.find_or_insert(key, 0);
+    auto [cur, added] = s.tree.find_or_insert(key, StringSlot{});
     std::optional<u64> out;
+    u64 rec = 0;
     try {
-      out = decide(added ? nullptr : static_cast<const u64*>(cur));
-      if (out) append(s, shard_of(h), k, *out);
+      out = decide(added ? nullptr : static_cast<const u64*>(&cur->value));
+      if (out) rec = append(s, shard_of(h), k, *out);
     } catch (...) {
       if (added) s.tree.erase(key);
       throw;
     }
     if (out) {
-      *cur = *out;
+      *cur = StringSlot{*out, rec};
       bloom_.add_hashed(h);
     } else if (added) {
       s.tree.erase(key);
@@ -80,21 +83,23 @@ class StringBuffer {
     return out;
   }
 
-  // Recovery: shard p's log replayed into its tree (records of one key in order). Throws
-  // Error(corrupt) naming `tree` for a record of an impossible length.
+  // Recovery: shard p's log replayed into its tree (records of one key in order; the first
+  // record that is not whole ends it). Error(corrupt) naming `tree` for a whole record after
+  // the end.
   void replay(std::size_t p, const char* tree);
   // Up to n entries with key >= start of every shard, in key order, appended to `out`; true
   // when the buffer has no more (else every entry up to out's last key is there).
   bool collect(std::string_view start, std::size_t n, StringEntries& out) const;
   // Every entry in key order (each shard's read under its lock: per key consistent).
-  StringEntries entries() const;
+  BufferedEntries entries() const;
   std::size_t size() const;
   // The pages of shard p's log (writers quiesced), and of every shard's.
   const std::vector<u64>& log_pages(std::size_t p) const { return shards_[p].log->pages(); }
   std::vector<u64> all_log_pages() const;
   // After this buffer's merge committed and no thread uses it: every shard's log chain
-  // released (pages flagged, head cleared) and its pages handed to the next flavor's freelist.
-  void release_logs();
+  // released (pages flagged, head cleared) and its pages handed to the next flavor's freelist,
+  // but for the key pages `keep` names.
+  void release_logs(const detail::PLog::KeepPage& keep);
   // check(): each shard's tree, and whether every key is in its own shard and the bloom filter.
   const StringBufferTree& tree(std::size_t p) const { return shards_[p].tree; }
   bool bloom_has(u64 h) const { return bloom_.may_contain_hashed(h); }
@@ -106,7 +111,7 @@ class StringBuffer {
     StringBufferTree tree;
     std::unique_ptr<detail::PLog> log;
   };
-  void append(Shard& s, std::size_t p, std::string_view k, u64 v);
+  u64 append(Shard& s, std::size_t p, std::string_view k, u64 v);
 
   pm::Pool& pool_;
   detail::LogPagePtr* table_;

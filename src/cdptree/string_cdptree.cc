@@ -25,6 +25,7 @@ using namespace detail;  // NOLINT: the layout vocabulary
 namespace {
 constexpr const char* kTree = "cdptree (string keys)";
 constexpr const char* kName = "cdptree";
+constexpr std::size_t kStringShardPageBytes = 4096;  // the largest log page of a shard
 }  // namespace
 
 StringCDPTree::StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create_new)
@@ -58,6 +59,7 @@ void StringCDPTree::attach() {
   // Log records are runs of one-word slots (format/string_leaf.h).
   t_.attach_parts(root_->base, opt_.leaf_capacity, 8, 8, opt_.log_page_size);
   t_.codec.G.init(1, opt_.log_page_size);
+  t_.pages->take_any_flavor();
   small_ = static_cast<std::size_t>(opt_.consolidate_threshold *
                                     static_cast<double>(opt_.leaf_capacity));
   workers_ = std::make_unique<MergePool>(pool_threads(opt_));
@@ -90,6 +92,9 @@ void StringCDPTree::create() {
   // A string leaf's entries are 24 bytes after a 64-byte header; its key bytes come on top.
   if (opt_.leaf_capacity == 0)
     opt_.leaf_capacity = std::clamp<std::size_t>((opt_.leaf_bytes - 64) / 24, 4, 4096);
+  // Each merge keeps every shard's last log page while an entry names a record in it (a key
+  // page): at 64 shards, 64 KiB pages would keep megabytes mostly empty per merge.
+  opt_.log_page_size = std::min(opt_.log_page_size, kStringShardPageBytes);
   opt_.validate();
   require_page_for_longest_key(opt_.log_page_size, kTree);
   t_.require_empty_pool();
@@ -117,7 +122,7 @@ void StringCDPTree::open() {
   attach();
   const TreeShape shape = string_tree_shape(t_.pool, kTree, kCDPTreeGvBits,
                                             log_table_words(t_, *root_, opt_.log_partitions, kTree),
-                                            opt_.leaf_capacity);
+                                            opt_.leaf_capacity, opt_.log_page_size);
   validate_on_open(t_, root_->base, shape);
   recover();
 }
@@ -134,14 +139,17 @@ void StringCDPTree::recover() {
   t_.dir->load();
   ensure_log_tables(t_, *root_, opt_.log_partitions);
   freed_ += finish_interrupted_merge(t_.pool, &R, *t_.dir, *t_.pending, string_next(t_.pool));
+  gp_b_.store(new_base());
+  key_pages_.rebuild(gp_b_.load()->leaves);
   const bool two = R.gv & kTwoLogs;
   if (!two) {
     detail::LogPagePtr* other = table(1 - cv());
     for (std::size_t p = 0; p < opt_.log_partitions; ++p)
-      if (other[p]) PLog::release_chain(t_.pool, &other[p], 1 - cv());
+      if (other[p])
+        PLog::release_chain(t_.pool, &other[p], 1 - cv(),
+                            [this](u64 page) { return key_pages_.named(page); });
   }
   t_.dir->load();
-  gp_b_.store(new_base());
   thresh_.store(threshold(R.base_count[cv()]));
   std::unique_ptr<StringBuffer> older(new_buffer(cv()));
   std::unique_ptr<StringBuffer> newer(two ? new_buffer(1 - cv()) : nullptr);
@@ -154,6 +162,7 @@ void StringCDPTree::recover() {
     const std::vector<u64> more = newer->all_log_pages();
     in_use.insert(in_use.end(), more.begin(), more.end());
   }
+  for (u64 pg : key_pages_.pages()) in_use.push_back(pg);
   t_.pages->sweep({in_use.begin(), in_use.end()});
   if (newer) {
     gp_m_.store(older.release());
@@ -390,8 +399,9 @@ IndexStats StringCDPTree::stats() const {
     leaves = g.get()->leaves.size();
     s.dram_bytes += g.get()->dram_bytes();
   }
-  s.dram_bytes += sizeof(*this) + t_.dir->dram_bytes() + t_.pages->dram_bytes();
-  s.pm_bytes = t_.alloc.stats().live_bytes;  // the key bytes live in the leaves and log records
+  s.dram_bytes +=
+      sizeof(*this) + t_.dir->dram_bytes() + t_.pages->dram_bytes() + key_pages_.dram_bytes();
+  s.pm_bytes = t_.alloc.stats().live_bytes;  // the key bytes live in log records (key pages)
   auto d = [](std::size_t x) { return static_cast<double>(x); };
   s.extra = {{"front_entries", d(front)},
              {"middle_entries", d(middle)},
@@ -407,6 +417,8 @@ IndexStats StringCDPTree::stats() const {
              {"leaves_freed", d(freed_.load())},
              {"leaves_rewritten", d(rewritten_.load())},
              {"log_pages", d(log_pages)},
+             {"key_pages", d(key_pages_.size())},
+             {"key_pages_freed", d(key_pages_freed_.load())},
              {"free_log_pages", d(t_.pages->size(0) + t_.pages->size(1))},
              {"recovery_seconds", last_recovery_seconds_}};
   return s;

@@ -91,13 +91,15 @@ class StringCDPTree final : public StringIndex {
   void merge_task(bool retry);
   bool run_merge(bool retry);
   // One cycle (begin .. flip) over es[0, n); the rest moved to the Front. pool_full: undone.
-  void merge_cycle(const StringEntries& es, std::size_t n);
+  void merge_cycle(const detail::BufferedEntries& es, std::size_t n);
   // §3.3: partitions of PSize leaves on the workers, each fenced before it returns.
-  void merge_partitions(std::span<const std::pair<std::string, u64>> es, int nv,
+  void merge_partitions(detail::BufferedSpan es, int nv,
                         std::vector<detail::StringMergeResult>& res);
   void reconnect(const std::vector<detail::StringMergeResult>& res, int nv);
-  void move_to_front(std::span<const std::pair<std::string, u64>> rest);
+  void move_to_front(detail::BufferedSpan rest);
   void finish_merge(int old);
+  // The pages of the live logs (Front's and Middle's): never freed as key pages.
+  std::unordered_set<u64> live_log_pages() const;
   void refuse_values();
   void note_remove();
   bool retry_merge();
@@ -109,6 +111,10 @@ class StringCDPTree final : public StringIndex {
   detail::TreeParts t_;
   CDPTreeOptions opt_;
   detail::CRoot* root_ = nullptr;
+  detail::KeyPages key_pages_{t_.pool};
+  // The records whose entries the last committed merge cycles removed: uncounted from the key
+  // pages after their garbage collection (finish_merge).
+  std::vector<u64> unnamed_;
   std::size_t small_ = 0;  // CT in entries: a rewrite below it is merged with the next leaf
 
   mutable SyncManager sm_;
@@ -131,7 +137,7 @@ class StringCDPTree final : public StringIndex {
   mutable std::condition_variable done_cv_;
 
   std::atomic<std::size_t> merges_{0}, failed_merges_{0}, merge_retries_{0}, created_{0}, freed_{0},
-      rewritten_{0}, parts_{0}, failed_parts_{0}, partitions_{0};
+      rewritten_{0}, parts_{0}, failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
   double last_recovery_seconds_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // check() of the concurrent string form (string_cdptree.h), with writers quiesced: the leaf
-// list of the current version (st/string_base.h: every key's bytes reached by exactly one
-// entry, none leaked in a leaf, keys increasing) against the published inner index; each
-// shard's log (its records decode, after its end no word of its version, a replay gives the
+// list of the current version (st/string_base.h: every long key's record whole, in an owned log
+// page, keys increasing) against the published inner index; the key pages (each named page
+// kept and counted exactly, none leaked); each shard's log (its records whole, after its end no
+// page starting with a whole record, a replay gives the
 // shard's tree exactly (and the tree is sound), every key in its own shard and in the bloom
 // filter); the other log table empty unless a parked merge keeps the Middle; and the allocator's
 // live blocks exactly the blocks the tree reaches (no leaked leaf, page or block).
@@ -22,7 +23,7 @@ void StringCDPTree::check_buffer(const StringBuffer& b, const std::unordered_set
                                  std::set<u64>& reach, CheckReport& r) const {
   std::size_t pages = 0, records = 0;
   for (std::size_t p = 0; p < b.shards(); ++p) {
-    StringMap replay;
+    StringSlotMap replay;
     std::size_t shard_pages = 0;
     const std::string at = "log " + std::to_string(b.version()) + " shard " + std::to_string(p);
     if (!check_string_log_chain(t_, b.table()[p], b.version(), owned, reach, replay, shard_pages,
@@ -69,6 +70,7 @@ CheckReport StringCDPTree::check() const {
   const StringBuffer* f = gp_f_.load();
   const StringBuffer* m = gp_m_.load();
   if (f->version() != (m ? 1 - v : v)) r.fail("the Front's log is not of the expected version");
+  check_key_pages(t_, R.head[v], v, key_pages_, live_log_pages(), reach, r);
   check_buffer(*f, owned, reach, r);
   if (m) {
     check_buffer(*m, owned, reach, r);
@@ -80,7 +82,7 @@ CheckReport StringCDPTree::check() const {
                r;
   }
   if (!r.ok) return r;
-  const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r);
+  const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r, false);
   r.facts.emplace_back("leaves", static_cast<double>(base->leaves.size()));
   r.facts.emplace_back("front_entries", static_cast<double>(f->size()));
   r.facts.emplace_back("live_blocks", static_cast<double>(live));

@@ -7,6 +7,7 @@
 // at all.
 #include <algorithm>
 #include <thread>
+#include <unordered_set>
 
 #include "cdptree/phase.h"
 #include "cdptree/string_cdptree.h"
@@ -24,13 +25,13 @@ using namespace detail;  // NOLINT: the layout vocabulary
 
 namespace {
 
-using Span = std::span<const std::pair<std::string, u64>>;
+using Span = BufferedSpan;
 
 // The Middle's entries in key order; with `newer` (a retry after pool_full) the Front's laid
 // over them, so its removes cancel the Middle's inserts and the retried merge needs fewer
 // leaves. The Front keeps those entries and its log (reads and a replay find them first).
-StringEntries entries_to_merge(const StringBuffer& m, const StringBuffer* newer) {
-  StringEntries es = m.entries();
+BufferedEntries entries_to_merge(const StringBuffer& m, const StringBuffer* newer) {
+  BufferedEntries es = m.entries();
   if (!newer) return es;
   return overlay_sorted(std::move(es), newer->entries());
 }
@@ -103,7 +104,7 @@ void StringCDPTree::merge_task(bool retry) {
 // a part of one entry fits (undone).
 bool StringCDPTree::run_merge(bool retry) {
   StringBuffer* m = gp_m_.load(std::memory_order_seq_cst);
-  const StringEntries es =
+  const BufferedEntries es =
       entries_to_merge(*m, retry ? gp_f_.load(std::memory_order_seq_cst) : nullptr);
   const int old = cv();
   std::size_t part = 0;
@@ -125,7 +126,7 @@ bool StringCDPTree::run_merge(bool retry) {
 // entries after n moved to the Front, the partitions reconnected, the flip. pool_full undoes
 // it (the created leaves reclaimed; entries moved to the Front stay there, the Middle's values
 // above the Middle: harmless) and is rethrown.
-void StringCDPTree::merge_cycle(const StringEntries& es, std::size_t n) {
+void StringCDPTree::merge_cycle(const BufferedEntries& es, std::size_t n) {
   const Span part(es.data(), n), rest(es.data() + n, es.size() - n);
   const InMergePart in_part(!rest.empty());
   const int nv = 1 - cv();
@@ -153,8 +154,16 @@ void StringCDPTree::merge_cycle(const StringEntries& es, std::size_t n) {
     rewritten_ += r.rewritten;
   }
   partitions_ += res.size();
-  PhaseScope ph(CDPTreePhase::version_flip);
-  commit_merge(&root_->base, nv, detail::LeafPtr(head), count);  // clears kTwoLogs
+  {
+    PhaseScope ph(CDPTreePhase::version_flip);
+    commit_merge(&root_->base, nv, detail::LeafPtr(head), count);  // clears kTwoLogs
+  }
+  // Version nv is current: the records its new entries name are counted now, so that the
+  // release of their logs keeps their pages; those of removed entries after the collection.
+  for (const auto& r : res) {
+    key_pages_.name(r.named);
+    unnamed_.insert(unnamed_.end(), r.unnamed.begin(), r.unnamed.end());
+  }
 }
 
 // Algorithm 9 lines 1-7 and 9-12 for string leaves: each partition's touched leaves rewritten
@@ -202,8 +211,8 @@ void StringCDPTree::reconnect(const std::vector<StringMergeResult>& res, int nv)
 void StringCDPTree::move_to_front(Span rest) {
   StringBuffer* f = gp_f_.load(std::memory_order_seq_cst);
   std::size_t entries = 0;
-  for (const auto& [k, v] : rest) {
-    const u64 val = v;
+  for (const auto& [k, s] : rest) {
+    const u64 val = s.value;
     f->upsert_with(
         k, hash_string(k),
         [&](const u64* cur) { return cur ? std::nullopt : std::optional<u64>(val); }, entries);
@@ -222,7 +231,18 @@ void StringCDPTree::finish_merge(int old) {
   }
   StringBuffer* m = gp_m_.load(std::memory_order_seq_cst);
   const std::size_t pages = m->all_log_pages().size();
-  m->release_logs();
+  {
+    // The key pages no entry names any more are freed, unless a live log holds them.
+    PhaseScope ph(CDPTreePhase::key_page_release);
+    const std::unordered_set<u64> live = live_log_pages();
+    for (u64 pg : key_pages_.unname(unnamed_))
+      if (!live.contains(pg)) {
+        key_pages_.free_page(*t_.dir, pg);
+        key_pages_freed_.fetch_add(1);
+      }
+    unnamed_.clear();
+  }
+  m->release_logs([this](u64 page) { return key_pages_.named(page); });
   retired_.fetch_add(1, std::memory_order_seq_cst);  // before a reader can miss the Middle
   gp_m_.store(nullptr, std::memory_order_seq_cst);
   sm_.spin_until_no_ref(kFR, m);
@@ -280,6 +300,14 @@ void StringCDPTree::merge() {
                                      "' is full: the cdptree merge did not fit and was undone "
                                      "(every write is still in the buffers and their logs); "
                                      "remove keys or use a bigger pool");
+}
+
+std::unordered_set<u64> StringCDPTree::live_log_pages() const {
+  std::unordered_set<u64> live;
+  for (const StringBuffer* b : {gp_f_.load(), gp_m_.load()})
+    if (b)
+      for (u64 pg : b->all_log_pages()) live.insert(pg);
+  return live;
 }
 
 void StringCDPTree::wait_idle() const {

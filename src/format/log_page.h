@@ -21,6 +21,13 @@ namespace dptree::detail {
 
 inline constexpr u64 kPageType = 0x4450545061676531ull;  // "DPTPage1"
 inline constexpr u64 kDiscardFlavor = 2;                 // a log page to give back (§2.1)
+// A page of a released string log whose records leaf entries still name (a key page): kept
+// until none does (format/string_leaf.h).
+inline constexpr u64 kKeyFlavor = 3;
+// The word after the header: the page's epoch, one more each time the page is taken again from
+// a freelist, so that the string form's record checksums (string_leaf.h) tell the records of
+// its current use from those its earlier uses left.
+inline constexpr std::size_t kPageEpochOffset = 32;
 
 // The first line of every log page.
 struct LogPageHeader {

@@ -380,6 +380,28 @@ std::uint64_t Allocator::owner_of(std::uint64_t block) const {
   return *owner_word(chunk, slot);
 }
 
+std::uint64_t Allocator::block_containing(std::uint64_t off) const {
+  std::lock_guard g(mu_);
+  if (off < heap_off_ || off >= heap_off_ + nchunks_ * kChunkSize) return 0;
+  std::size_t chunk = (off - heap_off_) / kChunkSize;
+  while (chunk > 0 && chunks_[chunk].cls == layout::kContClass) --chunk;
+  const int cls = chunks_[chunk].cls;
+  std::size_t slot = 0;
+  if (cls == layout::kLargeClass) {
+    if (off >= block_offset(chunk, 0) + chunks_[chunk].run * kChunkSize) return 0;
+  } else {
+    if (cls < 0 || cls >= kClasses) return 0;
+    const std::uint64_t in = off - heap_off_ - chunk * kChunkSize;
+    const auto& l = kLayouts[cls];
+    if (in < l.first) return 0;
+    slot = (in - l.first) / l.size;
+    if (slot >= l.blocks) return 0;
+  }
+  const std::uint64_t block = block_offset(chunk, slot);
+  if (reserved_.contains(block) || !busy(chunk, slot)) return 0;
+  return block;
+}
+
 void Allocator::for_each_live_block(
     const std::function<void(std::uint64_t, std::size_t)>& fn) const {
   std::lock_guard g(mu_);

@@ -68,6 +68,8 @@ const char* to_string(DPTreePhase p) {
       return "garbage_collection";
     case DPTreePhase::recovery:
       return "recovery";
+    case DPTreePhase::key_page_release:
+      return "key_page_release";
   }
   return "?";
 }

@@ -68,7 +68,8 @@ bool LeafWalk::enter(u64 l) {
 }
 
 std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>& owned,
-                                                   std::set<u64>& reach, CheckReport& r) const {
+                                                   std::set<u64>& reach, CheckReport& r,
+                                                   bool word_records) const {
   for (int fl = 0; fl < 2; ++fl)
     for (u64 pg : pages->pages(fl)) {
       if (!reach.insert(pg).second) r.fail("free log page also in use");
@@ -76,7 +77,7 @@ std::size_t TreeParts::check_free_pages_and_blocks(const std::unordered_set<u64>
         r.fail("free log page in the wrong freelist");
       if (!owned.contains(pg)) r.fail("free log page not owned");
       // The log of version fl takes this page: no word may already carry its validity bit.
-      for (std::size_t rr = 0; rr < codec.G.per_page; ++rr)
+      for (std::size_t rr = 0; word_records && rr < codec.G.per_page; ++rr)
         if (codec.any_word_valid(pool.at<u64>(pg + codec.G.offset(rr)), log_valid_bit(fl))) {
           r.fail("free log page at " + std::to_string(pg) + " of freelist " + std::to_string(fl) +
                  ": record " + std::to_string(rr) +

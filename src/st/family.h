@@ -52,8 +52,12 @@ struct TreeParts {
   // flavor, owned, and hold no word valid for the log that will take them (a stale record
   // there would replay once the page is reused); then check_block_ownership. Returns the live
   // block count.
+  // `word_records`: the words of the log's records carry validity bits (the integer form);
+  // the string form's records are raw bytes told apart by checksums and page epochs, so its
+  // free pages may hold anything.
   std::size_t check_free_pages_and_blocks(const std::unordered_set<u64>& owned,
-                                          std::set<u64>& reach, CheckReport& r) const;
+                                          std::set<u64>& reach, CheckReport& r,
+                                          bool word_records = true) const;
 };
 
 // check()'s walk of the leaf list of version v, with the checks both trees make of every leaf

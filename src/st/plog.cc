@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/persist.h"
@@ -18,12 +19,18 @@ LogPageCache::LogPageCache(pm::Pool& pool, OwnerDir& dir, std::size_t page_bytes
 LogPagePtr LogPageCache::take(int ver) {
   {
     std::lock_guard g(mu_);
-    if (!free_[ver].empty()) {
-      LogPagePtr pg(free_[ver].back());
-      free_[ver].pop_back();
+    // A string log's records are told apart by checksums, not by the words' validity bits, so
+    // it takes a page of either flavor.
+    const int from = !free_[ver].empty() || !any_flavor_ ? ver : 1 - ver;
+    if (!free_[from].empty()) {
+      LogPagePtr pg(free_[from].back());
+      free_[from].pop_back();
       auto* h = pool_.get(pg);
       pm::store(&h->next, LogPagePtr::null());  // the old link must not reach PM after the new one
-      pm::persist(&h->next, 8);
+      pm::store(&h->flavor, static_cast<u64>(ver));
+      u64* epoch = pool_.at<u64>(pg.off + kPageEpochOffset);
+      pm::store(epoch, *epoch + 1);  // same line: one write-back
+      pm::persist(&h->next, kPageEpochOffset + 8 - offsetof(LogPageHeader, next));
       return pg;
     }
   }
@@ -37,16 +44,42 @@ LogPagePtr LogPageCache::take(int ver) {
     throw;
   }
   u64* w = pool_.at<u64>(pg);
-  {
+  const LogPageHeader h{OwnerSlotPtr(slot), kPageType, LogPagePtr::null(), static_cast<u64>(ver)};
+  if (any_flavor_) {
+    // A string log's page needs its header line only: a random epoch makes every record an
+    // earlier life of this block left there fail its checksum (format/string_leaf.h).
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    u64 line[8] = {};
+    std::memcpy(line, &h, sizeof h);
+    line[kPageEpochOffset / 8] = rng();
+    pm::store_bytes(w, line, sizeof line);
+    pm::flush(w, sizeof line);
+  } else {
     std::vector<u64> init(page_bytes_ / 8, static_cast<u64>(ver));
-    LogPageHeader h{OwnerSlotPtr(slot), kPageType, LogPagePtr::null(), static_cast<u64>(ver)};
     std::memcpy(init.data(), &h, sizeof h);
     pm::store_bytes(w, init.data(), page_bytes_);
+    pm::flush(w, page_bytes_);
   }
-  pm::flush(w, page_bytes_);
   pm::CategoryScope cat(pm::Category::alloc);
   pool_.allocator().activate(pool_.get(OwnerSlotPtr(slot))->word(), pg);
   return LogPagePtr(pg);
+}
+
+void LogPageCache::require_spare(int ver) {
+  {
+    std::lock_guard g(mu_);
+    if (free_[ver].size() + (any_flavor_ ? free_[1 - ver].size() : 0) >= 2) return;
+  }
+  // Two pages must be at hand: the one the caller takes next and one more. Taking them both
+  // from the allocator (or the cache) and caching them again changes nothing the log reads.
+  std::vector<LogPagePtr> got;
+  try {
+    while (got.size() < 2) got.push_back(take(ver));
+  } catch (...) {
+    for (LogPagePtr pg : got) give(ver, pg.off);
+    throw;
+  }
+  for (LogPagePtr pg : got) give(ver, pg.off);
 }
 
 void LogPageCache::give(int ver, u64 page) {
@@ -164,18 +197,19 @@ void PLog::fence_append() {
   pm::fence();
 }
 
-void PLog::append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n) {
-  append_words_unfenced(head, ver, rec, n);
-  fence_append();
-}
-
-void PLog::append_words_unfenced(LogPagePtr* head, int ver, const u64* rec, std::size_t n) {
+u64* PLog::place_words(LogPagePtr* head, int ver, std::size_t n, u64& epoch, bool spare) {
   pm::CategoryScope cat(pm::Category::log);
   if (pages_.empty() || pos_ + n > codec_.G.per_page) {
+    if (spare && !(page_idx_ + 1 < pages_.size())) cache_.require_spare(ver);
     if (!pages_.empty()) pad_rest(log_valid_bit(ver));  // durable with the next fence
     next_page(head, ver);
   }
-  u64* dst = record(pages_[page_idx_], pos_);
+  epoch = *pool_.at<u64>(pages_[page_idx_] + kPageEpochOffset);
+  return record(pages_[page_idx_], pos_);
+}
+
+void PLog::write_words(u64* dst, const u64* rec, std::size_t n) {
+  pm::CategoryScope cat(pm::Category::log);
   pm::store_bytes(dst, rec, n * 8);
   pm::flush(dst, n * 8);
   pos_ += n;
@@ -191,35 +225,21 @@ void PLog::pad_rest(u64 vb) {
   pos_ = per;
 }
 
-// The log ends at (page_idx_, pos_): words after it that carry the validity bit (a torn record,
-// or one appended after a page whose pad did not persist) are made invalid; when pages follow,
-// this page is padded to its end instead and appending goes on in the next page.
+// The log ends at (page_idx_, pos_). The words after it need no clearing: a string record's
+// checksum binds its header to its bytes, its offset and its page's epoch, so a later record
+// torn over them cannot pass for a whole one (docs/dptree.md "String keys"). When pages follow
+// (linked before a crash, still empty), this page is padded to its end and appending goes on
+// in the next one, so that every page but the last stays full.
 void PLog::end_words_replay(u64 vb) {
+  if (page_idx_ + 1 >= pages_.size()) return;
   pm::CategoryScope cat(pm::Category::log);
-  const std::size_t per = codec_.G.per_page;
-  bool changed = false;
-  auto clear_from = [&](std::size_t page, std::size_t from) {
-    for (std::size_t r = from; r < per; ++r) {
-      u64* w = record(pages_[page], r);
-      if ((*w & 1) != vb) continue;
-      pm::store(w, 1 - vb);
-      pm::flush(w, 8);
-      changed = true;
-    }
-  };
-  for (std::size_t i = page_idx_ + 1; i < pages_.size(); ++i) clear_from(i, 0);
-  if (page_idx_ + 1 < pages_.size()) {
-    pad_rest(vb);
-    changed = true;
-    ++page_idx_;
-    pos_ = 0;
-  } else {
-    clear_from(page_idx_, pos_);
-  }
-  if (changed) pm::fence();
+  pad_rest(vb);
+  pm::fence();
+  ++page_idx_;
+  pos_ = 0;
 }
 
-void PLog::release_chain(pm::Pool& pool, LogPagePtr* head, int old) {
+void PLog::release_chain(pm::Pool& pool, LogPagePtr* head, int old, const KeepPage& keep) {
   pm::CategoryScope cat(pm::Category::log);
   std::vector<LogPageHeader*> pages;
   for (LogPagePtr pg = *head; pg; pg = pages.back()->next)
@@ -227,7 +247,8 @@ void PLog::release_chain(pm::Pool& pool, LogPagePtr* head, int old) {
   if (pages.empty()) return;
   for (std::size_t i = 0; i < pages.size(); ++i) {
     LogPageHeader* h = pages[i];
-    pm::store(&h->flavor, i + 1 < pages.size() ? static_cast<u64>(1 - old) : kDiscardFlavor);
+    const u64 next = i + 1 < pages.size() ? static_cast<u64>(1 - old) : kDiscardFlavor;
+    pm::store(&h->flavor, keep && keep(pool.offset_of(h)) ? kKeyFlavor : next);
     pm::flush(&h->flavor, 8);
   }
   pm::fence();
@@ -235,13 +256,15 @@ void PLog::release_chain(pm::Pool& pool, LogPagePtr* head, int old) {
   pm::persist(head, 8);
 }
 
-void PLog::hand_over(int old) {
+void PLog::hand_over(int old, const KeepPage& keep) {
   std::vector<u64> pages = std::move(pages_);
   std::size_t written = page_idx_ + 1 == pages.size() ? pos_ : 0;  // records in the last page
   pages_.clear();
   page_idx_ = pos_ = 0;
-  for (std::size_t i = 0; i + 1 < pages.size(); ++i) cache_.give(1 - old, pages[i]);
-  if (!pages.empty()) reuse_last_page(pages.back(), written, old);
+  auto kept = [&](u64 pg) { return keep && keep(pg); };
+  for (std::size_t i = 0; i + 1 < pages.size(); ++i)
+    if (!kept(pages[i])) cache_.give(1 - old, pages[i]);
+  if (!pages.empty() && !kept(pages.back())) reuse_last_page(pages.back(), written, old);
 }
 
 // The last page mixes records of the released log (bit 1 - old) with unwritten words (bit
@@ -251,6 +274,13 @@ void PLog::hand_over(int old) {
 // "discard" (release_chain) until the rewrite is durable, so a crash in between frees it.
 void PLog::reuse_last_page(u64 page, std::size_t written, int old) {
   pm::CategoryScope cat(pm::Category::log);
+  if (cache_.any_flavor()) {  // a string log's page is taken as it is (checksums, epochs)
+    auto* h = pool_.at<LogPageHeader>(page);
+    pm::store(&h->flavor, static_cast<u64>(1 - old));
+    pm::persist(&h->flavor, 8);
+    cache_.give(1 - old, page);
+    return;
+  }
   const LogGeometry& G = codec_.G;
   auto line_of = [&](std::size_t r) { return G.offset(r) / 64; };
   std::size_t lines_written = written ? line_of(written - 1) + G.lines_per_record : 0;

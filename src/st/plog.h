@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -33,6 +34,14 @@ class LogPageCache {
   LogPagePtr take(int ver);
   // A full page of the released log of the other version goes to freelist_ver.
   void give(int ver, u64 page);
+  // take(ver) may take a page of either freelist (the string form's logs, whose records carry
+  // checksums instead of validity bits).
+  void take_any_flavor() { any_flavor_ = true; }
+  bool any_flavor() const { return any_flavor_; }
+  // Throws pool_full unless two pages can be taken (from the freelists or the allocator;
+  // those it takes are cached): a log write of a value leaves one page for removes, which
+  // make room (the string form, whose pool fills with its logs' key pages).
+  void require_spare(int ver);
   // Returns a page to the allocator.
   void discard(u64 page);
   // Rebuilds both freelists from the directory: every page not in `in_use` goes to the list
@@ -49,6 +58,7 @@ class LogPageCache {
   pm::Pool& pool_;
   OwnerDir& dir_;
   std::size_t page_bytes_;
+  bool any_flavor_ = false;
   mutable std::mutex mu_;
   std::vector<u64> free_[2];
 };
@@ -84,41 +94,52 @@ class PLog {
     }
   }
   // Word records (the string form, format/string_leaf.h), in a log whose codec has one-word
-  // records (G.words == 1): one record is `n` consecutive slots of one page, the words of `rec`
-  // with their validity bit set. A record that does not fit the rest of its page goes to the
-  // next page, the rest of this one filled with pad words (valid, payload 0), so every page
-  // but the last is full, as hand_over expects. One fence when no page is linked.
-  void append_words(LogPagePtr* head, int ver, const u64* rec, std::size_t n);
-  // append_words without its last fence, as append_unfenced: the caller calls fence_append()
-  // before it acknowledges the write.
-  void append_words_unfenced(LogPagePtr* head, int ver, const u64* rec, std::size_t n);
-  // Reads such a log: fn(first word, n) per record, `words_of(first word, words left)` giving a
-  // record's length in words (0: a pad word; the rest of the page must be pads too, else the log
-  // ends at the first of them). The first torn or
-  // absent record ends it: the rest of that page and of the pages after it is made invalid for the
-  // log (pads where a later page follows, so only the last page is partly written).
-  template <class Len, class F>
-  void replay_words(LogPagePtr* head, int ver, Len&& words_of, F&& fn) {
+  // slots (G.words == 1): one record is `n` consecutive slots of one page. place_words gives
+  // where the next record of n words goes and its page's epoch (a record that does not fit the
+  // rest of its page goes to the next page, the rest of this one filled with pad words: valid,
+  // payload 0, so every page but the last is full, as hand_over expects); write_words stores
+  // and flushes it there, without a fence: the caller calls fence_append() before it
+  // acknowledges the write. place_words may throw pool_full (nothing written then); with
+  // `spare` it does unless a page is left for later writes (LogPageCache::require_spare).
+  u64* place_words(LogPagePtr* head, int ver, std::size_t n, u64& epoch, bool spare);
+  void write_words(u64* dst, const u64* rec, std::size_t n);
+  // Reads such a log: fn(first word, n) per record, `words_of(page, first word, words left)`
+  // giving a record's length in words: 0 for a pad word (the rest of the page must be pads
+  // too, else the log ends at the first of them), kLogEnd for a record that is not whole (the
+  // log ends there). Nothing after the end can be a whole record (appends stop at the first
+  // one not acknowledged): `stray(word)` is called for one that is, a damaged pool. When pages
+  // follow the end (linked before a crash, still empty), the rest of its page is padded and
+  // appending goes on in the next one.
+  static constexpr std::size_t kLogEnd = ~std::size_t{0};
+  template <class Len, class F, class Stray>
+  void replay_words(LogPagePtr* head, int ver, Len&& words_of, F&& fn, Stray&& stray) {
     attach(head);
     const u64 vb = log_valid_bit(ver);
     const std::size_t per = codec_.G.per_page;
+    auto end = [&] {
+      for (std::size_t i = page_idx_; i < pages_.size(); ++i)
+        for (std::size_t j = i == page_idx_ ? pos_ + 1 : 0; j < per; ++j) {
+          const u64* w = record(pages_[i], j);
+          const std::size_t n = words_of(pages_[i], w, per - j);
+          if (n != 0 && n != kLogEnd) stray(w);
+        }
+      end_words_replay(vb);
+    };
     for (std::size_t i = 0; i < pages_.size(); ++i) {
       page_idx_ = i;
       for (pos_ = 0; pos_ < per;) {
         const u64* w = record(pages_[i], pos_);
-        if ((*w & 1) != vb) return end_words_replay(vb);
-        const std::size_t n = words_of(w, per - pos_);
+        const std::size_t n = words_of(pages_[i], w, per - pos_);
+        if (n == kLogEnd) return end();
         if (n == 0) {
           // Pads are flushed without a fence of their own: a crash may keep some of them. Only
           // a whole pad ends the page; the rest of a partial one was never fenced, so neither
           // was anything after it, and the log ends there.
           for (std::size_t j = pos_; j < per; ++j)
-            if (*record(pages_[i], j) != vb) return end_words_replay(vb);
+            if (*record(pages_[i], j) != vb) return end();
           pos_ = per;
           break;
         }
-        for (std::size_t j = 1; j < n; ++j)
-          if ((w[j] & 1) != vb) return end_words_replay(vb);
         fn(w, n);
         pos_ += n;
       }
@@ -126,14 +147,18 @@ class PLog {
   }
   // After the merge of this log's version `old` committed: every page but the last is full
   // and goes to freelist_{1-old}; the last, mixing both bits, is made one flavor again by
-  // rewriting its smaller part and goes to that flavor's freelist. The log is empty
-  // afterwards. Call release_chain first.
-  void hand_over(int old);
-  // Marks the pages of the chain at `head` with their next flavor (or discard for the last)
-  // and clears `head`, persistently. Idempotent: recovery re-runs it while *head is not null.
-  static void release_chain(pm::Pool& pool, LogPagePtr* head, int old);
+  // rewriting its smaller part and goes to that flavor's freelist. A page `keep` names (a
+  // string form's key page) goes to neither. The log is empty afterwards. Call release_chain
+  // first.
+  using KeepPage = std::function<bool(u64 page)>;
+  void hand_over(int old, const KeepPage& keep = {});
+  // Marks the pages of the chain at `head` with their next flavor (or discard for the last;
+  // kKeyFlavor for a page `keep` names) and clears `head`, persistently. Idempotent: recovery
+  // re-runs it while *head is not null.
+  static void release_chain(pm::Pool& pool, LogPagePtr* head, int old, const KeepPage& keep = {});
   const std::vector<u64>& pages() const { return pages_; }
   std::size_t records() const;
+  pm::Pool& pool() const { return pool_; }
 
  private:
   void attach(const LogPagePtr* head);

@@ -74,8 +74,8 @@ long string_leaf_find(StringLeaf lf, std::size_t n, std::string_view k, std::uin
   const StringEntry* e = lf.entries(n);
   const u64 p = key_prefix(k);
   auto is_k = [&](std::size_t j) {
-    return e[j].prefix == p && e[j].len == k.size() &&
-           (k.size() <= 8 || std::memcmp(lf.p + e[j].off, k.data(), k.size()) == 0);
+    return e[j].prefix == p && e[j].len() == k.size() &&
+           (k.size() <= 8 || std::memcmp(lf.long_key(e[j].rec()), k.data(), k.size()) == 0);
   };
 #if defined(__SSE2__)
   // Eight fingerprints a compare; the last load may read the padding and the entries after
@@ -108,7 +108,7 @@ void StringBase::build(const pm::Pool& pool, LeafPtr head, int v, u64 keys) {
   char buf[8];
   for (u64 l = head.off; l; l = pool.at<StringLeafHeader>(l)->next[v].off) {
     leaves.push_back(l);
-    StringLeaf lf{pool.at(l)};
+    StringLeaf lf{pool.at(l), pool.base()};
     last.emplace_back(lf.key(lf.count() - 1, buf));
     last_prefix.push_back(lf.entries()[lf.count() - 1].prefix);
     counts.push_back(static_cast<std::uint32_t>(lf.count()));
@@ -145,7 +145,7 @@ std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) 
 
 std::optional<u64> StringBase::lookup_in(const pm::Pool& pool, std::size_t leaf, std::string_view k,
                                          u64 hash) const {
-  const StringLeaf lf{pool.at(leaves[leaf])};
+  const StringLeaf lf{pool.at(leaves[leaf]), pool.base()};
   const long i = string_leaf_find(lf, counts[leaf], k, string_fingerprint(hash));
   if (i < 0) return std::nullopt;
   return lf.entries(counts[leaf])[i].value;
@@ -156,7 +156,7 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
   if (leaves.empty()) return true;
   std::size_t li = index_of(start), got = 0;
   bool equal;
-  auto leaf = [&](std::size_t i) { return StringLeaf{pool.at(leaves[i])}; };
+  auto leaf = [&](std::size_t i) { return StringLeaf{pool.at(leaves[i]), pool.base()}; };
   std::size_t pos = string_lower_bound(leaf(li), start, equal);
   char buf[8];
   for (; li < leaves.size(); ++li, pos = 0) {
@@ -183,12 +183,16 @@ void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 int
     found = t.existing_root(magic, bytes, std::string(tree) + " (string keys)");
   } catch (const Error& e) {
     if (e.code() != Errc::wrong_index) throw;
-    if (root_if_ours(t.pool, string_magic_version(magic, kStringFormat - 1), sizeof(Root)))
-      throw Error(Errc::version_mismatch,
-                  "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
-                      std::to_string(kStringFormat - 1) + " (leaves without fingerprints); this " +
-                      "build reads format " + std::to_string(kStringFormat) +
-                      ": reload the keys into a new pool (scan it with the build that wrote it)");
+    static const char* const kOlder[] = {"", "leaves without fingerprints",
+                                         "key bytes in the leaves, records of 63-bit payloads"};
+    for (std::size_t f = 1; f < kStringFormat; ++f)
+      if (root_if_ours(t.pool, string_magic_version(magic, f), sizeof(Root)))
+        throw Error(Errc::version_mismatch,
+                    "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
+                        std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
+                        std::to_string(kStringFormat) +
+                        " (key bytes in checksummed log records, named by the leaves): reload " +
+                        "the keys into a new pool (scan it with the build that wrote it)");
     if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
       throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +
                                          " of integer keys, not of string keys: open it with "
@@ -202,7 +206,7 @@ void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 int
 }
 
 TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
-                            std::vector<u64> logs, std::size_t capacity) {
+                            std::vector<u64> logs, std::size_t capacity, std::size_t page_bytes) {
   return TreeShape{
       tree,
       gv_bits,
@@ -210,8 +214,8 @@ TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
       std::move(logs),
       kStringLeafType,
       [&pool](u64 l, int v) { return pool.offset_of(&pool.at<StringLeafHeader>(l)->next[v]); },
-      [&pool, capacity, tree](u64 l) {
-        std::string p = string_leaf_problem(pool, l, capacity);
+      [&pool, capacity, tree, page_bytes](u64 l) {
+        std::string p = string_leaf_problem(pool, l, capacity, page_bytes);
         if (!p.empty()) throw_corrupt(pool, tree, "leaf", l, p);
       }};
 }
@@ -226,30 +230,40 @@ void require_page_for_longest_key(std::size_t page_bytes, const char* tree) {
                     "-byte key: use 2048 or more");
 }
 
-void append_string_record(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v) {
-  append_string_record_unfenced(log, head, ver, k, v);
+u64 append_string_record(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v) {
+  const u64 rec = append_string_record_unfenced(log, head, ver, k, v);
   PLog::fence_append();
+  return rec;
 }
 
-void append_string_record_unfenced(PLog& log, LogPagePtr* head, int ver, std::string_view k,
-                                   u64 v) {
-  u64 rec[(10 * 8 + kStringTreeMaxKey * 8 + 62) / 63 + 1];  // a record of the longest key
-  encode_string_record(k, v, log_valid_bit(ver), rec);
-  log.append_words_unfenced(head, ver, rec, string_record_words(k.size()));
+u64 append_string_record_unfenced(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v) {
+  u64 rec[2 + kStringTreeMaxKey / 8];  // a record of the longest key
+  const std::size_t n = string_record_words(k.size());
+  u64 epoch = 0;
+  // A value leaves a log page for removes: they make room in a pool full of key pages.
+  u64* dst = log.place_words(head, ver, n, epoch, (v & kTombstone) == 0);
+  const pm::Pool& pool = log.pool();
+  const u64 off = pool.offset_of(dst);
+  encode_string_record(k, v, log_valid_bit(ver), off, epoch, rec);
+  log.write_words(dst, rec, n);
+  return off;
 }
 
-std::size_t checked_record_words(const pm::Pool& pool, const char* tree, const u64* w,
-                                 std::size_t room) {
+void throw_record_after_end(const pm::Pool& pool, const char* tree, const u64* w) {
+  throw_corrupt(pool, tree, "log record", pool.offset_of(w),
+                "is whole but lies after the end of its log (a record before it is damaged)");
+}
+
+std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, std::size_t room,
+                                  int ver) {
+  const u64 vb = log_valid_bit(ver);
+  if ((*w & 1) != vb) return PLog::kLogEnd;
   const std::size_t len = string_record_length(*w);
-  const u64 off = pool.offset_of(w);
   if (len == 0) return 0;
-  if (len > kStringTreeMaxKey)
-    throw_corrupt(pool, tree, "log record", off,
-                  "announces a key of " + std::to_string(len) + " bytes (at most " +
-                      std::to_string(kStringTreeMaxKey) + ")");
   const std::size_t n = string_record_words(len);
-  if (n > room) throw_corrupt(pool, tree, "log record", off, "runs past its page's end");
-  return n;
+  if (len > kStringTreeMaxKey || n > room) return PLog::kLogEnd;
+  const u64 epoch = *pool.at<u64>(page + kPageEpochOffset);
+  return string_record_whole(w, vb, pool.offset_of(w), epoch) ? n : PLog::kLogEnd;
 }
 
 }  // namespace dptree::detail

@@ -22,6 +22,7 @@
 #include "dptree/index.h"
 #include "format/string_leaf.h"
 #include "st/family.h"
+#include "st/key_pages.h"
 #include "st/key_search.h"
 #include "st/merge.h"
 #include "st/validate.h"
@@ -30,10 +31,21 @@ namespace dptree::detail {
 
 using StringEntries = std::vector<std::pair<std::string, u64>>;
 using StringMap = std::map<std::string, u64, StringKeyLess>;
+// A buffered key's value and the pool offset of its latest log record: a merge that adds the
+// key to the leaves names its bytes there (format/string_leaf.h).
+struct StringSlot {
+  u64 value = 0;
+  u64 rec = 0;
+};
+// Buffered entries in key order, as a merge takes them.
+using BufferedEntry = std::pair<std::string, StringSlot>;
+using BufferedEntries = std::vector<BufferedEntry>;
+using BufferedSpan = std::span<const BufferedEntry>;
 // The single-threaded form's buffer (§2.1): a DRAM B+-tree whose nodes hold the keys (SSO
 // strings: up to 15 bytes inside the node), so a search reads a few lines per level instead of
 // one scattered node per comparison, and the merge walks it leaf by leaf.
-using StringBufferTree = btree::BPlusTree<std::string, u64, 32, 32, StringKeyLess>;
+using StringBufferTree = btree::BPlusTree<std::string, StringSlot, 32, 32, StringKeyLess>;
+using StringSlotMap = std::map<std::string, StringSlot, StringKeyLess>;
 
 // The next word of a string leaf of version v (merge.h LeafNext).
 LeafNext string_next(const pm::Pool& pool);
@@ -82,6 +94,10 @@ struct StringMergeResult {
   std::vector<u64> out;  // the leaf list of version nv
   u64 count = 0;         // keys in it
   std::size_t created = 0, rewritten = 0;
+  // The log records of long keys that entries of version nv name and no entry of version cv
+  // did (keys added), and those entries of cv named that no entry of nv does (keys removed):
+  // the key pages' counts change by them after the flip (key_pages.h).
+  std::vector<u64> named, unnamed;
 };
 
 // The merge's leaf phases (string_merge.cc): the sorted entries `es` (tombstones included)
@@ -90,16 +106,14 @@ struct StringMergeResult {
 // activation (one left below `small` entries is rewritten with the next). Needs begin_merge
 // first; throws pool_full (the caller undoes the merge with reclaim_interrupted_merge).
 void merge_string_leaves(TreeParts& t, std::size_t leaf_capacity, std::size_t small,
-                         const StringBase& base, std::span<const std::pair<std::string, u64>> es,
-                         StringMergeResult& r);
+                         const StringBase& base, BufferedSpan es, StringMergeResult& r);
 // The same over the run of leaves [first, end) of `base`, `es` the entries of its key range (a
 // partition of §3.3; thread-safe between disjoint runs). A rewrite is not carried past `end`.
 void merge_string_leaves(TreeParts& t, std::size_t leaf_capacity, std::size_t small,
                          const StringBase& base, std::size_t first, std::size_t end,
-                         std::span<const std::pair<std::string, u64>> es, StringMergeResult& r);
+                         BufferedSpan es, StringMergeResult& r);
 // The position of the first of the sorted entries `es` whose key is above k.
-std::size_t string_entries_above(std::span<const std::pair<std::string, u64>> es,
-                                 std::string_view k);
+std::size_t string_entries_above(BufferedSpan es, std::string_view k);
 // The leaves `out` linked in order through their next words of version nv, the last one's to
 // `after` (0: the end of the list), each changed word written back without a fence.
 void link_string_leaves(pm::Pool& pool, std::span<const u64> out, int nv, u64 after = 0);
@@ -122,17 +136,19 @@ struct InMergePart {
 
 // Appends k's record (format/string_leaf.h) to the log at `head` of version `ver`: the log
 // write of an upsert in both string forms, and of an entry a merge part leaves in the buffer.
-// May throw pool_full (nothing written then).
-void append_string_record(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v);
-// The same without the last fence (PLog::append_words_unfenced): the caller calls
-// PLog::fence_append() before it acknowledges the write.
-void append_string_record_unfenced(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v);
+// Returns the record's pool offset. May throw pool_full (nothing written then).
+u64 append_string_record(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v);
+// The same without the last fence: the caller calls PLog::fence_append() before it
+// acknowledges the write.
+u64 append_string_record_unfenced(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v);
 
-// Replay's length of the record whose first word is `w` with `room` words left on its page
-// (0: a pad word, the rest of the page); Error(corrupt) naming `tree` for a length above the
-// limit or a record running past its page.
-std::size_t checked_record_words(const pm::Pool& pool, const char* tree, const u64* w,
-                                 std::size_t room);
+// Replay's length in words of the record at `w` on log page `page` of a log of version `ver`
+// with `room` words left on the page: 0 for a pad word, PLog::kLogEnd for a record that is not
+// whole (validity bit, length, checksum: the log ends there).
+std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, std::size_t room,
+                                  int ver);
+// Replay's Error(corrupt) naming `tree` for the whole record at `w` after its log's end.
+[[noreturn]] void throw_record_after_end(const pm::Pool& pool, const char* tree, const u64* w);
 
 // open(): the root block of a string form (`magic`, at least `bytes` long, starting with a
 // Root), its format words verified against `gv_bits`. A pool of the same tree's integer form
@@ -144,15 +160,17 @@ void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 int
 // open(): what validate_on_open checks of a string form's pool: string leaves (their next
 // words and contents, `capacity` entries at most) and the log page chains starting at `logs`.
 TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
-                            std::vector<u64> logs, std::size_t capacity);
+                            std::vector<u64> logs, std::size_t capacity, std::size_t page_bytes);
 
 // Error(invalid_argument) naming `tree` when pages of `page_bytes` cannot hold the record of a
 // key of kStringTreeMaxKey bytes.
 void require_page_for_longest_key(std::size_t page_bytes, const char* tree);
 
 // A damaged string leaf's problem (empty: its contents are in bounds): count, key lengths,
-// key bytes inside the leaf's heap, each heap byte reached by exactly one key, prefixes.
-std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, std::size_t capacity);
+// prefixes and fingerprints, and each long key's record: inside a live log page of the
+// directory (`page_bytes` long), of the entry's length, whole (its checksum holds).
+std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, std::size_t capacity,
+                                std::size_t page_bytes);
 
 // check(): the leaf list of version v from `head` (each leaf owned, live, reached once,
 // contents in bounds, keys strictly increasing, no tombstone), its key count against
@@ -162,18 +180,26 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
                          const std::unordered_set<u64>& owned, std::set<u64>& reach,
                          CheckReport& r);
 
+// check(): the key pages (key_pages.h): every page an entry of the leaf list from `head` (version
+// v) names is a live owned log page, in a live log (`live_logs`) or flagged kKeyFlavor, and
+// `pages` counts exactly the entries naming it; every kKeyFlavor page the directory owns is
+// named (none leaked). Adds the key pages to `reach`.
+void check_key_pages(const TreeParts& t, LeafPtr head, int v, const KeyPages& pages,
+                     const std::unordered_set<u64>& live_logs, std::set<u64>& reach,
+                     CheckReport& r);
+
 // check(): one log page chain of version v from `head`: owned pages of flavor v, records that
 // decode (replayed into `replay`), after its end no word of version v. Adds its pages to
 // `reach` and counts pages and records. Returns false when the walk could not go on.
 // check(): a buffer tree against the replay of its log: the tree's own structure, and its
 // entries equal to `replay` (failures start with `prefix`; `what` names the entries). Returns
 // the entries, for the caller's checks of each key.
-StringMap checked_buffer_entries(const StringBufferTree& tree, const StringMap& replay,
+StringMap checked_buffer_entries(const StringBufferTree& tree, const StringSlotMap& replay,
                                  const std::string& prefix, std::string_view what, CheckReport& r);
 
 bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
-                            StringMap& replay, std::size_t& pages, std::size_t& records,
+                            StringSlotMap& replay, std::size_t& pages, std::size_t& records,
                             CheckReport& r);
 
 }  // namespace dptree::detail

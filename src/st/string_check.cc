@@ -1,8 +1,9 @@
 // check() of DPTree's string form (string_tree.h): the leaf list of the current version (every
-// key's bytes in bounds, reached by exactly one entry, none leaked inside a leaf; keys
-// strictly increasing; no tombstone), the log (every record decodes, the log replays to
-// exactly the buffer), and that the allocator's live blocks are exactly the blocks the tree
-// reaches (no leaked leaf, page or block).
+// long key's record a whole one inside an owned log page, of the entry's key; keys strictly
+// increasing; no tombstone), the key pages (each named page kept, counted exactly, none
+// leaked), the log (every record whole, the log replays to exactly the buffer), and that the
+// allocator's live blocks are exactly the blocks the tree reaches (no leaked leaf, page or
+// block).
 #include <map>
 #include <set>
 #include <string>
@@ -18,56 +19,68 @@ namespace dptree::detail {
 
 namespace {
 
-// What is wrong with entry i of a leaf (empty: nothing), to follow "entry i". `at` is where
-// its key's bytes must start if they are in the heap (each key's bytes follow the previous
-// one's, so every heap byte is one key's); it moves past them.
-std::string entry_problem(const StringLeaf& lf, std::size_t i, std::size_t& at,
-                          std::size_t heap_end) {
+// What is wrong with the record at `rec` that an entry of a key of `len` bytes names (empty:
+// nothing): inside a live log page (`page_bytes` long) owned by the slot it names, of the
+// entry's length, whole.
+std::string record_problem(const pm::Pool& pool, u64 rec, std::size_t len, std::size_t page_bytes) {
+  const std::string at = "'s record at " + std::to_string(rec);
+  if (rec % 8 || rec >= kStringRecLimit || rec > pool.size() ||
+      pool.size() - rec < 16 + ((len + 7) / 8) * 8)
+    return at + " is outside the pool or misaligned";
+  const u64 page = pool.allocator().block_containing(rec);
+  if (page == 0 || pool.allocator().block_size(page) < page_bytes || rec < page + 64 ||
+      rec + 8 * string_record_words(len) > page + page_bytes)
+    return at + " is not inside a live log page";
+  const auto* h = pool.at<LogPageHeader>(page);
+  if (h->type != kPageType || pool.allocator().owner_of(page) != h->owner_slot.off)
+    return at + " is not inside a log page its owner slot owns";
+  const u64* w = pool.at<u64>(rec);
+  if (string_record_length(*w) != len)
+    return at + " holds a key of " + std::to_string(string_record_length(*w)) + " bytes";
+  const u64 epoch = *pool.at<u64>(page + kPageEpochOffset);
+  if (!string_record_whole(w, *w & 1, rec, epoch)) return at + " is not whole (checksum)";
+  return {};
+}
+
+// What is wrong with entry i of a leaf (empty: nothing), to follow "entry i".
+std::string entry_problem(const pm::Pool& pool, const StringLeaf& lf, std::size_t i,
+                          std::size_t page_bytes) {
   const StringEntry& e = lf.entries()[i];
-  if (e.len == 0 || e.len > kStringTreeMaxKey)
-    return " has a key of " + std::to_string(e.len) + " bytes (1.." +
+  const std::size_t len = e.len();
+  if (len == 0 || len > kStringTreeMaxKey)
+    return " has a key of " + std::to_string(len) + " bytes (1.." +
            std::to_string(kStringTreeMaxKey) + ")";
   char buf[8];
-  std::string_view k;
-  if (e.len <= 8) {
-    if (e.off != 0) return ": a key of up to 8 bytes with heap offset " + std::to_string(e.off);
-    if (e.len < 8 && (e.prefix << (8 * e.len)) != 0)
-      return ": prefix bytes beyond the key's length";
-    k = lf.key(i, buf);
+  if (len <= 8) {
+    if (e.rec() != 0) return ": a key of up to 8 bytes names a record";
+    if (len < 8 && (e.prefix << (8 * len)) != 0) return ": prefix bytes beyond the key's length";
   } else {
-    if (e.off != at)
-      return "'s key bytes at " + std::to_string(e.off) + ", not " + std::to_string(at) +
-             " (overlapping, out of bounds or leaving a gap)";
-    at += e.len;
-    if (at > heap_end) return "'s key bytes run past the key heap";
-    k = std::string_view(reinterpret_cast<const char*>(lf.p + e.off), e.len);
-    if (key_prefix(k) != e.prefix) return "'s prefix differs from its key";
+    if (std::string p = record_problem(pool, e.rec(), len, page_bytes); !p.empty()) return p;
+    if (key_prefix(lf.key(i, buf)) != e.prefix) return "'s prefix differs from its key";
   }
-  if (lf.fps()[i] != string_fingerprint(hash_string(k)))
+  if (lf.fps()[i] != string_fingerprint(hash_string(lf.key(i, buf))))
     return "'s fingerprint differs from its key's";
   return {};
 }
 
 }  // namespace
 
-std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacity) {
+std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacity,
+                                std::size_t page_bytes) {
   const std::size_t block = pool.allocator().block_size(l);
   if (block < 64) return "is smaller than its header";
-  StringLeaf lf{pool.at(l)};
-  const u64 count = lf.h().count, heap = lf.h().heap_bytes;
+  StringLeaf lf{pool.at(l), pool.base()};
+  const u64 count = lf.h().count;
   if (count == 0 || count > capacity)
     return "holds " + std::to_string(count) + " entries (1.." + std::to_string(capacity) + ")";
-  if (heap > block || StringLeaf::bytes(count, heap) > block)
-    return "holds " + std::to_string(count) + " entries and " + std::to_string(heap) +
-           " key bytes, more than its block of " + std::to_string(block) + " bytes";
+  if (StringLeaf::bytes(count) > block)
+    return "holds " + std::to_string(count) + " entries, more than its block of " +
+           std::to_string(block) + " bytes";
   for (std::size_t b = 2 * count; b < StringLeaf::fp_bytes(count); ++b)
     if (lf.p[64 + b] != std::byte{0}) return "has fingerprint padding that is not zero";
-  std::size_t at = lf.heap_start();  // where the next key's bytes must start
   for (std::size_t i = 0; i < count; ++i)
-    if (std::string p = entry_problem(lf, i, at, lf.heap_start() + heap); !p.empty())
+    if (std::string p = entry_problem(pool, lf, i, page_bytes); !p.empty())
       return "entry " + std::to_string(i) + p;
-  if (at != lf.heap_start() + heap)
-    return std::to_string(lf.heap_start() + heap - at) + " key heap bytes no entry reaches";
   return {};
 }
 
@@ -87,11 +100,11 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
     if (!owned.contains(l)) r.fail(at + " is not owned by the directory");
     if (!t.alloc.is_live(l)) return r.fail(at + " is not a live block"), false;
     if (!reach.insert(l).second) r.fail(at + " is reached twice");
-    StringLeaf lf{t.pool.at(l)};
+    StringLeaf lf{t.pool.at(l), t.pool.base()};
     if (lf.h().type != kStringLeafType) r.fail(at + " has a wrong type word");
     if (!slot_owns(t.pool, lf.h().owner_slot, l))
       r.fail(at + ": its owner slot does not point to it");
-    const std::string p = string_leaf_problem(t.pool, l, capacity);
+    const std::string p = string_leaf_problem(t.pool, l, capacity, t.codec.G.page_span());
     if (!p.empty()) return r.fail(at + " " + p), false;
     for (std::size_t i = 0; i < lf.count(); ++i) {
       const std::string_view k = lf.key(i, buf);
@@ -108,7 +121,7 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
   if (chain != base.leaves) r.fail("inner index does not match the leaf list");
   if (base.count != base_count) r.fail("inner index counts a different number of keys");
   for (std::size_t i = 0; i < chain.size() && i < base.last.size(); ++i) {
-    StringLeaf lf{t.pool.at(chain[i])};
+    StringLeaf lf{t.pool.at(chain[i]), t.pool.base()};
     if (base.last[i] != lf.key(lf.count() - 1, buf) ||
         base.last_prefix[i] != lf.entries()[lf.count() - 1].prefix || base.counts[i] != lf.count())
       r.fail("inner index last key or entry count differs");
@@ -117,23 +130,59 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
   return true;
 }
 
-StringMap checked_buffer_entries(const StringBufferTree& tree, const StringMap& replay,
+void check_key_pages(const TreeParts& t, LeafPtr head, int v, const KeyPages& pages,
+                     const std::unordered_set<u64>& live_logs, std::set<u64>& reach,
+                     CheckReport& r) {
+  std::map<u64, std::size_t> uses;
+  for (u64 l = head.off; l; l = t.pool.at<StringLeafHeader>(l)->next[v].off) {
+    const StringLeaf lf{t.pool.at(l), t.pool.base()};
+    for (std::size_t i = 0; i < lf.count(); ++i)
+      if (lf.entries()[i].len() > 8) ++uses[pages.page_of(lf.entries()[i].rec())];
+  }
+  for (const auto& [pg, n] : uses) {
+    const std::string at = "key page at " + std::to_string(pg);
+    const u64 flavor = t.pool.at<LogPageHeader>(pg)->flavor;
+    if (!live_logs.contains(pg) && flavor != kKeyFlavor)
+      r.fail(at + ", named by " + std::to_string(n) + " entries, is not flagged as a key page");
+    if (pages.uses(pg) != n)
+      r.fail(at + " is counted as named by " + std::to_string(pages.uses(pg)) + " entries, not " +
+             std::to_string(n));
+    reach.insert(pg);
+  }
+  if (pages.size() != uses.size()) r.fail("the key pages' count names pages no entry names");
+  t.dir->for_each_owned([&](u64, u64 blk) {
+    const auto* h = t.pool.at<LogPageHeader>(blk);
+    if (h->type == kPageType && h->flavor == kKeyFlavor && !uses.contains(blk) &&
+        !live_logs.contains(blk))
+      r.fail("key page at " + std::to_string(blk) + " is named by no entry (leaked)");
+  });
+  r.facts.emplace_back("key_pages", static_cast<double>(uses.size()));
+}
+
+StringMap checked_buffer_entries(const StringBufferTree& tree, const StringSlotMap& replay,
                                  const std::string& prefix, std::string_view what, CheckReport& r) {
   for (const auto& p : tree.check()) r.fail(prefix + "buffer tree: " + p);
   StringMap entries;
-  for (auto it = tree.begin(); it.valid(); ++it) entries.emplace(it.key(), it.value());
-  if (replay != entries) r.fail(prefix + "replaying the log does not give " + std::string(what));
+  bool same = replay.size() == tree.size();
+  for (auto it = tree.begin(); it.valid(); ++it) {
+    entries.emplace(it.key(), it.value().value);
+    auto in = replay.find(it.key());
+    same = same && in != replay.end() && in->second.value == it.value().value &&
+           in->second.rec == it.value().rec;
+  }
+  if (!same)
+    r.fail(prefix + "replaying the log does not give " + std::string(what) +
+           " (keys, values and records)");
   return entries;
 }
 
 bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
-                            StringMap& replay, std::size_t& pages, std::size_t& records,
+                            StringSlotMap& replay, std::size_t& pages, std::size_t& records,
                             CheckReport& r) {
   const u64 vb = log_valid_bit(v);
   const std::size_t per = t.codec.G.per_page;
   bool ended = false;
-  std::string k;
   std::size_t npages = 0;
   const LogPageHeader* h = nullptr;
   for (LogPagePtr link = head; link; link = h->next) {
@@ -147,36 +196,26 @@ bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
     if (h->type != kPageType) r.fail(at + " has a wrong type word");
     if (h->flavor != static_cast<u64>(v)) r.fail(at + " of the wrong flavor in the log");
     const u64* w = t.pool.at<u64>(pg + t.codec.G.offset(0));
+    // After the end, a later page must not start with a whole record: appends stop at the end.
+    if (ended) {
+      const std::size_t n = replayed_record_words(t.pool, pg, w, per, v);
+      if (n != 0 && n != PLog::kLogEnd)
+        return r.fail(at + " holds a whole record after the end of the log"), false;
+      continue;
+    }
     for (std::size_t pos = 0; pos < per;) {
-      if (ended || (w[pos] & 1) != vb) {
-        if ((w[pos] & 1) == vb)
-          return r.fail(at + ": word " + std::to_string(pos) +
-                        " after the end of the log holds a word of its version"),
-                 false;
+      const std::size_t n = replayed_record_words(t.pool, pg, w + pos, per - pos, v);
+      if (n == PLog::kLogEnd) {
         ended = true;
-        ++pos;
-        continue;
-      }
-      const std::size_t len = string_record_length(w[pos]);
-      if (len == 0) {  // a pad: the rest of the page is pads
-        for (std::size_t j = pos; j < per; ++j)
-          if (w[j] != vb)
-            return r.fail(at + ": word " + std::to_string(j) + " of the pad from word " +
-                          std::to_string(pos) + " is not a pad"),
-                   false;
         break;
       }
-      const std::size_t n = string_record_words(len);
-      if (len > kStringTreeMaxKey || pos + n > per)
-        return r.fail(at + ": record at word " + std::to_string(pos) + " has a bad length " +
-                      std::to_string(len)),
-               false;
-      for (std::size_t j = 1; j < n; ++j)
-        if ((w[pos + j] & 1) != vb)
-          return r.fail(at + ": record at word " + std::to_string(pos) + " is torn"), false;
-      u64 val;
-      decode_string_record(w + pos, n, k, val);
-      replay.insert_or_assign(k, val);
+      if (n == 0) {  // a pad: the rest of the page is pads, else the log ends here (replay's
+                     // rule: a torn pad, or older bytes after the end that look like one)
+        for (std::size_t j = pos; j < per && !ended; ++j) ended = w[j] != vb;
+        break;
+      }
+      replay.insert_or_assign(std::string(string_record_key(w + pos)),
+                              StringSlot{string_record_value(w + pos), t.pool.offset_of(w + pos)});
       ++records;
       pos += n;
     }
@@ -189,7 +228,7 @@ bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
 void StringDPTree::check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach,
                              CheckReport& r) const {
   const int cv = static_cast<int>(root_->gv & kVersionBit);
-  StringMap replay;
+  StringSlotMap replay;
   std::size_t npages = 0, records = 0;
   if (!check_string_log_chain(t_, root_->log_head[cv], cv, owned, reach, replay, npages, records,
                               r))
@@ -219,9 +258,10 @@ CheckReport StringDPTree::check() const {
                            base_, owned, reach, r) ||
       !r.ok)
     return r;
+  check_key_pages(t_, root_->head[cv], cv, key_pages_, {}, reach, r);
   check_log(owned, reach, r);
   if (!r.ok) return r;
-  const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r);
+  const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r, false);
   r.facts.emplace_back("leaves", static_cast<double>(base_.leaves.size()));
   r.facts.emplace_back("buffer_entries", static_cast<double>(buffer_.size()));
   r.facts.emplace_back("live_blocks", static_cast<double>(live));

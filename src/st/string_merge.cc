@@ -1,18 +1,20 @@
 // The merge of DPTree's string form (string_tree.h, §2.3 with leaves rewritten): the buffer's
 // entries in key order meet the leaves of the current version cv; a leaf whose key range
 // receives none is kept as it is, every other one is rewritten, with its new entries, into new
-// leaves (split by entry count and key bytes; one left below the consolidation threshold is
-// rewritten together with the next). The new leaves are recorded in pendingLeaves before they
-// are activated (§2.4), the list of version nv is linked through the next words of version nv
+// leaves (split by entry count; one left below the consolidation threshold is rewritten
+// together with the next). The new leaves are recorded in pendingLeaves before they are
+// activated (§2.4), the list of version nv is linked through the next words of version nv
 // (which version cv never reads), and the version flip publishes it: a crash before the flip
 // leaves version cv untouched and recovery frees the new leaves; after it, recovery finishes
-// the garbage collection of the replaced leaves. A key's bytes live in its leaf, so they are
-// created, published and freed with it.
+// the garbage collection of the replaced leaves. A rewrite copies entries (prefix, length,
+// record offset, value) and fingerprints, never key bytes: those stay in their log records,
+// whose pages become key pages (key_pages.h) when the merge's log is released.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
 #include <span>
+#include <unordered_set>
 
 #include "dptree/error.h"
 #include "dptree/pm/allocator.h"
@@ -28,28 +30,23 @@
 namespace dptree::detail {
 
 namespace {
-using Span = std::span<const std::pair<std::string, u64>>;
+using Span = BufferedSpan;
 
 std::atomic<std::size_t> g_part_limit{0};  // set_dptree_string_merge_part
 thread_local bool g_in_part = false;       // dptree_string_merge_in_part
 
-// An entry of a leaf being written: its key's bytes stay where they are (the buffer's entry or
-// the old leaf, both alive until the merge's garbage collection), only pointed to.
+// An entry of a leaf being written, and its fingerprint.
 struct Merged {
-  u64 prefix;
-  std::uint32_t len;
-  std::uint16_t fp;   // string_fingerprint
-  const char* bytes;  // the whole key when len > 8; unused otherwise (the prefix holds it)
-  u64 value;
+  StringEntry e;
+  std::uint16_t fp;  // string_fingerprint
 };
 using MergedEntries = std::vector<Merged>;
 
-Merged merged_of(std::string_view k, u64 v) {
-  return {key_prefix(k), static_cast<std::uint32_t>(k.size()), string_fingerprint(hash_string(k)),
-          k.data(), v};
-}
-std::size_t heap_of(const Merged& m) {
-  return m.len > 8 ? m.len : 0;
+// A buffered key new to the leaves: its entry names its latest log record.
+Merged merged_of(std::string_view k, const StringSlot& s) {
+  const u64 rec = k.size() > 8 ? s.rec : 0;
+  return {{key_prefix(k), StringEntry::make_meta(k.size(), rec), s.value},
+          string_fingerprint(hash_string(k))};
 }
 
 // The first entry of `es` above k.
@@ -61,8 +58,11 @@ std::size_t above(Span es, std::string_view k) {
                                   es.begin());
 }
 
-// Leaf lf's entries with the sorted entries `es` of its key range applied, appended to `merged`.
-void merge_leaf(StringLeaf lf, Span es, MergedEntries& merged) {
+// Leaf lf's entries with the sorted entries `es` of its key range applied, appended to
+// `merged`; the records of long keys added go to r.named, those of long keys removed to
+// r.unnamed. An updated key keeps its entry's record (the same bytes), so the update's record
+// need not outlive its log.
+void merge_leaf(StringLeaf lf, Span es, MergedEntries& merged, StringMergeResult& r) {
   char buf[8];
   std::size_t i = 0, b = 0;
   const std::size_t n = lf.count();
@@ -79,23 +79,32 @@ void merge_leaf(StringLeaf lf, Span es, MergedEntries& merged) {
         take_buffer = bk <= lk;
       }
     }
-    if (take_buffer) {
-      if (same) ++i;  // replaced or deleted
-      if (!(es[b].second & kTombstone)) merged.push_back(merged_of(es[b].first, es[b].second));
-      ++b;
-    } else {
-      merged.push_back({le[i].prefix, le[i].len, lf.fps()[i],
-                        reinterpret_cast<const char*>(lf.p + le[i].off), le[i].value});
+    if (!take_buffer) {
+      merged.push_back({le[i], lf.fps()[i]});
       ++i;
+      continue;
     }
+    const StringSlot& s = es[b].second;
+    const bool removed = (s.value & kTombstone) != 0;
+    if (same) {  // replaced or deleted
+      if (removed) {
+        if (le[i].len() > 8) r.unnamed.push_back(le[i].rec());
+      } else {
+        merged.push_back({{le[i].prefix, le[i].meta, s.value}, lf.fps()[i]});
+      }
+      ++i;
+    } else if (!removed) {
+      merged.push_back(merged_of(es[b].first, s));
+      if (es[b].first.size() > 8) r.named.push_back(s.rec);
+    }
+    ++b;
   }
 }
 
-// Entries es[from, to) in a new leaf whose key heap holds `heap` bytes: written whole, then
-// recorded in pendingLeaves, then activated (its first fence writes it back).
-u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::size_t to,
-                std::size_t heap) {
-  const std::size_t count = to - from, bytes = StringLeaf::bytes(count, heap);
+// Entries es[from, to) in a new leaf: written whole, then recorded in pendingLeaves, then
+// activated (its first fence writes it back).
+u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::size_t to) {
+  const std::size_t count = to - from, bytes = StringLeaf::bytes(count);
   u64 slot = t.dir->take_slot();
   u64 off;
   try {
@@ -108,21 +117,14 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
   // The image is built in DRAM, every byte of it written (no clearing first), and stored at once.
   thread_local std::vector<std::byte> img;
   if (img.size() < bytes) img.resize(bytes);
-  StringLeaf lf{img.data()};
+  StringLeaf lf{img.data(), nullptr};
   lf.h() = StringLeafHeader{
-      OwnerSlotPtr(slot), kStringLeafType, {LeafPtr{}, LeafPtr{}}, count, heap, {0, 0}};
+      OwnerSlotPtr(slot), kStringLeafType, {LeafPtr{}, LeafPtr{}}, count, {0, 0, 0}};
   std::memset(img.data() + 64 + 2 * count, 0, StringLeaf::fp_bytes(count) - 2 * count);
-  std::size_t at = lf.heap_start();
+  StringEntry* e = lf.entries(count);
   for (std::size_t i = 0; i < count; ++i) {
-    const Merged& m = es[from + i];
-    lf.fps()[i] = m.fp;
-    const bool long_key = m.len > 8;
-    lf.entries()[i] =
-        StringEntry{m.prefix, m.len, long_key ? static_cast<std::uint32_t>(at) : 0, m.value};
-    if (long_key) {
-      std::memcpy(img.data() + at, m.bytes, m.len);
-      at += m.len;
-    }
+    lf.fps()[i] = es[from + i].fp;
+    e[i] = es[from + i].e;
   }
   pm::store_bytes(t.pool.at(off), img.data(), bytes);
   try {
@@ -141,20 +143,14 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
 }
 
 // es in new leaves, appended to r.out: as few as the leaf capacity allows, of about equal
-// counts, each cut early where its keys would exceed kStringLeafHeap bytes.
+// counts.
 void write_leaves(TreeParts& t, std::size_t cap, const MergedEntries& es, StringMergeResult& r) {
   const std::size_t nleaves = (es.size() + cap - 1) / cap;
   const std::size_t per = nleaves ? (es.size() + nleaves - 1) / nleaves : 0;
   std::size_t from = 0;
   while (from < es.size()) {
-    std::size_t to = from, heap = 0;
-    while (to < es.size() && to - from < per) {
-      const std::size_t h = heap_of(es[to]);
-      if (to > from && heap + h > kStringLeafHeap) break;
-      heap += h;
-      ++to;
-    }
-    r.out.push_back(create_leaf(t, es, from, to, heap));
+    const std::size_t to = std::min(es.size(), from + per);
+    r.out.push_back(create_leaf(t, es, from, to));
     ++r.created;
     from = to;
   }
@@ -175,8 +171,11 @@ void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const
                          std::size_t first, std::size_t end, Span es, StringMergeResult& r) {
   MergedEntries merged;
   if (base.empty()) {
-    for (const auto& [k, v] : es)
-      if (!(v & kTombstone)) merged.push_back(merged_of(k, v));
+    for (const auto& [k, s] : es) {
+      if (s.value & kTombstone) continue;
+      merged.push_back(merged_of(k, s));
+      if (k.size() > 8) r.named.push_back(s.rec);
+    }
     write_leaves(t, cap, merged, r);
     return;
   }
@@ -184,13 +183,13 @@ void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const
   for (std::size_t li = first; li < end; ++li) {
     const bool last = li + 1 == end;  // of the run: its rewrites are not carried past it
     const std::size_t hi = last ? es.size() : above(es, base.last[li]);
-    StringLeaf lf{t.pool.at(base.leaves[li])};
+    StringLeaf lf{t.pool.at(base.leaves[li]), t.pool.base()};
     if (lo == hi && merged.empty()) {  // untouched: kept
       r.out.push_back(base.leaves[li]);
       r.count += lf.count();
       continue;
     }
-    merge_leaf(lf, es.subspan(lo, hi - lo), merged);
+    merge_leaf(lf, es.subspan(lo, hi - lo), merged, r);
     lo = hi;
     ++r.rewritten;
     if (!last && merged.size() < small) continue;  // consolidated with the next leaf
@@ -234,10 +233,11 @@ std::size_t merge_fitting_part(std::size_t total, const std::function<void(std::
 }
 
 namespace {
-// Appends a record of each of `es` to the log at `head` of version `ver`. May throw pool_full.
-void log_entries(PLog& log, LogPagePtr* head, int ver, Span es) {
+// Appends a record of each of `es` to the log at `head` of version `ver`; `recs` gets their
+// offsets. May throw pool_full.
+void log_entries(PLog& log, LogPagePtr* head, int ver, Span es, std::vector<u64>& recs) {
   PhaseScope ph(DPTreePhase::log_append);
-  for (const auto& [k, v] : es) append_string_record(log, head, ver, k, v);
+  for (const auto& [k, s] : es) recs.push_back(append_string_record(log, head, ver, k, s.value));
 }
 }  // namespace
 
@@ -249,7 +249,7 @@ void log_entries(PLog& log, LogPagePtr* head, int ver, Span es) {
 // a part of one entry does not fit is the merge undone and writes refused (MergeBlock).
 void StringDPTree::merge() {
   if (buffer_.empty()) return;
-  StringEntries es;
+  BufferedEntries es;
   es.reserve(buffer_.size());
   for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key(), it.value());
   std::size_t part = es.size();
@@ -274,10 +274,11 @@ void StringDPTree::merge() {
 // current log too. A crash before the flip finds the old log whole (the new one is released
 // by recovery as the other version's); after it, the new one. pool_full undoes the cycle:
 // leaves reclaimed, the new log's pages back in the cache, nothing else changed.
-void StringDPTree::merge_part(const StringEntries& es, std::size_t from, std::size_t to) {
+void StringDPTree::merge_part(BufferedEntries& es, std::size_t from, std::size_t to) {
   const int cv = static_cast<int>(root_->gv & kVersionBit), nv = 1 - cv;
   const Span part(es.data() + from, to - from), rest(es.data() + to, es.size() - to);
   StringMergeResult m;
+  std::vector<u64> rest_recs;
   auto next = std::make_unique<PLog>(t_.pool, t_.codec, *t_.pages);
   const InMergePart in_part(!rest.empty() || from > 0);
   try {
@@ -292,7 +293,7 @@ void StringDPTree::merge_part(const StringEntries& es, std::size_t from, std::si
                                                    static_cast<double>(opt_.leaf_capacity)),
                           base_, part, m);
     }
-    if (!rest.empty()) log_entries(*next, &root_->log_head[nv], nv, rest);
+    if (!rest.empty()) log_entries(*next, &root_->log_head[nv], nv, rest, rest_recs);
     created_ += m.created;
     rewritten_ += m.rewritten;
     PhaseScope fl(DPTreePhase::flush);
@@ -316,21 +317,40 @@ void StringDPTree::merge_part(const StringEntries& es, std::size_t from, std::si
     PhaseScope ph(DPTreePhase::garbage_collection);
     freed_ += collect_garbage(t_.pool, root_, *t_.dir, *t_.pending, string_next(t_.pool), cv, nv);
     const std::size_t used = log_->pages().size();
-    PLog::release_chain(t_.pool, &root_->log_head[cv], cv);
-    log_->hand_over(cv);
+    key_pages_.name(m.named);
+    release_key_pages(m.unnamed);
+    const auto keep = [this](u64 page) { return key_pages_.named(page); };
+    PLog::release_chain(t_.pool, &root_->log_head[cv], cv, keep);
+    log_->hand_over(cv, keep);
     log_ = std::move(next);
     // Cache capacity C_size (§2.1): the pages this log took, as records differ in length.
     t_.pages->trim(used + 2, nv);
   }
+  // The entries left now name their records in the new log (the old one's pages are reused).
+  for (std::size_t i = 0; i < rest_recs.size(); ++i) es[to + i].second.rec = rest_recs[i];
   keep_in_buffer(rest);
+}
+
+// After the flip's garbage collection (no entry of version cv is reachable): the key pages no
+// entry names any more are freed. Only key pages of released logs can be unnamed here; one of
+// the log being released (none of its records named) goes with that log.
+void StringDPTree::release_key_pages(std::span<const u64> unnamed) {
+  PhaseScope ph(DPTreePhase::key_page_release);
+  const std::vector<u64> free = key_pages_.unname(unnamed);
+  const std::unordered_set<u64> live(log_->pages().begin(), log_->pages().end());
+  for (u64 pg : free)
+    if (!live.contains(pg)) {
+      key_pages_.free_page(*t_.dir, pg);
+      ++key_pages_freed_;
+    }
 }
 
 // The buffer and its filter hold exactly `rest` (the entries a merge part left).
 void StringDPTree::keep_in_buffer(Span rest) {
   buffer_.clear();
   reset_bloom();
-  for (const auto& [k, v] : rest) {
-    buffer_.insert_or_assign(k, v);
+  for (const auto& [k, s] : rest) {
+    buffer_.insert_or_assign(k, s);
     bloom_.add_hashed(hash_string(k));
   }
 }

@@ -3,6 +3,7 @@
 #include "st/string_tree.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "dptree/error.h"
 #include "dptree/pm/allocator.h"
@@ -34,6 +35,7 @@ void StringDPTree::attach() {
   // Log records are runs of one-word slots (format/string_leaf.h).
   t_.attach_parts(*root_, opt_.leaf_capacity, 8, 8, opt_.log_page_size);
   t_.codec.G.init(1, opt_.log_page_size);
+  t_.pages->take_any_flavor();
   log_ = std::make_unique<PLog>(t_.pool, t_.codec, *t_.pages);
 }
 
@@ -70,34 +72,43 @@ void StringDPTree::open() {
   const TreeShape shape = string_tree_shape(
       t_.pool, kTree, kDPTreeGvBits,
       {t_.pool.offset_of(&root_->log_head[0]), t_.pool.offset_of(&root_->log_head[1])},
-      opt_.leaf_capacity);
+      opt_.leaf_capacity, opt_.log_page_size);
   validate_on_open(t_, *root_, shape);
   recover();
 }
 
-// Algorithm 4: an interrupted merge reclaimed or its garbage collection finished, the released
-// log's chain released, the log replayed into the buffer.
+// Algorithm 4: an interrupted merge reclaimed or its garbage collection finished, the key
+// pages counted from the leaves, the released log's chain released (its named pages kept as
+// key pages), the log replayed, and every other page cached or freed (a key page no entry
+// names among them).
 void StringDPTree::recover() {
   PhaseScope ph(DPTreePhase::recovery);
   const int cv = static_cast<int>(root_->gv & kVersionBit);
   t_.dir->load();
   freed_ += finish_interrupted_merge(t_.pool, root_, *t_.dir, *t_.pending, string_next(t_.pool));
-  if (root_->log_head[1 - cv]) PLog::release_chain(t_.pool, &root_->log_head[1 - cv], 1 - cv);
+  rebuild_inner();
+  key_pages_.rebuild(base_.leaves);
+  if (root_->log_head[1 - cv])
+    PLog::release_chain(t_.pool, &root_->log_head[1 - cv], 1 - cv,
+                        [this](u64 page) { return key_pages_.named(page); });
   t_.dir->load();
   reset_bloom();
   buffer_.clear();
-  auto words_of = [&](const u64* w, std::size_t room) {
-    return checked_record_words(t_.pool, kTree, w, room);
+  auto words_of = [&](u64 page, const u64* w, std::size_t room) {
+    return replayed_record_words(t_.pool, page, w, room, cv);
   };
-  std::string k;
-  log_->replay_words(&root_->log_head[cv], cv, words_of, [&](const u64* w, std::size_t n) {
-    u64 v;
-    decode_string_record(w, n, k, v);
-    bloom_.add_hashed(hash_string(k));
-    buffer_.insert_or_assign(k, v);
-  });
-  t_.pages->sweep({log_->pages().begin(), log_->pages().end()});
-  rebuild_inner();
+  log_->replay_words(
+      &root_->log_head[cv], cv, words_of,
+      [&](const u64* w, std::size_t) {
+        const std::string_view k = string_record_key(w);
+        bloom_.add_hashed(hash_string(k));
+        buffer_.insert_or_assign(std::string(k),
+                                 StringSlot{string_record_value(w), t_.pool.offset_of(w)});
+      },
+      [&](const u64* w) { throw_record_after_end(t_.pool, kTree, w); });
+  std::unordered_set<u64> in_use(log_->pages().begin(), log_->pages().end());
+  for (u64 pg : key_pages_.pages()) in_use.insert(pg);
+  t_.pages->sweep(in_use);
 }
 
 void StringDPTree::rebuild_inner() {
@@ -126,11 +137,12 @@ void StringDPTree::write_allowed() {
 // after the fence.
 void StringDPTree::upsert_raw(std::string_view k, u64 v) {
   const int cv = static_cast<int>(root_->gv & kVersionBit);
+  u64 rec;
   {
     PhaseScope ph(DPTreePhase::log_append);
-    append_string_record_unfenced(*log_, &root_->log_head[cv], cv, k, v);
+    rec = append_string_record_unfenced(*log_, &root_->log_head[cv], cv, k, v);
   }
-  buffer_.insert_or_assign(std::string(k), v);
+  buffer_.insert_or_assign(std::string(k), StringSlot{v, rec});
   bloom_.add_hashed(hash_string(k));
   {
     PhaseScope ph(DPTreePhase::log_append);
@@ -145,9 +157,9 @@ std::optional<u64> StringDPTree::find(std::string_view k) const {
   const u64 h = hash_string(k);
   const std::size_t leaf = base_.prefetch_leaf(t_.pool, k);  // loads while the buffer is probed
   if (bloom_.may_contain_hashed(h))
-    if (const u64* v = buffer_.find(k)) {
-      if (*v & kTombstone) return std::nullopt;
-      return *v;
+    if (const StringSlot* s = buffer_.find(k)) {
+      if (s->value & kTombstone) return std::nullopt;
+      return s->value;
     }
   if (base_.empty()) return std::nullopt;
   return base_.lookup_in(t_.pool, leaf, k, h);
@@ -217,8 +229,8 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
         ++pos;
         settle();
       }
-      if (!(bi.value() & kTombstone)) {
-        out.emplace_back(bi.key(), bi.value());
+      if (!(bi.value().value & kTombstone)) {
+        out.emplace_back(bi.key(), bi.value().value);
         ++got;
       }
       ++bi;
@@ -237,7 +249,7 @@ std::size_t StringDPTree::size() const {
   auto n = static_cast<long long>(root_->base_count[cv]);
   for (auto it = buffer_.begin(); it.valid(); ++it) {
     const std::string& k = it.key();
-    const u64 v = it.value();
+    const u64 v = it.value().value;
     bool in_base = false;
     if (!base_.empty()) string_lower_bound(leaf(base_.leaves[base_.index_of(k)]), k, in_base);
     if (v & kTombstone)
@@ -254,13 +266,13 @@ IndexStats StringDPTree::stats() const {
   std::size_t pm = t_.alloc.block_size(*t_.pool.root_word());
   for (DirBlockPtr b : t_.dir->blocks()) pm += t_.alloc.block_size(b.off);
   t_.dir->for_each_owned([&](u64, u64 blk) { pm += t_.alloc.block_size(blk); });
-  s.pm_bytes = pm;                            // the key bytes live in the leaves
+  s.pm_bytes = pm;  // key pages (the key bytes) are owned by directory slots too
   std::size_t keys = buffer_.memory_bytes();  // the nodes, and the bytes of keys beyond SSO
   for (auto it = buffer_.begin(); it.valid(); ++it)
     if (it.key().size() > 15) keys += it.key().capacity() + 1;
   const std::size_t inner = base_.dram_bytes();
   s.dram_bytes = sizeof(*this) + keys + bloom_.dram_bytes() + inner + t_.dir->dram_bytes() +
-                 t_.pages->dram_bytes();
+                 t_.pages->dram_bytes() + key_pages_.dram_bytes();
   auto d = [](std::size_t x) { return static_cast<double>(x); };
   s.extra = {{"buffer_entries", d(buffer_.size())},
              {"leaves", d(base_.leaves.size())},
@@ -271,6 +283,8 @@ IndexStats StringDPTree::stats() const {
              {"leaves_freed", d(freed_)},
              {"leaves_rewritten", d(rewritten_)},
              {"log_pages", d(log_->pages().size())},
+             {"key_pages", d(key_pages_.size())},
+             {"key_pages_freed", d(key_pages_freed_)},
              {"free_log_pages", d(t_.pages->size(0) + t_.pages->size(1))}};
   return s;
 }

@@ -1,7 +1,7 @@
-// DPTree over byte-string keys (string_index.h): the single-threaded tree of §2 with the key
-// bytes in the log records and in the leaves (format/string_leaf.h). A separate engine beside
-// DPTreeCore, so the integer tree's hot paths are untouched; it shares the persistent pieces
-// (TreeParts: owner directory, pendingLeaves, log page cache and PLog's pages), the merge's
+// DPTree over byte-string keys (string_index.h): the single-threaded tree of §2 with each key's
+// bytes written once, in its log record, which the leaves name (format/string_leaf.h). A separate
+// engine beside DPTreeCore, so the integer tree's hot paths are untouched; it shares the persistent
+// pieces (TreeParts: owner directory, pendingLeaves, log page cache and PLog's pages), the merge's
 // begin / commit / garbage collection / recovery of an interrupted merge, and the open-time
 // validator. docs/dptree.md ("String keys") says why the leaves are rewritten, not merged in
 // place.
@@ -60,11 +60,12 @@ class StringDPTree final : public StringIndex {
   std::size_t merge_threshold() const;
   void reset_bloom();
   void write_allowed();
-  void merge_part(const StringEntries& es, std::size_t from, std::size_t to);
-  void keep_in_buffer(std::span<const std::pair<std::string, u64>> rest);
+  void merge_part(BufferedEntries& es, std::size_t from, std::size_t to);
+  void keep_in_buffer(BufferedSpan rest);
+  void release_key_pages(std::span<const u64> unnamed);
   void upsert_raw(std::string_view k, u64 v);
   std::optional<u64> find(std::string_view k) const;
-  StringLeaf leaf(u64 off) const { return StringLeaf{t_.pool.at(off)}; }
+  StringLeaf leaf(u64 off) const { return StringLeaf{t_.pool.at(off), t_.pool.base()}; }
   void check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach, CheckReport& r) const;
 
   TreeParts t_;
@@ -74,8 +75,10 @@ class StringDPTree final : public StringIndex {
   StringBufferTree buffer_;
   Bloom bloom_;
   StringBase base_;  // the inner index (DRAM) over the leaves of the current version
+  KeyPages key_pages_{t_.pool};
   std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;
   std::size_t parts_ = 0;  // merge cycles over a part of the buffer (a merge that did not fit)
+  std::size_t key_pages_freed_ = 0;
   MergeBlock merge_block_{t_.pool};
 };
 

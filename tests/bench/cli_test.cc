@@ -365,7 +365,9 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   r = run("check " + pool);
   std::filesystem::remove(pool);
   EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(has(r.output, "of string keys in format 1 (leaves without fingerprints)"))
+  EXPECT_TRUE(has(r.output,
+                  "of string keys in format 2 (key bytes in the leaves, records of "
+                  "63-bit payloads)"))
       << r.output;
   // The peers' pools are checked through the registry, in either key form.
   r = check_pool_of("--index fastfair --workload insert_only --records 100 --ops 100", pool);

@@ -88,7 +88,7 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& d
     auto idx = make_string_index("cdptree", pool.get(), small());
     for (int i = 0; i < 60; ++i) idx->upsert(std::string(10 + i % 3, 'a') + std::to_string(i), 1);
     idx->drain();
-    idx->upsert("log", 2);
+    for (int i = 0; i < 8; ++i) idx->upsert("log record " + std::to_string(i), 2);  // no merge
   }
   damage(*pool, *pool->at<detail::CRoot>(*pool->root_word()));
   expect_error([&] { make_string_index("cdptree", pool.get(), small()); }, Errc::corrupt, says,
@@ -96,15 +96,27 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& d
 }
 
 detail::StringLeaf first_leaf(pm::Pool& p, detail::CRoot& r) {
-  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit].off)};
+  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit].off), p.base()};
 }
 
 TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[1].len = 5000; },
-                      "entry 1 has a key of 5000 bytes");
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[2].off += 1; },
-                      "entry 2's key bytes at");
+  expect_open_corrupt(
+      [](pm::Pool& p, CRoot& r) {
+        StringEntry& e = first_leaf(p, r).entries()[1];
+        e.meta = StringEntry::make_meta(5000, e.rec());
+      },
+      "entry 1 has a key of 5000 bytes");
+  // A reference into the middle of a record, and a damaged key byte in a key page.
+  expect_open_corrupt(
+      [](pm::Pool& p, CRoot& r) {
+        StringEntry& e = first_leaf(p, r).entries()[2];
+        e.meta = StringEntry::make_meta(e.len(), e.rec() + 8);
+      },
+      "entry 2's record at");
+  expect_open_corrupt(
+      [](pm::Pool& p, CRoot& r) { *p.at<char>(first_leaf(p, r).entries()[3].rec() + 17) ^= 4; },
+      "entry 3's record at");
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).h().count = 100000; },
                       "holds 100000 entries");
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
@@ -115,19 +127,25 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
 
 TEST(CDPTreeStringsDamaged, LogRecordsAndTablesAreCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
-  // The record of "log": the one shard head of the live table that is not 0.
+  // The first record of a shard's log that another record follows: damaged, it ends the log
+  // as a torn one would, and the whole record after it shows the damage.
   auto record = [](pm::Pool& p, CRoot& r) -> u64* {
     const u64* t = p.at<u64>(r.log_table[r.base.gv & kVersionBit].off);
-    for (std::size_t s = 0; s < r.partitions; ++s)
-      if (t[s]) return p.at<u64>(t[s] + 64);
-    return nullptr;
+    for (std::size_t s = 0; s < r.partitions; ++s) {
+      if (!t[s]) continue;
+      u64* w = p.at<u64>(t[s] + 64);
+      if (string_record_length(w[string_record_words(string_record_length(*w))]) != 0) return w;
+    }
+    ADD_FAILURE() << "no shard's log holds two records";
+    static u64 none = 0;
+    return &none;
   };
   expect_open_corrupt(
       [&](pm::Pool& p, CRoot& r) {
         u64* first = record(p, r);
-        *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid word
+        *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid bit
       },
-      "announces a key of 2000 bytes");
+      "lies after the end of its log");
   expect_open_corrupt([](pm::Pool&, CRoot& r) { r.log_table[0].off += 64; }, "log header table");
   expect_open_corrupt([](pm::Pool&, CRoot& r) { r.base.gv |= u64{1} << 20; }, "gv");
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dptree/error.h"
+#include "dptree/pm/allocator.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "dptree/testing/phases.h"
@@ -19,6 +20,7 @@
 #include "fixtures/merge_part_limit.h"
 #include "fixtures/named_stats.h"
 #include "format/layout.h"
+#include "format/log_page.h"
 #include "format/string_leaf.h"
 #include "string_keys.h"
 
@@ -199,15 +201,15 @@ TEST(DPTreeStrings, EachFormRefusesTheOthersPool) {
   EXPECT_EQ(info.create_string(c)->lookup("k"), std::optional<Value>(2));
 }
 
-// A pool too small for the keys: a write is refused with pool_full, a merge that did not fit
-// is undone, every acknowledged key stays, check() passes (no leaked leaf), removes are taken
-// and writes go on once they made room.
+// A pool too small for the keys: a write is refused with pool_full (the log keeps a page for
+// removes), every acknowledged key stays, check() passes (no leaked leaf or key page), removes
+// are taken and writes go on once they made room.
 TEST(DPTreeStrings, FullPoolRefusesAndStaysConsistent) {
   auto pool = pm::Pool::create_in_memory(1 << 20);
   auto idx = make_string_index("dptree", pool.get(), small_string_options());
   std::map<std::string, Value> model;
   ASSERT_TRUE(fill_until_full(*idx, model)) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
-  EXPECT_GT(NamedStats(idx->stats().extra)["failed_merges"], 0);
+  EXPECT_GT(NamedStats(idx->stats().extra)["key_pages"], 0);
   expect_same(*idx, model, "full");
   EXPECT_GT(remove_until_refused(*idx, model), 0u);
   expect_same(*idx, model, "after removes");
@@ -228,6 +230,7 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::Root&)>& da
     for (int i = 0; i < 60; ++i) idx->upsert(std::string(10 + i % 3, 'a') + std::to_string(i), 1);
     idx->drain();
     idx->upsert("log", 2);
+    idx->upsert("log record two", 3);
   }
   damage(*pool, *pool->at<Root>(*pool->root_word()));
   expect_error([&] { make_string_index("dptree", pool.get(), small_string_options()); },
@@ -237,16 +240,68 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::Root&)>& da
 TEST(DPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
   auto first_leaf = [](pm::Pool& p, Root& r) {
-    return StringLeaf{p.at(r.head[r.gv & kVersionBit].off)};
+    return StringLeaf{p.at(r.head[r.gv & kVersionBit].off), p.base()};
   };
-  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[1].len = 5000; },
-                      "entry 1 has a key of 5000 bytes");
-  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[2].off += 1; },
-                      "entry 2's key bytes at");
+  expect_open_corrupt(
+      [&](pm::Pool& p, Root& r) {
+        StringEntry& e = first_leaf(p, r).entries()[1];
+        e.meta = StringEntry::make_meta(5000, e.rec());
+      },
+      "entry 1 has a key of 5000 bytes");
   expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).h().count = 100000; },
                       "holds 100000 entries");
-  expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).h().heap_bytes += 8; },
-                      "key heap bytes no entry reaches");
+}
+
+// A leaf entry's reference to its key's record: outside the pool, into a block that is no log
+// page, into the middle of a record, to a record of another length, or to a record whose bytes
+// were damaged: each is Error(corrupt) naming the leaf's entry, never a crash.
+TEST(DPTreeStringsDamaged, KeyRecordReferencesAreCheckedOnOpen) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto entry = [](pm::Pool& p, Root& r, std::size_t i) -> StringEntry& {
+    return StringLeaf{p.at(r.head[r.gv & kVersionBit].off), p.base()}.entries()[i];
+  };
+  auto point = [&](std::size_t i, const std::function<u64(pm::Pool&, Root&, u64 rec)>& to,
+                   const std::string& says) {
+    expect_open_corrupt(
+        [&](pm::Pool& p, Root& r) {
+          StringEntry& e = entry(p, r, i);
+          e.meta = StringEntry::make_meta(e.len(), to(p, r, e.rec()));
+        },
+        says);
+  };
+  point(
+      2, [](pm::Pool& p, Root&, u64) { return p.size() + 64; }, "outside the pool");
+  point(
+      2, [](pm::Pool&, Root&, u64 rec) { return rec + 4; }, "misaligned");
+  point(
+      2, [](pm::Pool&, Root& r, u64) { return r.head[r.gv & kVersionBit].off + 64; },
+      "entry 2's record at");
+  point(
+      2, [](pm::Pool&, Root&, u64 rec) { return rec + 8; }, "entry 2's record at");
+  // The record of a key of another length.
+  point(
+      0,
+      [&](pm::Pool& p, Root& r, u64) {
+        std::size_t j = 1;
+        while (entry(p, r, j).len() == entry(p, r, 0).len()) ++j;
+        return entry(p, r, j).rec();
+      },
+      "holds a key of");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { *p.at<char>(entry(p, r, 3).rec() + 16) ^= 1; },
+                      "entry 3's record at");
+  expect_open_corrupt(
+      [&](pm::Pool& p, Root& r) {
+        const u64 page = p.allocator().block_containing(entry(p, r, 3).rec());
+        *p.at<u64>(page + kPageEpochOffset) += 1;  // every record of the page stale
+      },
+      "is not whole");
+}
+
+TEST(DPTreeStringsDamaged, LeafKeysAreCheckedOnOpen) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto first_leaf = [](pm::Pool& p, Root& r) {
+    return StringLeaf{p.at(r.head[r.gv & kVersionBit].off), p.base()};
+  };
   expect_open_corrupt([&](pm::Pool& p, Root& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
                       "prefix differs");
   // A wrong fingerprint would hide its key from lookups: refused before any lookup.
@@ -259,30 +314,41 @@ TEST(DPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
       "which is not a leaf the directory owns");
 }
 
-TEST(DPTreeStringsDamaged, PoolOfTheFirstFormatIsRefusedNamingItsVersion) {
+TEST(DPTreeStringsDamaged, PoolsOfEarlierFormatsAreRefusedNamingTheirVersion) {
   using namespace detail;  // NOLINT: the layout vocabulary
-  auto pool = pm::Pool::create_in_memory(8 << 20);
-  make_string_index("dptree", pool.get(), small_string_options())->upsert("k", 1);
-  pool->at<Root>(*pool->root_word())->magic = string_magic_version(kStringRootMagic, 1);
-  try {
-    make_string_index("dptree", pool.get(), small_string_options());
-    ADD_FAILURE() << "a pool of the first string format opened";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
-    EXPECT_NE(std::string(e.what()).find("format 1 (leaves without fingerprints)"),
-              std::string::npos)
-        << e.what();
+  const std::pair<std::size_t, std::string> older[] = {
+      {1, "format 1 (leaves without fingerprints)"},
+      {2, "format 2 (key bytes in the leaves, records of 63-bit payloads)"}};
+  for (const auto& [f, says] : older) {
+    auto pool = pm::Pool::create_in_memory(8 << 20);
+    make_string_index("dptree", pool.get(), small_string_options())->upsert("k", 1);
+    pool->at<Root>(*pool->root_word())->magic = string_magic_version(kStringRootMagic, f);
+    try {
+      make_string_index("dptree", pool.get(), small_string_options());
+      ADD_FAILURE() << "a pool of string format " << f << " opened";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("reads format 3"), std::string::npos) << e.what();
+    }
   }
 }
 
-TEST(DPTreeStringsDamaged, LogRecordLengthIsCheckedOnOpen) {
+// A damaged record ends the log where it is, as a torn one would; but the whole records
+// after it show that it was not the last one written: Error(corrupt), not a silent loss.
+TEST(DPTreeStringsDamaged, DamagedLogRecordBeforeWholeOnesIsRefusedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
   expect_open_corrupt(
       [](pm::Pool& p, Root& r) {
         u64* first = p.at<u64>(r.log_head[r.gv & kVersionBit].off + 64);
-        *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid word
+        *first = (*first & ~(u64{0xffff} << 1)) | (u64{2000} << 1);  // still a valid bit
       },
-      "announces a key of 2000 bytes");
+      "lies after the end of its log");
+  expect_open_corrupt(
+      [](pm::Pool& p, Root& r) {
+        *p.at<char>(r.log_head[r.gv & kVersionBit].off + 64 + 16) ^= 1;  // a key byte
+      },
+      "lies after the end of its log");
 }
 
 }  // namespace

@@ -45,9 +45,12 @@ std::size_t crash_ops(const std::string& index) {
 }
 
 // PACTree's recovery writes only after a crash inside a split's few steps, so a run rarely
-// crashes one; pactree_crash_test crashes every event of those recoveries.
+// crashes one; pactree_crash_test crashes every event of those recoveries. DPTree's string
+// recovery writes only after a crash inside a merge's flip, release or collection (a torn
+// log record needs no clearing: its checksum fails), rare with this fixture's large log
+// pages; dptree_string_crash_test crashes every event of those recoveries.
 bool recovery_usually_writes(const std::string& index) {
-  return index != "pactree";
+  return index != "pactree" && index != "dptree";
 }
 
 TEST_P(StringCrash, ImagesRecoverWithAcknowledgedWrites) {

@@ -72,6 +72,9 @@ class Allocator {
   // when `block` is not the start of a live block. Open-time checks of a pool use it to
   // follow only pointers that own what they point to.
   std::uint64_t owner_of(std::uint64_t block) const;
+  // The live block that holds byte `off` (its start), or 0 when none does: the string form's
+  // leaves name key bytes inside log pages by offset and count references per page.
+  std::uint64_t block_containing(std::uint64_t off) const;
   // Every allocated block (offset, size), in address order.
   void for_each_live_block(const std::function<void(std::uint64_t, std::size_t)>& fn) const;
   Stats stats() const;

@@ -20,6 +20,7 @@ enum class DPTreePhase : std::uint8_t {
   version_flip,        // phase 6
   garbage_collection,  // phase 7, and the log hand-over that follows it
   recovery,            // Algorithm 4
+  key_page_release,    // the string form: freeing key pages no entry names any more
 };
 // The phase of the DPTree running on this thread (idle when none).
 DPTreePhase dptree_current_phase();
@@ -50,6 +51,7 @@ enum class CDPTreePhase : std::uint8_t {
   inplace_update,
   inplace_delete,
   recovery,
+  key_page_release,  // the string form: freeing key pages no entry names any more
 };
 CDPTreePhase cdptree_current_phase();
 const char* to_string(CDPTreePhase p);

@@ -78,7 +78,7 @@ TEST_P(CDPTreeStringCrash, KeyPagesKeptAndFreedAtEveryImage) {
   c.key_space = 32;
   c.pool_bytes = 1u << 20;
   c.recovery_crash_one_in = 10;  // a recovery writes only after a crash inside a merge
-  auto r = BasicCrashRun<StringKeys>(c, long_string_key_space(c.key_space)).run();
+  auto r = run_string_crash(c, long_string_key_space(c.key_space));
   ASSERT_FALSE(HasFailure());
   print_images(r);
   expect_crashed_in({"log_append", "merge_range", "version_flip", "garbage_collection",

@@ -74,7 +74,7 @@ TEST_P(DPTreeStringCrash, KeyPagesKeptAndFreedAtEveryImage) {
   auto c = small_run({GetParam().seed + 20, GetParam().unit}, 300,
                      [] { return std::string(to_string(dptree_current_phase())); });
   c.key_space = 32;
-  auto r = BasicCrashRun<StringKeys>(c, long_string_key_space(c.key_space)).run();
+  auto r = run_string_crash(c, long_string_key_space(c.key_space));
   ASSERT_FALSE(HasFailure());
   print_images(r);
   expect_crashed_in({"log_append", "upsert_merge", "version_flip", "garbage_collection",

@@ -44,7 +44,7 @@ TEST(LBTree, EntryMovingAndSplits) {
 // with clwb the inserts issue their persists inline and charge them up front: the same counts.
 class LBTreeModes : public ::testing::TestWithParam<pm::Mode> {};
 INSTANTIATE_TEST_SUITE_P(Modes, LBTreeModes, ::testing::Values(pm::Mode::dram, pm::Mode::pmem),
-                         [](const auto& info) { return std::string(pm::to_string(info.param)); });
+                         [](const auto& p) { return std::string(pm::to_string(p.param)); });
 
 TEST_P(LBTreeModes, SplitLeavesTheNewLeafsLine0Free) {
   PmModeScope mode(GetParam());

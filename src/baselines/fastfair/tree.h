@@ -485,12 +485,8 @@ class FastFair final : public Index {
       line_ = l;
     }
     void persist(const void* line) {
-      if constexpr (Inline) {
-        pm::persist_line_inline(line);
-        ++lines_;
-      } else {
-        pm::persist(line, pm::kCacheLine);
-      }
+      pm::persist_line(line, Inline);
+      if constexpr (Inline) ++lines_;
     }
     static void raw(std::uint64_t* p, std::uint64_t v) {
       if constexpr (Inline)

@@ -355,12 +355,6 @@ class LBTree final : public PutIndex<LBTree> {
     if (inl) pm::count_persists(lines, lines);
     return inl;
   }
-  static void persist_line(bool inl, const void* line) {
-    if (inl)
-      pm::persist_line_inline(line);
-    else
-      pm::persist(line, pm::kCacheLine);
-  }
   // Free slots of a line (at most four), without a popcount call (no -mpopcnt in the build).
   static int free_in_line(std::uint16_t valid, int line) {
     static constexpr std::uint8_t kCount[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
@@ -381,7 +375,7 @@ class LBTree final : public PutIndex<LBTree> {
       h.set_fp(s, fingerprint(k));
       h.set_bits(h.bits() | 1u << s);
       st(l->head[0], h.w[0]);
-      persist_line(inl, l);
+      pm::persist_line(l, inl);
       return;
     }
     // Entry moving: the emptiest other line takes the new entry and line-0 entries.
@@ -407,13 +401,13 @@ class LBTree final : public PutIndex<LBTree> {
       set |= 1u << to;
       cleared |= 1u << from;
     }
-    persist_line(inl, &l->ent[kLineFirst[best]]);  // the moved copies, still invisible
+    pm::persist_line(&l->ent[kLineFirst[best]], inl);  // the moved copies, still invisible
     // Header: only fingerprints of slots the old bitmap leaves invalid changed, so the words
     // may land in either order; the bitmap's word commits.
     h.set_bits((h.bits() | set) & ~cleared);
     st(l->head[1], h.w[1]);
     st(l->head[0], h.w[0]);
-    persist_line(inl, l);
+    pm::persist_line(l, inl);
     add(moves_, 1);
   }
 

@@ -149,8 +149,11 @@ class LBInnerNodes {
       else
         hi = mid - 1;
     }
-    while (lo <= hi && n.e[lo].key <= k) ++lo;
-    return lo - 1;
+    // By pointer: an index would be widened and scaled again at every step.
+    const Entry* e = &n.e[lo];
+    const Entry* const last = &n.e[hi];
+    while (e <= last && e->key <= k) ++e;
+    return static_cast<unsigned>(e - n.e) - 1;
   }
 
   Node* make() { return new (memory_.take(sizeof(Node))) Node{}; }

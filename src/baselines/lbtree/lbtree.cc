@@ -151,12 +151,19 @@ class LBTree final : public PutIndex<LBTree> {
   }
 
   std::optional<Value> lookup(Key k) const override {
-    std::shared_lock inner(inner_mu_);
-    const Leaf* l = leaf_for(k);
-    if (!shared_) {  // one thread: no writer can move the entry
+    if (!shared_) {  // one thread: no lock, and no writer can move the entry
+      const Leaf* l = leaf_for(k);
       const int s = find(*l, k);
       return s >= 0 ? std::optional<Value>(l->ent[s].value) : std::nullopt;
     }
+    return lookup_shared(k);
+  }
+
+ private:
+  // Apart, so that the one-thread lookup above saves no registers for the lock and the retry.
+  [[gnu::noinline]] std::optional<Value> lookup_shared(Key k) const {
+    std::shared_lock inner(inner_mu_);
+    const Leaf* l = leaf_for(k);
     const VersionLock& lk = lock_of(l);
     for (;;) {
       std::uint64_t v = lk.read_begin();
@@ -167,6 +174,7 @@ class LBTree final : public PutIndex<LBTree> {
     }
   }
 
+ public:
   // Holds the inner lock shared throughout, so no split moves entries under it; each leaf is
   // read optimistically (a consistent copy of its valid entries).
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const override {

@@ -42,7 +42,7 @@ test: check-format test-tsan test-asan
 FUZZ_SECONDS := $(or $(SECONDS),60)
 FUZZ_LIMIT := $(if $(RUNS),-runs=$(RUNS),-max_total_time=$(FUZZ_SECONDS))
 FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree wort roart pactree bm_btree tips_btree \
-                dptree_strings cdptree_strings
+                dptree_strings cdptree_strings fptree_strings roart_strings pactree_strings
 fuzz: setup
 	cmake --preset fuzz >/dev/null
 	cmake --build --preset fuzz -j $(JOBS)

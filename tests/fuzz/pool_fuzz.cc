@@ -70,6 +70,9 @@ const std::vector<Target>& targets() {
         {"recovery_threads", "1"}},
        640 * 1024,
        true},
+      {"fptree", {{"leaf_capacity", "8"}}, 512 * 1024, true},
+      {"roart", {}, 640 * 1024, true},
+      {"pactree", {{"updater", "inline"}}, 768 * 1024, true},
   };
   return all;
 }

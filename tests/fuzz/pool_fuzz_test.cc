@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "dptree/registry.h"
 #include "fuzz/pool_fuzz.h"
 
 namespace dptree::fuzz {
@@ -36,6 +37,18 @@ TEST_P(PoolFuzz, DamagedPoolsAreAcceptedOrRefusedNeverCrash) {
   std::printf("%s: %zu damaged images, %zu accepted, %zu refused with dptree::Error\n",
               t.name().c_str(), n, accepted, refused);
   EXPECT_EQ(accepted + refused, n);
+}
+
+// The list above is written by hand (each index needs its own small-node options), so a new
+// persistent index or string form that is not in it would go unfuzzed without this.
+TEST(PoolFuzzTargets, EveryPersistentIndexAndStringFormOfTheRegistry) {
+  for (const IndexInfo& i : registered_indexes()) {
+    if (!i.persistent) continue;
+    EXPECT_NO_THROW(target(i.name)) << i.name << ": add it to targets() in tests/fuzz/pool_fuzz.cc";
+    if (i.create_string)
+      EXPECT_NO_THROW(target(i.name + "-strings"))
+          << i.name << "'s string form: add it to targets() in tests/fuzz/pool_fuzz.cc";
+  }
 }
 
 std::vector<std::string> names() {

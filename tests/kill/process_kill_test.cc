@@ -1,9 +1,14 @@
-// Every persistent index of the DPTree paper's comparison killed for real (tests/fixtures/
+// Every persistent index of the registry killed for real (tests/fixtures/
 // kill_fixture.h): children writing to one pool file die by SIGKILL, some while they recover
 // and, for the two DPTrees, some inside merges (small buffers: a merge every few hundred
 // writes); the acknowledged writes must all be there after each kill, and the state
 // accumulates over every kill. DPTREE_CRASH_SCALE multiplies the number of kills.
 #include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "dptree/registry.h"
 
 #include "fixtures/kill_fixture.h"
 #include "format/layout.h"
@@ -21,10 +26,17 @@ bool dptree_in_merge(const pm::Pool& pool) {
 
 using Options = std::map<std::string, std::string>;
 
+// The indexes this file kills, one test each below; the last test checks that it is every
+// persistent index of the registry.
+const std::set<std::string> kKilled = {"dptree", "cdptree", "fastfair", "fptree",
+                                       "lbtree", "utree",   "cawbt",    "wort",
+                                       "roart",  "pactree", "bm-btree", "tips-btree"};
+
 // Kills children of `threads` writers on `index`, then expects the planned kills and enough
 // of them inside recoveries and (with `in_merge`) inside merges.
 void expect_kills(const std::string& index, unsigned threads, Options options,
                   std::function<bool(const pm::Pool&)> in_merge = nullptr) {
+  ASSERT_TRUE(kKilled.contains(index)) << index << ": add it to kKilled";
   KillConfig c;
   c.index = index;
   c.threads = threads;
@@ -96,6 +108,25 @@ TEST(ProcessKill, Wort) {
 // small log, so kills land in evictions, steals and checkpoints.
 TEST(ProcessKill, BMBTree) {
   expect_kills("bm-btree", 1, {{"page_bytes", "256"}, {"dram_pct", "1"}, {"log_pct", "1"}});
+}
+
+TEST(ProcessKill, FPTreeTwoWriters) {
+  expect_kills("fptree", 2, {{"leaf_capacity", "8"}});
+}
+
+TEST(ProcessKill, UTreeTwoWriters) {
+  expect_kills("utree", 2, {{"leaf_slots", "16"}});
+}
+
+TEST(ProcessKill, CawbtTwoWriters) {
+  expect_kills("cawbt", 2, {});
+}
+
+TEST(ProcessKill, EveryPersistentIndexOfTheRegistry) {
+  for (const IndexInfo& i : registered_indexes())
+    if (i.persistent)
+      EXPECT_TRUE(kKilled.contains(i.name))
+          << i.name << ": give it a test in tests/kill/process_kill_test.cc";
 }
 
 }  // namespace

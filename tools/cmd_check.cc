@@ -1,7 +1,7 @@
 // `dptree check POOL`: opens the index in a pool file, and so recovers it, runs its check() and
-// prints what it found with its stats. Exits non-zero on any violation. DPTree (§2; integer or
-// string keys) and the concurrent DPTree (§3, `cdptree`; parallel log replay) are found by their
-// root and reported in detail; any other persistent index of the registry by its factory.
+// prints what it found with its stats. Exits non-zero on any violation. The index is found
+// through the registry: every persistent index's factory, in either key form, opens the pool if
+// it holds that index's root and refuses it with wrong_index otherwise.
 //
 // Read-only by default: the pool is mapped copy-on-write (Pool::open with
 // OpenMode::copy_on_write), so recovery runs on private pages and nothing reaches the file; the
@@ -19,15 +19,9 @@
 #include <vector>
 
 #include "commands.h"
-#include "dptree/cdptree.h"
-#include "dptree/dptree.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
-#include "format/cdptree_root.h"
-#include "format/layout.h"
-#include "format/string_leaf.h"
-#include "format/verify.h"
 
 namespace {
 
@@ -46,127 +40,32 @@ double num(std::size_t x) {
   return static_cast<double>(x);
 }
 
-// The DPTree of the widths the pool's root stores (DPTree<K, V> is a template per width).
-template <std::size_t KeyBytes, std::size_t ValueBytes>
-bool check_dptree(dptree::pm::Pool& pool, Found& f, std::size_t kb, std::size_t vb) {
-  if (kb != KeyBytes || vb != ValueBytes) return false;
-  auto t = dptree::DPTree<KeyBytes, ValueBytes>::open(pool);
-  f.report = t->check();
-  auto s = t->stats();
-  f.index = "dptree";
-  f.keys = "u64";
-  f.what = fmt::format("DPTree ({}-byte keys, {}-byte values)", KeyBytes, ValueBytes);
-  f.text = fmt::format(
-      "  records {}  (base {}, buffer entries {})\n"
-      "  leaves {}  log pages {} (+{} cached free)  restarts {}\n"
-      "  PM bytes {}  DRAM bytes {}\n",
-      s.records, s.base_records, s.buffer_entries, s.leaves, s.log_pages, s.free_log_pages,
-      s.restart_count, s.pm_bytes, s.dram_bytes);
-  f.stats = Stats{{"key_bytes", num(KeyBytes)},
-                  {"value_bytes", num(ValueBytes)},
-                  {"records", num(s.records)},
-                  {"pm_bytes", num(s.pm_bytes)},
-                  {"dram_bytes", num(s.dram_bytes)}};
-  for (auto& figure : dptree::named_figures(s)) f.stats.push_back(std::move(figure));
-  return true;
-}
-
-// Every width DPTree takes: keys and values of 8, 16, ..., 56 bytes (7 x 7 instantiations).
-template <std::size_t... I>
-bool check_any_width(dptree::pm::Pool& pool, Found& f, std::size_t kb, std::size_t vb,
-                     std::index_sequence<I...>) {
-  return (check_dptree<8 + 8 * (I / 7), 8 + 8 * (I % 7)>(pool, f, kb, vb) || ...);
-}
-
-// The pool's DPTree, of the widths its root stores; false when it holds another index.
-bool check_dptree_pool(dptree::pm::Pool& pool, const std::string& path, Found& f) {
-  namespace d = dptree::detail;
-  const d::Root* root = nullptr;
-  try {
-    root =
-        static_cast<const d::Root*>(d::find_root(pool, d::kRootMagic, sizeof(d::Root), "DPTree"));
-  } catch (const dptree::Error& e) {
-    if (e.code() == dptree::Errc::wrong_index) return false;
-    throw;
-  }
-  if (check_any_width(pool, f, root->key_bytes, root->value_bytes, std::make_index_sequence<49>{}))
-    return true;
-  throw dptree::Error(dptree::Errc::stored_setting,
-                      "pool '" + path + "' stores entry widths of " +
-                          std::to_string(root->key_bytes) + "-byte keys and " +
-                          std::to_string(root->value_bytes) +
-                          "-byte values, which no DPTree takes (8..56, multiples of 8): the "
-                          "pool's root was damaged; restore the pool from a copy");
-}
-
-// An index's IndexStats as the report gives them: records, PM and DRAM bytes, its own figures.
+// An index's IndexStats as the report gives them: records, PM and DRAM bytes, then its own
+// figures (IndexStats::extra), four to a line.
 void report_stats(Found& f, dptree::IndexStats s) {
   f.text = fmt::format("  records {}  PM bytes {}  DRAM bytes {}\n", s.records, s.pm_bytes,
                        s.dram_bytes);
   f.stats = Stats{{"records", num(s.records)},
                   {"pm_bytes", num(s.pm_bytes)},
                   {"dram_bytes", num(s.dram_bytes)}};
-  for (auto& figure : s.extra) f.stats.push_back(std::move(figure));
-}
-
-// The pool's string-key tree of `index` (a root of `bytes` starting with `magic`), named
-// `what`; false when the pool holds another index. A root of the string forms' previous format
-// goes on to the open, whose version_mismatch names both formats and the way out.
-bool check_string_pool(dptree::pm::Pool& pool, Found& f, const char* index,
-                       dptree::detail::u64 magic, std::size_t bytes, const char* what) {
-  namespace d = dptree::detail;
-  try {
-    d::find_root(pool, magic, bytes, what);
-  } catch (const dptree::Error& e) {
-    if (e.code() != dptree::Errc::wrong_index) throw;
-    if (!d::root_if_ours(pool, d::string_magic_version(magic, d::kStringFormat - 1), bytes))
-      return false;
+  std::string line;
+  for (std::size_t i = 0; i < s.extra.size(); ++i) {
+    line += fmt::format("  {} {}", s.extra[i].first, s.extra[i].second);
+    if (i % 4 == 3 || i + 1 == s.extra.size()) {
+      f.text += line + "\n";
+      line.clear();
+    }
   }
-  dptree::IndexConfig c;
-  c.pool = &pool;
-  auto t = dptree::find_index(index).create_string(c);
-  f.report = t->check();
-  f.index = index;
-  f.keys = "string";
-  f.what = what;
-  report_stats(f, t->stats());
-  return true;
-}
-
-bool check_string_dptree_pool(dptree::pm::Pool& pool, Found& f) {
-  namespace d = dptree::detail;
-  return check_string_pool(pool, f, "dptree", d::kStringRootMagic, sizeof(d::Root),
-                           "DPTree of string keys") ||
-         check_string_pool(pool, f, "cdptree", d::kCStringRootMagic, sizeof(d::CRoot),
-                           "concurrent DPTree (cdptree) of string keys");
-}
-
-void check_cdptree(dptree::pm::Pool& pool, Found& f) {
-  auto t = dptree::CDPTree::open(pool);
-  f.report = t->check();
-  auto s = t->stats();
-  f.index = "cdptree";
-  f.keys = "u64";
-  f.what = "concurrent DPTree (cdptree)";
-  f.text = fmt::format(
-      "  records {}  (base {}, front buffer entries {})\n"
-      "  leaves {}  log pages {} (+{} cached free)  restarts {}  recovery {:.3f} s\n"
-      "  PM bytes {}  DRAM bytes {}\n",
-      s.records, s.base_records, s.front_entries, s.leaves, s.log_pages, s.free_log_pages,
-      s.restart_count, s.last_recovery_seconds, s.pm_bytes, s.dram_bytes);
-  f.stats = Stats{{"records", num(s.records)},
-                  {"pm_bytes", num(s.pm_bytes)},
-                  {"dram_bytes", num(s.dram_bytes)}};
-  for (auto& figure : dptree::named_figures(s)) f.stats.push_back(std::move(figure));
+  for (auto& figure : s.extra) f.stats.push_back(std::move(figure));
 }
 
 bool another_index(const dptree::Error& e) {
   return e.code() == dptree::Errc::wrong_index;
 }
 
-// Any other persistent index of the registry, in either key form: each factory opens (and so
-// recovers) the index whose root the pool holds and refuses another's with wrong_index, so
-// the first that accepts the pool is its index. Its check() and stats() are reported.
+// One persistent index of the registry in one key form: its factory opens (and so recovers)
+// the index whose root the pool holds and refuses another's with wrong_index, so the first
+// that accepts the pool is its index. Its check() and stats() are reported.
 template <class Create>
 bool check_registered(dptree::pm::Pool& pool, Found& f, const dptree::IndexInfo& info,
                       const Create& create, const char* keys) {
@@ -188,16 +87,6 @@ bool check_registered(dptree::pm::Pool& pool, Found& f, const dptree::IndexInfo&
   return true;
 }
 
-bool check_any_registered(dptree::pm::Pool& pool, Found& f) {
-  for (const auto& info : dptree::registered_indexes()) {
-    if (!info.persistent || info.name == "dptree" || info.name == "cdptree") continue;
-    if (check_registered(pool, f, info, info.create, "u64") ||
-        check_registered(pool, f, info, info.create_string, "string"))
-      return true;
-  }
-  return false;
-}
-
 // What recovery wrote to the private copy: the lines it would write to the file.
 void print_recovery_writes(const dptree::pm::Pool& pool) {
   auto ranges = pool.changed_ranges();
@@ -217,22 +106,22 @@ void print_recovery_writes(const dptree::pm::Pool& pool) {
   if (ranges.size() > kShown) fmt::print("    ... {} more\n", ranges.size() - kShown);
 }
 
-// The tree in `pool` (a DPTree of any width or of strings, a cdptree of either form, else any
-// other persistent index of the registry), checked.
+// The index in `pool`, found through the registry (every persistent index, in either key
+// form, in registration order), checked. A pool whose root word is empty holds no index yet:
+// refused, since a factory would create its index there.
 Found check_pool(dptree::pm::Pool& pool, const std::string& path) {
+  if (*pool.root_word() == 0)
+    throw dptree::Error(dptree::Errc::wrong_index,
+                        "pool '" + path +
+                            "' holds no index: its root word is empty (a pool made but never "
+                            "given an index); nothing to check");
   Found f;
-  try {
-    if (check_dptree_pool(pool, path, f) || check_string_dptree_pool(pool, f)) return f;
-  } catch (const dptree::Error& e) {
-    if (!another_index(e)) throw;
+  for (const auto& info : dptree::registered_indexes()) {
+    if (!info.persistent) continue;
+    if (check_registered(pool, f, info, info.create, "u64") ||
+        check_registered(pool, f, info, info.create_string, "string"))
+      return f;
   }
-  try {
-    check_cdptree(pool, f);
-    return f;
-  } catch (const dptree::Error& e) {
-    if (!another_index(e)) throw;
-  }
-  if (check_any_registered(pool, f)) return f;
   throw dptree::Error(dptree::Errc::wrong_index,
                       "pool '" + path +
                           "' holds no index of this project's registry (`dptree bench --list`, "

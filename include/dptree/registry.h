@@ -20,7 +20,8 @@ class Pool;
 struct IndexConfig {
   // The pool a persistent index lives in (nullptr for volatile indexes). The index keeps its
   // root in the pool's root word: on a pool that already holds one, the factory opens (and so
-  // recovers) that index instead of creating a new one.
+  // recovers) that index instead of creating a new one; a pool holding another index's root it
+  // refuses with Error(wrong_index), writing nothing (`dptree check` finds a pool's index so).
   pm::Pool* pool = nullptr;
   std::size_t expected_records = 0;  // a sizing hint, may be 0
   // The most threads that will use the index at once; 0: not known. Only 1 lets an index

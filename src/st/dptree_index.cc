@@ -32,10 +32,18 @@ class SizedDPTree final : public DPTreeCore {
 
 class DPTreeIndex final : public FamilyIndex<DPTreeCore> {
  public:
-  explicit DPTreeIndex(std::unique_ptr<DPTreeCore> t) : FamilyIndex("dptree", std::move(t)) {}
+  DPTreeIndex(std::unique_ptr<DPTreeCore> t, std::size_t key_bytes, std::size_t value_bytes)
+      : FamilyIndex("dptree", std::move(t)), key_bytes_(key_bytes), value_bytes_(value_bytes) {}
 
  private:
-  Extra extra(const DPTreeStats& s) const override { return named_figures(s); }
+  // The entry widths first: `dptree check` and the benchmark's JSON name them.
+  Extra extra(const DPTreeStats& s) const override {
+    Extra e = {{"key_bytes", static_cast<double>(key_bytes_)},
+               {"value_bytes", static_cast<double>(value_bytes_)}};
+    for (auto& figure : named_figures(s)) e.push_back(std::move(figure));
+    return e;
+  }
+  std::size_t key_bytes_, value_bytes_;
 };
 
 }  // namespace
@@ -59,7 +67,8 @@ void register_dptree_indexes() {
         const bool ours = root != nullptr;
         if (!opt.key_bytes) opt.key_bytes = ours ? root->key_bytes : 8;
         if (!opt.value_bytes) opt.value_bytes = ours ? root->value_bytes : 8;
-        return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(pool, opt, !exists));
+        return std::make_unique<DPTreeIndex>(std::make_unique<SizedDPTree>(pool, opt, !exists),
+                                             opt.key_bytes, opt.value_bytes);
       },
       dptree_option_docs(),
       [](const IndexConfig& c) -> std::unique_ptr<StringIndex> {

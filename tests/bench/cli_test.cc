@@ -277,6 +277,17 @@ Result check_pool_of(const std::string& bench_args, const std::string& pool) {
   return r;
 }
 
+// `dptree ARGS POOL` fails naming `why`, and leaves the file byte-identical; removes it.
+void expect_refused_unchanged(const std::string& args, const std::string& pool,
+                              const std::string& why) {
+  const std::string before = file_bytes(pool);
+  Result r = run(args + " " + pool);
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.output, why)) << r.output;
+  EXPECT_TRUE(file_bytes(pool) == before) << args << " changed the pool";
+  std::filesystem::remove(pool);
+}
+
 // `dptree check --json` prints one JSON object a script can read: the tree, its stats, what
 // check() counted and found, and recovery's writes; a file it cannot check gives ok false and
 // the error's code, with exit status 1 (the message also goes to stderr, after the object).
@@ -332,7 +343,8 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   ASSERT_EQ(r.status, 0) << r.output;
   r = run("check " + pool);
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "DPTree (8-byte keys, 8-byte values), ok")) << r.output;
+  EXPECT_TRUE(has(r.output, "dptree of integer keys, ok")) << r.output;
+  EXPECT_TRUE(has(r.output, "key_bytes 8  value_bytes 8")) << r.output;
   EXPECT_TRUE(has(r.output, "records")) << r.output;
   std::filesystem::remove(pool);
 
@@ -342,14 +354,15 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
       "--option key_bytes=16 --option value_bytes=40",
       pool);
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "DPTree (16-byte keys, 40-byte values), ok")) << r.output;
+  EXPECT_TRUE(has(r.output, "dptree of integer keys, ok")) << r.output;
+  EXPECT_TRUE(has(r.output, "key_bytes 16  value_bytes 40")) << r.output;
   r = check_pool_of("--index cdptree --workload mixed --records 3000 --ops 3000", pool);
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "concurrent DPTree (cdptree), ok")) << r.output;
+  EXPECT_TRUE(has(r.output, "cdptree of integer keys, ok")) << r.output;
   r = check_pool_of("--index cdptree --key-type string --workload mixed --records 3000 --ops 3000",
                     pool);
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "concurrent DPTree (cdptree) of string keys, ok")) << r.output;
+  EXPECT_TRUE(has(r.output, "cdptree of string keys, ok")) << r.output;
   // A string pool of the previous format is named as such, not as another index's.
   r =
       run("bench --index dptree --key-type string --workload insert_only --records 100 --ops 100 "
@@ -378,6 +391,10 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
                     pool);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "roart of string keys, ok")) << r.output;
+  // A pool no index was given is refused (a factory would make its index there), and left as
+  // it was.
+  { dptree::pm::Pool::create(pool, 8 << 20); }
+  expect_refused_unchanged("check --repair", pool, "holds no index: its root word is empty");
   // A root no index of the registry made is refused, and the file left as it was.
   {
     auto p = dptree::pm::Pool::create(pool, 8 << 20);
@@ -386,12 +403,7 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
     dptree::pm::persist(p->at(blk), 256);
     p->allocator().activate(p->root_word(), blk);
   }
-  const std::string foreign = file_bytes(pool);
-  r = run("check " + pool);
-  EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(has(r.output, "holds no index of this project's registry")) << r.output;
-  EXPECT_TRUE(file_bytes(pool) == foreign) << "check wrote to a pool it does not know";
-  std::filesystem::remove(pool);
+  expect_refused_unchanged("check", pool, "holds no index of this project's registry");
 
   r = run("check " + pool);
   EXPECT_NE(r.status, 0);

@@ -287,14 +287,16 @@ bool merge_batches(const std::vector<KVPair> (&a)[3], u64 bound, std::size_t cou
 // above it. The three pointers are taken in the order Front, Middle, base, so an entry that
 // a switch or a merge moves between two of them is in one the round holds; the base is then
 // read first, and the buffers only up to its batch's last key: with a buffer about a tenth
-// of the base, its entries past that key would be copied only to be dropped.
+// of the base, its entries past that key would be copied only to be dropped. The first
+// round's batches ask for exactly the count (every base entry past it is a miss in a hashed
+// slot); later rounds, after newer entries hid some, for at least kScanBatchFloor.
 std::size_t CDPTree::Impl::scan(u64 start, std::size_t count, std::vector<KV>& out) const {
   std::size_t got = 0;
   u64 cur = start;
   auto& s = sm.mine();
   thread_local std::vector<KVPair> a[3];  // reused: a scan allocates nothing in steady state
   while (got < count) {
-    std::size_t batch = std::max<std::size_t>(count - got, 16);
+    const std::size_t batch = cur == start ? count : std::max(count - got, kScanBatchFloor);
     for (auto& x : a) x.clear();
     Guard<cdp::Cpbt> gf(s, cdp::kFR, gp_f);
     Guard<cdp::Cpbt> gm(s, cdp::kMR, gp_m);

@@ -183,8 +183,8 @@ void CDPTree::Impl::open() {
 
 // ------------------------------------------------------------------ Impl: reads
 
-std::optional<u64> CDPTree::Impl::below_front(u64 k, const cdp::Cpbt* writing) const {
-  auto& s = sm.mine();
+std::optional<u64> CDPTree::Impl::below_front(u64 k, const cdp::Cpbt* writing,
+                                              cdp::SyncManager::Slot& s) const {
   {
     Guard<cdp::Cpbt> g(s, cdp::kMR, gp_m);  // Algorithm 6 lines 6-10
     // A writer that still holds a leaf lock in the buffer that has just become the Middle
@@ -197,15 +197,16 @@ std::optional<u64> CDPTree::Impl::below_front(u64 k, const cdp::Cpbt* writing) c
 }
 
 std::optional<u64> CDPTree::Impl::lookup_raw(u64 k) const {
+  auto& s = sm.mine();
   {
-    Guard<cdp::Cpbt> g(sm.mine(), cdp::kFR, gp_f);  // Algorithm 6 lines 1-5
+    Guard<cdp::Cpbt> g(s, cdp::kFR, gp_f);  // Algorithm 6 lines 1-5
     if (auto r = g.get()->find(k)) return r;
   }
-  return below_front(k, nullptr);
+  return below_front(k, nullptr, s);
 }
 
 bool CDPTree::Impl::present_below(u64 k, const cdp::Cpbt* writing) const {
-  auto r = below_front(k, writing);
+  auto r = below_front(k, writing, sm.mine());
   return r && !(*r & kTombstone);
 }
 

@@ -82,7 +82,7 @@ inline thread_local Category t_category = Category::other;
 // This thread's counts, [category][lines, fences]. Each slot is written only by its thread
 // (relaxed load + store, no atomic RMW on the hot path) and summed by counters(). Constant-
 // initialised and trivially destroyed, so an inline count reaches them with no initialisation
-// guard; a thread enlists them with counters() on its first count, out of line (enlist_counts).
+// guard; a thread enlists them with counters() on its first count, out of line (first_count).
 struct ThreadCounters {
   std::atomic<std::uint64_t> v[kCategories][2]{};
   bool enlisted = false;

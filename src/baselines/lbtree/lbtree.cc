@@ -328,8 +328,7 @@ class LBTree final : public PutIndex<LBTree> {
         int s = find(*l, k);
         if (s >= 0) {
           if (!may_update) return false;
-          st(l->ent[s].value, v);  // in place: one 8-byte store
-          pm::persist(&l->ent[s].value, 8);
+          set_value(l, s, v);
           return true;
         }
         if (!may_insert) return false;
@@ -361,8 +360,7 @@ class LBTree final : public PutIndex<LBTree> {
     const int s = find(*l, k);
     if (s >= 0) {
       if (!may_update) return false;
-      st(l->ent[s].value, v);
-      pm::persist(&l->ent[s].value, 8);
+      set_value(l, s, v);
       return true;
     }
     if (!may_insert) return false;
@@ -372,6 +370,12 @@ class LBTree final : public PutIndex<LBTree> {
     else
       split_insert(l, k, v, path);
     return true;
+  }
+
+  // An update of slot s's value in place: one 8-byte store, persisted.
+  static void set_value(Leaf* l, int s, Value v) {
+    st(l->ent[s].value, v);
+    pm::persist(&l->ent[s].value, 8);
   }
 
   // Where persist() is exactly clwb + sfence (pm::inline_persist(), taken once per insert as

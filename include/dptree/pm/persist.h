@@ -53,10 +53,17 @@ inline void persist(const void* addr, std::size_t len) {
 // stores nothing else while the fence waits for the write-back (docs/peers.md, FAST_FAIR).
 // Use it only where inline_persist() is true, and charge what it issued with
 // count_persists(); elsewhere (`sim`, `eadr`, `dram`, emulated delays) use persist().
-// inline_persist() (below): `pmem` mode on a CPU with clwb, no emulated delays.
-inline void persist_line_inline(const void* line) {
+// inline_persist() (below): `pmem` mode on a CPU with clwb, no emulated delays. Its halves,
+// flush_line_inline() and fence_inline(), persist several lines under one fence.
+inline void flush_line_inline(const void* line) {
   asm volatile("clwb %0" : "+m"(*static_cast<volatile char*>(const_cast<void*>(line))));
+}
+inline void fence_inline() {
   asm volatile("sfence" ::: "memory");
+}
+inline void persist_line_inline(const void* line) {
+  flush_line_inline(line);
+  fence_inline();
 }
 // One line through persist_line_inline() where `inl` (inline_persist() as the caller read it
 // once for the whole operation, which then charges the lines itself), else through persist().
@@ -91,9 +98,12 @@ inline thread_local ThreadCounters t_counters;
 // A thread's first count: registers t_counters, then counts. Out of line, so the common path
 // of count_persists() calls nothing and saves no registers.
 void first_count(std::uint64_t lines, std::uint64_t fences);
-inline void add_count(int kind, std::uint64_t n) {
-  auto& slot = t_counters.v[static_cast<int>(t_category)][kind];
+inline void add_count(Category c, int kind, std::uint64_t n) {
+  auto& slot = t_counters.v[static_cast<int>(c)][kind];
   slot.store(slot.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+inline void add_count(int kind, std::uint64_t n) {
+  add_count(t_category, kind, n);
 }
 }  // namespace detail
 
@@ -105,6 +115,20 @@ inline void count_persists(std::uint64_t lines, std::uint64_t fences) {
     return detail::first_count(lines, fences);
   detail::add_count(0, lines);
   detail::add_count(1, fences);
+}
+
+// The same, charged to category c whatever the thread's current one: an operation that
+// persists inline names its category here instead of opening a CategoryScope.
+inline void count_persists(std::uint64_t lines, std::uint64_t fences, Category c) {
+  if (!detail::t_counters.enlisted) [[unlikely]] {
+    const Category saved = detail::t_category;
+    detail::t_category = c;
+    detail::first_count(lines, fences);
+    detail::t_category = saved;
+    return;
+  }
+  detail::add_count(c, 0, lines);
+  detail::add_count(c, 1, fences);
 }
 
 inline bool inline_persist() {  // see persist_line_inline()

@@ -92,8 +92,15 @@ std::uint64_t SlabArena::alloc() {
   if (free_.empty()) grow();
   std::uint64_t off = free_.back();
   free_.pop_back();
-  std::size_t slot;
-  slab_of(off, slot)->used[slot] = true;
+  // The free list hands out a grown slab's slots in a row: the newest slab is looked at
+  // before the map (a split of a peer's leaf pays no map lookup).
+  Slab& last = slabs_.back();
+  if (off - last.off < slab_size_) {
+    last.used[(off - last.off) / slot_size_] = true;
+  } else {
+    std::size_t slot;
+    slab_of(off, slot)->used[slot] = true;
+  }
   ++used_;
   return off;
 }

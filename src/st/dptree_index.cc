@@ -81,7 +81,23 @@ void register_dptree_indexes() {
                           std::to_string(kStringTreeMaxKey) +
                           " bytes, its values 8): leave them out");
         return std::make_unique<StringDPTree>(pool, opt, *pool.root_word() == 0);
-      }});
+      },
+      // Leaves of 8 and 1 KiB log pages: a merge every few hundred writes.
+      TestPlan{.fuzz = TestPlan::Fuzz{{{"leaf_capacity", "8"},
+                                       {"merge_ratio", "0.3"},
+                                       {"min_merge_records", "16"},
+                                       {"log_page_size", "1024"}},
+                                      512 * 1024},
+               .fuzz_strings = TestPlan::Fuzz{{{"leaf_capacity", "8"},
+                                               {"merge_ratio", "0.3"},
+                                               {"min_merge_records", "16"},
+                                               {"log_page_size", "2048"}},
+                                              512 * 1024},
+               .kill = TestPlan::Kill{1,
+                                      {{"leaf_capacity", "8"},
+                                       {"merge_ratio", "0.3"},
+                                       {"min_merge_records", "16"},
+                                       {"log_page_size", "1024"}}}}});
 }
 
 }  // namespace dptree

@@ -589,7 +589,8 @@ void register_lbtree_index() {
       "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
       "line reaches PM whole (64-byte unit); concurrent: leaf locks + optimistic leaf reads, "
       "inner nodes under a reader-writer lock (the paper's fallback: no HTM path)",
-      true, "its leaves are 256 bytes", [](pm::Pool& pool, const IndexConfig& cfg) {
+      true, "its leaves are 256 bytes", {.fuzz = TestPlan::Fuzz{}, .kill = TestPlan::Kill{2, {}}},
+      [](pm::Pool& pool, const IndexConfig& cfg) {
         return std::make_unique<baselines::LBTree>(pool, cfg.threads != 1);
       });
 }

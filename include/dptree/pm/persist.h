@@ -107,18 +107,10 @@ inline void add_count(int kind, std::uint64_t n) {
 }
 }  // namespace detail
 
-// Charges lines flushed and fences issued to this thread's current category. Inline: an
-// index that persists inline (persist_line_inline) charges each operation with a few loads
-// and stores, not a call.
-inline void count_persists(std::uint64_t lines, std::uint64_t fences) {
-  if (!detail::t_counters.enlisted) [[unlikely]]
-    return detail::first_count(lines, fences);
-  detail::add_count(0, lines);
-  detail::add_count(1, fences);
-}
-
-// The same, charged to category c whatever the thread's current one: an operation that
-// persists inline names its category here instead of opening a CategoryScope.
+// Charges lines flushed and fences issued to category c, whatever the thread's current one (an
+// operation that persists inline names its category here instead of opening a CategoryScope).
+// Inline: an index that persists inline (persist_line_inline) charges each operation with a
+// few loads and stores, not a call.
 inline void count_persists(std::uint64_t lines, std::uint64_t fences, Category c) {
   if (!detail::t_counters.enlisted) [[unlikely]] {
     const Category saved = detail::t_category;
@@ -129,6 +121,10 @@ inline void count_persists(std::uint64_t lines, std::uint64_t fences, Category c
   }
   detail::add_count(c, 0, lines);
   detail::add_count(c, 1, fences);
+}
+// The same, charged to this thread's current category.
+inline void count_persists(std::uint64_t lines, std::uint64_t fences) {
+  count_persists(lines, fences, detail::t_category);
 }
 
 inline bool inline_persist() {  // see persist_line_inline()
@@ -146,6 +142,15 @@ class CategoryScope {
  private:
   Category saved_;
 };
+
+// persist_line() for an operation that names its category: where it calls persist() (not
+// inline), that runs under category c; the inline form's caller charges its lines to c itself
+// (count_persists(lines, fences, c)). `p` may be any address in the line.
+inline void persist_line(const void* p, bool inl, Category c) {
+  if (inl) return persist_line_inline(p);
+  CategoryScope scope(c);
+  persist(p, 1);
+}
 
 struct Counters {
   std::uint64_t lines = 0;   // cache lines flushed

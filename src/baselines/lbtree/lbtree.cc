@@ -398,12 +398,7 @@ class LBTree final : public PutIndex<LBTree> {
   // The line holding p (a word of a leaf), persisted inline where `inl`, else by persist()
   // charged to the node category.
   static void persist_leaf_line(const void* p, bool inl) {
-    if (inl) {
-      pm::persist_line_inline(p);
-    } else {
-      pm::CategoryScope cat(pm::Category::node);
-      pm::persist(p, 1);
-    }
+    pm::persist_line(p, inl, pm::Category::node);
   }
   // Free slots of a line (at most four), without a popcount call (no -mpopcnt in the build).
   static int free_in_line(std::uint16_t valid, int line) {
@@ -506,8 +501,8 @@ class LBTree final : public PutIndex<LBTree> {
     const int alt = (h.bits() & kAltBit) ? 1 : 0;
     st(l->next[1 - alt], n_off);
     // The new leaf and the inactive sibling pointer under one fence (inline where persist()
-    // is clwb + sfence, as an insert's line is).
-    const bool inl = charge_inline(5, 1);
+    // is clwb + sfence, as an insert's line is), then the commit's line: 6 lines, 2 fences.
+    const bool inl = charge_inline(6, 2);
     if (inl) {
       for (int line = 0; line < 4; ++line)
         pm::flush_line_inline(reinterpret_cast<const char*>(n) + 64 * line);
@@ -520,7 +515,6 @@ class LBTree final : public PutIndex<LBTree> {
     }
     Head committed = h;  // bitmap minus the moved slots, alternate bit flipped: the commit
     committed.set_bits((h.bits() & ~moved) ^ kAltBit);
-    if (inl) pm::count_persists(1, 1, pm::Category::node);
     st(l->head[0], committed.w[0]);
     persist_leaf_line(l, inl);
     if (k < split_key) insert_into(l, k, v);

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "bench/machine.h"
+#include "bench/report.h"
 #include "checks.h"
 #include "commands.h"
 #include "dptree/pm/persist.h"
@@ -130,9 +132,11 @@ void print_text(const std::vector<ModeCosts>& modes, std::pair<double, double> s
 }
 
 // The same figures for scripts (docs/bench.md).
-std::string to_json(const std::vector<ModeCosts>& modes, std::pair<double, double> sim) {
+std::string to_json(const std::vector<ModeCosts>& modes, std::pair<double, double> sim,
+                    const dptree::bench::MachineState& machine) {
   nlohmann::ordered_json j;
   j["pool_dir"] = default_pool_dir().string();
+  j["machine"] = dptree::bench::machine_json(machine);
   j["flush_instruction"] = std::string(to_string(flush_instruction()));
   nlohmann::ordered_json& by_mode = j["modes"] = nlohmann::ordered_json::object();
   for (const ModeCosts& c : modes)
@@ -150,11 +154,14 @@ std::string to_json(const std::vector<ModeCosts>& modes, std::pair<double, doubl
 void microbench(const std::string& json) {
   dptree::cli::check_output_path(json, "--json");
   const auto path = default_pool_dir() / fmt::format("dptree-pm-microbench-{}.pool", getpid());
+  dptree::bench::MachineState machine = dptree::bench::machine_state(default_pool_dir());
+  machine.load1_before = dptree::bench::load1();
   std::vector<ModeCosts> modes;
   for (Mode m : {Mode::pmem, Mode::eadr, Mode::dram, Mode::sim}) modes.push_back(measure(m, path));
   const auto sim = sim_capture_cost();
+  machine.load1_after = dptree::bench::load1();
   if (json != "-") print_text(modes, sim);
-  if (!json.empty()) dptree::cli::write_whole_file(json, to_json(modes, sim), "JSON");
+  if (!json.empty()) dptree::cli::write_whole_file(json, to_json(modes, sim, machine), "JSON");
 }
 
 const dptree::cli::Registrar kRegistrar{

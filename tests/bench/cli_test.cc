@@ -500,6 +500,8 @@ TEST(Cli, MicrobenchWritesItsFiguresAsJson) {
     EXPECT_GT(m.at("alloc_ops_per_second").at("4096").get<double>(), 0) << mode;
   }
   EXPECT_GT(j.at("sim").at("capture_us").get<double>(), 0);
+  EXPECT_TRUE(j.at("machine").contains("cpu_model")) << j.at("machine");
+  EXPECT_TRUE(j.at("machine").contains("thp_shmem_enabled")) << j.at("machine");
   r = run("microbench --json /nonexistent-dptree-folder/micro.json");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(has(r.output, "does not exist")) << r.output;

@@ -111,16 +111,17 @@ void report_stats(Found& f, dptree::IndexStats s) {
 
 // The pool's string-key tree of `index` (a root of `bytes` starting with `magic`), named
 // `what`; false when the pool holds another index. A root of the string forms' previous format
-// goes on to the open, whose version_mismatch names both formats and the way out.
+// (`previous`, the tree's magic of it) goes on to the open, whose version_mismatch names both
+// formats and the way out.
 bool check_string_pool(dptree::pm::Pool& pool, Found& f, const char* index,
-                       dptree::detail::u64 magic, std::size_t bytes, const char* what) {
+                       dptree::detail::u64 magic, dptree::detail::u64 previous, std::size_t bytes,
+                       const char* what) {
   namespace d = dptree::detail;
   try {
     d::find_root(pool, magic, bytes, what);
   } catch (const dptree::Error& e) {
     if (e.code() != dptree::Errc::wrong_index) throw;
-    if (!d::root_if_ours(pool, d::string_magic_version(magic, d::kStringFormat - 1), bytes))
-      return false;
+    if (!d::root_if_ours(pool, previous, bytes)) return false;
   }
   dptree::IndexConfig c;
   c.pool = &pool;
@@ -135,10 +136,10 @@ bool check_string_pool(dptree::pm::Pool& pool, Found& f, const char* index,
 
 bool check_string_dptree_pool(dptree::pm::Pool& pool, Found& f) {
   namespace d = dptree::detail;
-  return check_string_pool(pool, f, "dptree", d::kStringRootMagic, sizeof(d::Root),
-                           "DPTree of string keys") ||
-         check_string_pool(pool, f, "cdptree", d::kCStringRootMagic, sizeof(d::CRoot),
-                           "concurrent DPTree (cdptree) of string keys");
+  return check_string_pool(pool, f, "dptree", d::kStringRootMagic, d::kStringRootMagicR3,
+                           sizeof(d::Root), "DPTree of string keys") ||
+         check_string_pool(pool, f, "cdptree", d::kCStringRootMagic, d::kCStringRootMagicR2,
+                           sizeof(d::CRoot), "concurrent DPTree (cdptree) of string keys");
 }
 
 void check_cdptree(dptree::pm::Pool& pool, Found& f) {

@@ -110,19 +110,10 @@ TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
   ASSERT_TRUE(shapes.has_lengths({1, 8, 9, 63, 64, 65, 1024}));
   ASSERT_GT(shapes.prefixes, 0u);
   ASSERT_GT(shapes.last_byte_twins, 0u);
-  c.phase = [] {  // the leaf merge's step too, on the merge workers
-    const CDPTreePhase ph = cdptree_current_phase();
-    const std::string p = to_string(ph), step = string_merge_step();
-    return step.empty() || ph != CDPTreePhase::merge_range ? p : p + "/" + step;
-  };
   auto r = run_string_concurrent_crash(c);
   ASSERT_FALSE(HasFailure());
-  r.per_phase["merge_range"] += r.per_phase["merge_range/slots"] + r.per_phase["merge_range/meta"] +
-                                r.per_phase["merge_range/split"];
   expect_appends_and_merges_crashed(r, false);
   EXPECT_GT(r.continued_images, 0u);
-  EXPECT_GT(r.per_phase["merge_range/slots"] + r.per_phase["merge_range/meta"], 0u)
-      << "no crash captured in a leaf merged in place";
 }
 
 // The string form merging in parts of 16 entries (the path a merge that does not fit the pool

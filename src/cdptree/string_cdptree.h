@@ -115,7 +115,8 @@ class StringCDPTree final : public StringIndex {
   // The records whose entries the last committed merge cycles removed: uncounted from the key
   // pages after their garbage collection (finish_merge).
   std::vector<u64> unnamed_;
-  std::size_t small_ = 0;  // CT in entries: a rewrite below it is merged with the next leaf
+  detail::StringLeafLayout L_;
+  detail::StringMergeSizes sizes_;  // capacity, FR and CT in entries
 
   mutable SyncManager sm_;
   std::atomic<StringBuffer*> gp_f_{nullptr}, gp_m_{nullptr};
@@ -137,7 +138,7 @@ class StringCDPTree final : public StringIndex {
   mutable std::condition_variable done_cv_;
 
   std::atomic<std::size_t> merges_{0}, failed_merges_{0}, merge_retries_{0}, created_{0}, freed_{0},
-      rewritten_{0}, parts_{0}, failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
+      rewritten_{0}, in_place_{0}, parts_{0}, failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
   double last_recovery_seconds_ = 0;
 };
 

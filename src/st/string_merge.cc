@@ -1,14 +1,18 @@
-// The merge of DPTree's string form (string_tree.h, §2.3 with leaves rewritten): the buffer's
-// entries in key order meet the leaves of the current version cv; a leaf whose key range
-// receives none is kept as it is, every other one is rewritten, with its new entries, into new
-// leaves (split by entry count; one left below the consolidation threshold is rewritten
-// together with the next). The new leaves are recorded in pendingLeaves before they are
-// activated (§2.4), the list of version nv is linked through the next words of version nv
-// (which version cv never reads), and the version flip publishes it: a crash before the flip
-// leaves version cv untouched and recovery frees the new leaves; after it, recovery finishes
-// the garbage collection of the replaced leaves. A rewrite copies entries (prefix, length,
-// record offset, value) and fingerprints, never key bytes: those stay in their log records,
-// whose pages become key pages (key_pages.h) when the merge's log is released.
+// The merge of DPTree's string forms (string_base.h, §2.3 Algorithm 2 with string leaves): the
+// buffer's entries in key order meet the leaves of the current version cv. A leaf whose key
+// range receives none is kept as it is. One that receives some is merged in place when its
+// entries of both versions fit its slots: each new or updated key's slot word (naming the
+// key's latest log record, which holds its bytes and value) and fingerprint go to a slot that
+// version cv does not hold, then the metadata of version nv (bitmap, count, order array) is
+// written whole from version cv's and the merged entries; version cv reads none of it. A leaf
+// that would overflow is split: rewritten with its new entries into new leaves of FR x capacity
+// entries; one left below CT is rewritten together with the next (consolidation). New leaves
+// are recorded in pendingLeaves before their activation (§2.4). The list of version nv is
+// linked through the next words of version nv, and the version flip publishes it all: a crash
+// before the flip leaves version cv untouched and recovery frees the new leaves; after it,
+// recovery finishes the garbage collection of the replaced leaves. Key bytes are never copied:
+// they stay in their log records, whose pages become key pages (key_pages.h) when the merge's
+// log is released.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -34,19 +38,32 @@ using Span = BufferedSpan;
 
 std::atomic<std::size_t> g_part_limit{0};  // set_dptree_string_merge_part
 thread_local bool g_in_part = false;       // dptree_string_merge_in_part
+thread_local const char* g_step = "";      // string_merge_step
 
-// An entry of a leaf being written, and its fingerprint.
+// Sets this thread's string_merge_step for a scope.
+class StepScope {
+ public:
+  explicit StepScope(const char* step) : saved_(g_step) { g_step = step; }
+  ~StepScope() { g_step = saved_; }
+  StepScope(const StepScope&) = delete;
+  StepScope& operator=(const StepScope&) = delete;
+
+ private:
+  const char* saved_;
+};
+
+// An entry of version nv: its slot word and fingerprint, and the slot of the leaf it comes from
+// (kNewSlot: a new or updated key, whose slot word names its latest record).
+constexpr std::uint16_t kNewSlot = 0xffff;  // above any slot (capacity <= 4096)
 struct Merged {
-  StringEntry e;
-  std::uint16_t fp;  // string_fingerprint
+  u64 ref;
+  std::uint16_t fp;
+  std::uint16_t slot;
 };
 using MergedEntries = std::vector<Merged>;
 
-// A buffered key new to the leaves: its entry names its latest log record.
 Merged merged_of(std::string_view k, const StringSlot& s) {
-  const u64 rec = k.size() > 8 ? s.rec : 0;
-  return {{key_prefix(k), StringEntry::make_meta(k.size(), rec), s.value},
-          string_fingerprint(hash_string(k))};
+  return {string_ref(k.size(), s.rec), string_fingerprint(hash_string(k)), kNewSlot};
 }
 
 // The first entry of `es` above k.
@@ -58,75 +75,149 @@ std::size_t above(Span es, std::string_view k) {
                                   es.begin());
 }
 
-// Leaf lf's entries with the sorted entries `es` of its key range applied, appended to
-// `merged`; the records of long keys added go to r.named, those of long keys removed to
-// r.unnamed. An updated key keeps its entry's record (the same bytes), so the update's record
-// need not outlive its log.
-void merge_leaf(StringLeaf lf, Span es, MergedEntries& merged, StringMergeResult& r) {
-  char buf[8];
+// Leaf lf's entries in metadata copy c with the sorted entries `es` of its key range applied,
+// appended to `merged`; the records of keys added or updated go to r.named, those of the
+// entries removed or replaced to r.unnamed. The keys are compared in their records, requested
+// a few positions ahead (a miss each).
+void merge_leaf(StringLeaf lf, int c, Span es, MergedEntries& merged, StringMergeResult& r) {
+  constexpr std::size_t kAhead = 6;
+  const std::size_t n = lf.count(c);
+  const std::uint16_t* o = lf.order(c);
+  const u64* slots = lf.slots();
+  for (std::size_t i = 0; i < n && i < kAhead; ++i) __builtin_prefetch(lf.record(slots[o[i]]));
   std::size_t i = 0, b = 0;
-  const std::size_t n = lf.count();
-  const StringEntry* le = lf.entries();
   while (i < n || b < es.size()) {
-    bool take_buffer = i >= n, same = false;
-    if (!take_buffer && b < es.size()) {
-      const u64 bp = key_prefix(es[b].first);
-      if (bp != le[i].prefix) {
-        take_buffer = bp < le[i].prefix;
-      } else {  // a tie on the prefixes: compare the keys
-        const std::string_view lk = lf.key(i, buf), bk = es[b].first;
-        same = bk == lk;
-        take_buffer = bk <= lk;
-      }
+    int d = i >= n ? 1 : b >= es.size() ? -1 : 0;  // < 0: the leaf's key first, 0: the same
+    if (d == 0) {
+      const int cmp = lf.key_of(slots[o[i]]).compare(es[b].first);
+      d = cmp < 0 ? -1 : cmp > 0 ? 1 : 0;
     }
-    if (!take_buffer) {
-      merged.push_back({le[i], lf.fps()[i]});
+    if (d < 0) {
+      if (i + kAhead < n) __builtin_prefetch(lf.record(slots[o[i + kAhead]]));
+      merged.push_back({slots[o[i]], lf.fps(c)[o[i]], o[i]});
       ++i;
       continue;
     }
     const StringSlot& s = es[b].second;
-    const bool removed = (s.value & kTombstone) != 0;
-    if (same) {  // replaced or deleted
-      if (removed) {
-        if (le[i].len() > 8) r.unnamed.push_back(le[i].rec());
-      } else {
-        merged.push_back({{le[i].prefix, le[i].meta, s.value}, lf.fps()[i]});
-      }
+    if (d == 0) {  // replaced or removed
+      if (i + kAhead < n) __builtin_prefetch(lf.record(slots[o[i + kAhead]]));
+      r.unnamed.push_back(ref_rec(slots[o[i]]));
       ++i;
-    } else if (!removed) {
+    }
+    if (!(s.value & kTombstone)) {
       merged.push_back(merged_of(es[b].first, s));
-      if (es[b].first.size() > 8) r.named.push_back(s.rec);
+      r.named.push_back(s.rec);
     }
     ++b;
   }
 }
 
-// Entries es[from, to) in a new leaf: written whole, then recorded in pendingLeaves, then
-// activated (its first fence writes it back).
-u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::size_t to) {
-  const std::size_t count = to - from, bytes = StringLeaf::bytes(count);
+// Writes back the lines of the elements idx (ascending) of an array of `bytes`-long elements
+// at `first`, each line once (no fence).
+void flush_elements(const std::byte* first, std::size_t bytes, std::span<const std::uint16_t> idx) {
+  std::uintptr_t done = 0;  // one past the last line written back
+  for (std::uint16_t i : idx) {
+    auto from = reinterpret_cast<std::uintptr_t>(first + i * bytes) & ~std::uintptr_t{63};
+    const auto end = reinterpret_cast<std::uintptr_t>(first + (i + 1) * bytes);
+    from = std::max(from, done);
+    if (from < end) pm::flush(reinterpret_cast<const void*>(from), end - from);
+    done = std::max(done, (end + 63) & ~std::uintptr_t{63});
+  }
+}
+
+// Metadata copy c of a leaf whose entries in key order sit in slots `ord` with fingerprints
+// `fps`: bitmap, count and the fingerprints of slots [0, highest + 1) (0 for a slot not live)
+// stored at once, then the order array; both written back (no fence).
+void store_meta(StringLeaf lf, int c, std::span<const std::uint16_t> ord,
+                std::span<const std::uint16_t> fps) {
+  const StringLeafLayout& L = *lf.L;
+  const std::size_t hw = ord.empty() ? 0 : *std::max_element(ord.begin(), ord.end()) + 1u;
+  std::vector<u64> head(L.bm_words + 1 + (2 * hw + 7) / 8, 0);
+  auto* fp = reinterpret_cast<std::uint16_t*>(head.data() + L.bm_words + 1);
+  for (std::size_t i = 0; i < ord.size(); ++i) {
+    head[ord[i] / 64] |= u64{1} << (ord[i] % 64);
+    fp[ord[i]] = fps[i];
+  }
+  head[L.bm_words] = ord.size();
+  const std::size_t bytes = 8 * L.bm_words + 8 + 2 * hw;
+  pm::store_bytes(lf.bitmap(c), head.data(), bytes);
+  pm::store_bytes(lf.order(c), ord.data(), 2 * ord.size());
+  // Two ranges of one line-aligned block: the line they may share is written back once.
+  const auto* meta = reinterpret_cast<const std::byte*>(lf.bitmap(c));
+  const auto* order = reinterpret_cast<const std::byte*>(lf.order(c));
+  pm::flush(meta, bytes);
+  const std::byte* from = std::max(order, meta + (bytes + 63) / 64 * 64);
+  if (from < order + 2 * ord.size())
+    pm::flush(from, static_cast<std::size_t>(order + 2 * ord.size() - from));
+}
+
+// Points version nv of a leaf at metadata copy c (a word of the header line, written back).
+void select_copy(StringLeaf lf, int nv, int c) {
+  if (lf.h().copy[nv] == static_cast<u64>(c)) return;
+  pm::store(&lf.h().copy[nv], static_cast<u64>(c));
+  pm::flush(&lf.h().copy[nv], 8);
+}
+
+// Algorithm 2 lines 6-8 for a string leaf that fits `es` (version nv's entries in key order),
+// version cv reading its metadata copy ccv: each new entry's slot word goes to the lowest slot
+// that copy does not hold, then the other copy is written whole (store_meta) and version nv
+// pointed at it; every line written is written back, unfenced: commit_merge's fence orders
+// them before the flip. What version cv reads (its copy, its slots, its copy[] word) is not
+// written, so its readers (the concurrent tree's) and a crash before the flip see it whole.
+void merge_in_place(StringLeaf lf, int nv, int ccv, const MergedEntries& es) {
+  std::vector<std::uint16_t> ord, fps, written;
+  ord.reserve(es.size());
+  fps.reserve(es.size());
+  {
+    const StepScope st("slots");
+    pm::CategoryScope cat(pm::Category::node);
+    std::size_t next_free = 0;
+    for (const Merged& m : es) {
+      std::size_t s = m.slot;
+      if (m.slot == kNewSlot) {
+        while (lf.live(ccv, next_free)) ++next_free;  // the caller checked there are some
+        s = next_free++;
+        pm::store(&lf.slots()[s], m.ref);
+        written.push_back(static_cast<std::uint16_t>(s));
+      }
+      ord.push_back(static_cast<std::uint16_t>(s));
+      fps.push_back(m.fp);
+    }
+    flush_elements(reinterpret_cast<const std::byte*>(lf.slots()), 8, written);
+  }
+  const StepScope st("meta");
+  pm::CategoryScope cat(pm::Category::node);
+  store_meta(lf, 1 - ccv, ord, fps);
+  select_copy(lf, nv, 1 - ccv);
+}
+
+// Entries es[from, to) in a new leaf, in slots 0.. and metadata copy 0, which both versions
+// name (version cv never reads the leaf: it is not on its list): written, then recorded in
+// pendingLeaves, then activated (its first fence writes it back).
+u64 create_leaf(TreeParts& t, const StringLeafLayout& L, const MergedEntries& es, std::size_t from,
+                std::size_t to) {
+  const std::size_t count = to - from;
   u64 slot = t.dir->take_slot();
   u64 off;
   try {
     pm::CategoryScope cat(pm::Category::alloc);
-    off = t.alloc.reserve(bytes);
+    off = t.alloc.reserve(L.bytes);
   } catch (...) {
     t.dir->return_slot(slot);
     throw;
   }
-  // The image is built in DRAM, every byte of it written (no clearing first), and stored at once.
-  thread_local std::vector<std::byte> img;
-  if (img.size() < bytes) img.resize(bytes);
-  StringLeaf lf{img.data(), nullptr};
-  lf.h() = StringLeafHeader{
-      OwnerSlotPtr(slot), kStringLeafType, {LeafPtr{}, LeafPtr{}}, count, {0, 0, 0}};
-  std::memset(img.data() + 64 + 2 * count, 0, StringLeaf::fp_bytes(count) - 2 * count);
-  StringEntry* e = lf.entries(count);
+  const StringLeaf lf{t.pool.at(off), t.pool.base(), &L};
+  std::vector<std::uint16_t> ord(count), fps(count);
+  std::vector<u64> refs(count);
   for (std::size_t i = 0; i < count; ++i) {
-    lf.fps()[i] = es[from + i].fp;
-    e[i] = es[from + i].e;
+    ord[i] = static_cast<std::uint16_t>(i);
+    fps[i] = es[from + i].fp;
+    refs[i] = es[from + i].ref;
   }
-  pm::store_bytes(t.pool.at(off), img.data(), bytes);
+  const StringLeafHeader h{
+      OwnerSlotPtr(slot), kStringLeafType, {LeafPtr{}, LeafPtr{}}, {0, 0}, {0, 0}};
+  pm::store_bytes(lf.p, &h, sizeof h);
+  pm::store_bytes(lf.slots(), refs.data(), 8 * count);
   try {
     t.pending->add(slot);
   } catch (...) {
@@ -134,7 +225,9 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
     t.dir->return_slot(slot);
     throw;
   }
-  pm::flush(t.pool.at(off), bytes);
+  pm::flush(lf.p, 64);
+  pm::flush(lf.slots(), 8 * count);
+  store_meta(lf, 0, ord, fps);
   {
     pm::CategoryScope cat(pm::Category::alloc);
     t.alloc.activate(t.pool.get(OwnerSlotPtr(slot))->word(), off);
@@ -142,19 +235,30 @@ u64 create_leaf(TreeParts& t, const MergedEntries& es, std::size_t from, std::si
   return off;
 }
 
-// es in new leaves, appended to r.out: as few as the leaf capacity allows, of about equal
-// counts.
-void write_leaves(TreeParts& t, std::size_t cap, const MergedEntries& es, StringMergeResult& r) {
-  const std::size_t nleaves = (es.size() + cap - 1) / cap;
+// es in new leaves of FR x capacity entries (as few as that takes, of about equal counts),
+// appended to r.out.
+void write_leaves(TreeParts& t, const StringMergeSizes& sz, const StringLeafLayout& L,
+                  const MergedEntries& es, StringMergeResult& r) {
+  const StepScope st("split");
+  const std::size_t fill = std::clamp<std::size_t>(sz.fill, 1, sz.cap);
+  const std::size_t nleaves = (es.size() + fill - 1) / fill;
   const std::size_t per = nleaves ? (es.size() + nleaves - 1) / nleaves : 0;
   std::size_t from = 0;
   while (from < es.size()) {
     const std::size_t to = std::min(es.size(), from + per);
-    r.out.push_back(create_leaf(t, es, from, to));
+    r.out.push_back(create_leaf(t, L, es, from, to));
     ++r.created;
     from = to;
   }
   r.count += es.size();
+}
+
+// Whether `es` (version nv's entries of a leaf holding `held` in version cv) fits the leaf in
+// place: every new entry needs a slot version cv does not hold.
+bool fits_in_place(std::size_t cap, std::size_t held, const MergedEntries& es) {
+  std::size_t added = 0;
+  for (const Merged& m : es) added += m.slot == kNewSlot;
+  return held + added <= cap;
 }
 }  // namespace
 
@@ -162,39 +266,58 @@ std::size_t string_entries_above(Span es, std::string_view k) {
   return above(es, k);
 }
 
-void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const StringBase& base,
-                         Span es, StringMergeResult& r) {
-  merge_string_leaves(t, cap, small, base, 0, base.leaves.size(), es, r);
+void merge_string_leaves(TreeParts& t, const StringMergeSizes& sz, const StringBase& base, Span es,
+                         StringMergeResult& r) {
+  merge_string_leaves(t, sz, base, 0, base.leaves.size(), es, r);
 }
 
-void merge_string_leaves(TreeParts& t, std::size_t cap, std::size_t small, const StringBase& base,
+void merge_string_leaves(TreeParts& t, const StringMergeSizes& sz, const StringBase& base,
                          std::size_t first, std::size_t end, Span es, StringMergeResult& r) {
-  MergedEntries merged;
+  const int nv = 1 - base.v;
+  StringLeafLayout L;
+  L.init(sz.cap);
+  MergedEntries carried, mine;  // carried: entries rewritten into new leaves
   if (base.empty()) {
     for (const auto& [k, s] : es) {
       if (s.value & kTombstone) continue;
-      merged.push_back(merged_of(k, s));
-      if (k.size() > 8) r.named.push_back(s.rec);
+      carried.push_back(merged_of(k, s));
+      r.named.push_back(s.rec);
     }
-    write_leaves(t, cap, merged, r);
+    write_leaves(t, sz, L, carried, r);
     return;
   }
   std::size_t lo = 0;
   for (std::size_t li = first; li < end; ++li) {
     const bool last = li + 1 == end;  // of the run: its rewrites are not carried past it
     const std::size_t hi = last ? es.size() : above(es, base.last[li]);
-    StringLeaf lf{t.pool.at(base.leaves[li]), t.pool.base()};
-    if (lo == hi && merged.empty()) {  // untouched: kept
+    const StringLeaf lf = base.leaf(t.pool, li);
+    const int c = base.copy[li];
+    if (lo == hi && carried.empty()) {  // untouched: kept, version nv reading its copy
+      const StepScope st("meta");
+      pm::CategoryScope cat(pm::Category::node);
+      select_copy(lf, nv, c);
       r.out.push_back(base.leaves[li]);
-      r.count += lf.count();
+      r.count += lf.count(c);
       continue;
     }
-    merge_leaf(lf, es.subspan(lo, hi - lo), merged, r);
+    mine.clear();
+    merge_leaf(lf, c, es.subspan(lo, hi - lo), mine, r);
     lo = hi;
+    if (carried.empty() && fits_in_place(sz.cap, lf.count(c), mine) &&
+        (last || mine.size() >= sz.small)) {
+      if (!mine.empty()) {  // a leaf left empty leaves the list (the collection frees it)
+        merge_in_place(lf, nv, c, mine);
+        r.out.push_back(base.leaves[li]);
+        r.count += mine.size();
+      }
+      ++r.in_place;
+      continue;
+    }
+    carried.insert(carried.end(), mine.begin(), mine.end());
     ++r.rewritten;
-    if (!last && merged.size() < small) continue;  // consolidated with the next leaf
-    write_leaves(t, cap, merged, r);
-    merged.clear();
+    if (!last && carried.size() < sz.small) continue;  // consolidated with the next leaf
+    write_leaves(t, sz, L, carried, r);
+    carried.clear();
   }
 }
 
@@ -241,8 +364,8 @@ void log_entries(PLog& log, LogPagePtr* head, int ver, Span es, std::vector<u64>
 }
 }  // namespace
 
-// §2.3 over the buffer. A merge writes every leaf the buffer touches anew before the flip
-// frees the old ones, so it needs about the base tree's size free. When it does not fit, the
+// §2.3 over the buffer. A merge writes the new leaves of its splits before the flip frees the
+// leaves they replace, so it needs room for them. When it does not fit, the
 // buffer is merged in key-ordered parts, each a whole merge cycle (merge_part), halving the
 // part until one fits: in a pool too full for one merge the tree keeps merging instead of
 // refusing writes, and a pool holds about as many string keys as it has room for. Only when
@@ -288,14 +411,12 @@ void StringDPTree::merge_part(BufferedEntries& es, std::size_t from, std::size_t
     }
     {
       PhaseScope ph(DPTreePhase::upsert_merge);
-      merge_string_leaves(t_, opt_.leaf_capacity,
-                          static_cast<std::size_t>(opt_.consolidate_threshold *
-                                                   static_cast<double>(opt_.leaf_capacity)),
-                          base_, part, m);
+      merge_string_leaves(t_, merge_sizes(), base_, part, m);
     }
     if (!rest.empty()) log_entries(*next, &root_->log_head[nv], nv, rest, rest_recs);
     created_ += m.created;
     rewritten_ += m.rewritten;
+    in_place_ += m.in_place;
     PhaseScope fl(DPTreePhase::flush);
     link_string_leaves(t_.pool, m.out, nv);
   } catch (const Error& e) {
@@ -363,5 +484,8 @@ void set_dptree_string_merge_part(std::size_t entries) {
 }
 bool dptree_string_merge_in_part() {
   return detail::g_in_part;
+}
+const char* string_merge_step() {
+  return detail::g_step;
 }
 }  // namespace dptree

@@ -372,15 +372,12 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   {
     namespace d = dptree::detail;
     auto p = dptree::pm::Pool::open(pool);
-    p->at<d::Root>(*p->root_word())->magic =
-        d::string_magic_version(d::kStringRootMagic, d::kStringFormat - 1);
+    p->at<d::Root>(*p->root_word())->magic = d::kStringRootMagicR3;
   }
   r = run("check " + pool);
   std::filesystem::remove(pool);
   EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(has(r.output,
-                  "of string keys in format 2 (key bytes in the leaves, records of "
-                  "63-bit payloads)"))
+  EXPECT_TRUE(has(r.output, "of string keys in format 3 (sorted leaves rewritten by each merge)"))
       << r.output;
   // The peers' pools are checked through the registry, in either key form.
   r = check_pool_of("--index fastfair --workload insert_only --records 100 --ops 100", pool);

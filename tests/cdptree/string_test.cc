@@ -95,34 +95,69 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& d
                "a damaged pool opened");
 }
 
+// The first leaf of the current version of a pool of small() leaves.
 detail::StringLeaf first_leaf(pm::Pool& p, detail::CRoot& r) {
-  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit].off), p.base()};
+  static const detail::StringLeafLayout L = [] {
+    detail::StringLeafLayout l;
+    l.init(std::stoul(small().at("leaf_capacity")));
+    return l;
+  }();
+  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit].off), p.base(), &L};
+}
+// The metadata copy the current version reads in the first leaf.
+int current(pm::Pool& p, detail::CRoot& r) {
+  return static_cast<int>(first_leaf(p, r).h().copy[r.base.gv & detail::kVersionBit]);
+}
+detail::u64& slot_at(pm::Pool& p, detail::CRoot& r, std::size_t i) {
+  const auto lf = first_leaf(p, r);
+  return lf.slots()[lf.order(current(p, r))[i]];
 }
 
+// The validator is the single-threaded form's (dptree_string_model_test damages every field);
+// these cases show the concurrent form's open runs it on its leaves.
 TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
-  expect_open_corrupt(
-      [](pm::Pool& p, CRoot& r) {
-        StringEntry& e = first_leaf(p, r).entries()[1];
-        e.meta = StringEntry::make_meta(5000, e.rec());
-      },
-      "entry 1 has a key of 5000 bytes");
   // A reference into the middle of a record, and a damaged key byte in a key page.
   expect_open_corrupt(
       [](pm::Pool& p, CRoot& r) {
-        StringEntry& e = first_leaf(p, r).entries()[2];
-        e.meta = StringEntry::make_meta(e.len(), e.rec() + 8);
+        u64& s = slot_at(p, r, 2);
+        s = string_ref(ref_len(s), ref_rec(s) + 8);
       },
-      "entry 2's record at");
+      "'s record at");
   expect_open_corrupt(
-      [](pm::Pool& p, CRoot& r) { *p.at<char>(first_leaf(p, r).entries()[3].rec() + 17) ^= 4; },
-      "entry 3's record at");
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).h().count = 100000; },
+      [](pm::Pool& p, CRoot& r) { *p.at<char>(ref_rec(slot_at(p, r, 3)) + 17) ^= 4; },
+      "'s record at");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).count(current(p, r)) = 100000; },
                       "holds 100000 entries");
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
-                      "prefix differs");
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).fps()[2] ^= 0x100; },
-                      "entry 2's fingerprint differs");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).count(current(p, r)) -= 1; },
+                      "but its bitmap");
+  expect_open_corrupt(
+      [](pm::Pool& p, CRoot& r) { first_leaf(p, r).order(current(p, r))[0] = 4000; },
+      "is past the leaf's");
+  expect_open_corrupt(
+      [](pm::Pool& p, CRoot& r) {
+        const auto lf = first_leaf(p, r);
+        lf.fps(current(p, r))[lf.order(current(p, r))[2]] ^= 0x100;
+      },
+      "'s fingerprint differs");
+}
+
+// A pool of the previous string format (sorted leaves rewritten by each merge) is refused
+// naming both formats, not opened or taken for another index.
+TEST(CDPTreeStringsDamaged, PoolOfThePreviousFormatIsRefused) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
+  pool->at<CRoot>(*pool->root_word())->base.magic = kCStringRootMagicR2;
+  try {
+    make_string_index("cdptree", pool.get(), small());
+    ADD_FAILURE() << "a pool of string format 3 opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
+    const std::string w = e.what();
+    EXPECT_NE(w.find("format 3 (sorted leaves rewritten by each merge)"), std::string::npos) << w;
+    EXPECT_NE(w.find("reads format 4"), std::string::npos) << w;
+  }
 }
 
 TEST(CDPTreeStringsDamaged, LogRecordsAndTablesAreCheckedOnOpen) {

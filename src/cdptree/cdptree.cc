@@ -183,8 +183,8 @@ void CDPTree::Impl::open() {
 
 // ------------------------------------------------------------------ Impl: reads
 
-std::optional<u64> CDPTree::Impl::below_front(u64 k, const cdp::Cpbt* writing) const {
-  auto& s = sm.mine();
+std::optional<u64> CDPTree::Impl::below_front(u64 k, const cdp::Cpbt* writing,
+                                              cdp::SyncManager::Slot& s) const {
   {
     Guard<cdp::Cpbt> g(s, cdp::kMR, gp_m);  // Algorithm 6 lines 6-10
     // A writer that still holds a leaf lock in the buffer that has just become the Middle
@@ -197,15 +197,16 @@ std::optional<u64> CDPTree::Impl::below_front(u64 k, const cdp::Cpbt* writing) c
 }
 
 std::optional<u64> CDPTree::Impl::lookup_raw(u64 k) const {
+  auto& s = sm.mine();
   {
-    Guard<cdp::Cpbt> g(sm.mine(), cdp::kFR, gp_f);  // Algorithm 6 lines 1-5
+    Guard<cdp::Cpbt> g(s, cdp::kFR, gp_f);  // Algorithm 6 lines 1-5
     if (auto r = g.get()->find(k)) return r;
   }
-  return below_front(k, nullptr);
+  return below_front(k, nullptr, s);
 }
 
 bool CDPTree::Impl::present_below(u64 k, const cdp::Cpbt* writing) const {
-  auto r = below_front(k, writing);
+  auto r = below_front(k, writing, sm.mine());
   return r && !(*r & kTombstone);
 }
 
@@ -287,14 +288,16 @@ bool merge_batches(const std::vector<KVPair> (&a)[3], u64 bound, std::size_t cou
 // above it. The three pointers are taken in the order Front, Middle, base, so an entry that
 // a switch or a merge moves between two of them is in one the round holds; the base is then
 // read first, and the buffers only up to its batch's last key: with a buffer about a tenth
-// of the base, its entries past that key would be copied only to be dropped.
+// of the base, its entries past that key would be copied only to be dropped. The first
+// round's batches ask for exactly the count (every base entry past it is a miss in a hashed
+// slot); later rounds, after newer entries hid some, for at least kScanBatchFloor.
 std::size_t CDPTree::Impl::scan(u64 start, std::size_t count, std::vector<KV>& out) const {
   std::size_t got = 0;
   u64 cur = start;
   auto& s = sm.mine();
   thread_local std::vector<KVPair> a[3];  // reused: a scan allocates nothing in steady state
   while (got < count) {
-    std::size_t batch = std::max<std::size_t>(count - got, 16);
+    const std::size_t batch = cur == start ? count : std::max(count - got, kScanBatchFloor);
     for (auto& x : a) x.clear();
     Guard<cdp::Cpbt> gf(s, cdp::kFR, gp_f);
     Guard<cdp::Cpbt> gm(s, cdp::kMR, gp_m);

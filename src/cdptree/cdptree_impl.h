@@ -108,8 +108,9 @@ struct CDPTree::Impl : detail::TreeParts {
 
   // Operations (cdptree.cc).
   std::optional<u64> lookup_raw(u64 k) const;
-  // Middle (unless it is `writing`, the buffer the caller holds a leaf lock in), then base.
-  std::optional<u64> below_front(u64 k, const cdp::Cpbt* writing) const;
+  // Middle (unless it is `writing`, the buffer the caller holds a leaf lock in), then base,
+  // under the calling thread's sync words `s` (found once per operation).
+  std::optional<u64> below_front(u64 k, const cdp::Cpbt* writing, cdp::SyncManager::Slot& s) const;
   bool present_below(u64 k, const cdp::Cpbt* writing) const;
   bool try_inplace(u64 k, u64 v);  // §3.4; v = kTombstone: delete in place
   // update / remove: k's value becomes v (kTombstone: removed) only if k is present.

@@ -181,8 +181,8 @@ void StringCDPTree::recover() {
 // ------------------------------------------------------------------ reads
 
 std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
-                                              const StringBuffer* writing) const {
-  auto& s = sm_.mine();
+                                              const StringBuffer* writing,
+                                              SyncManager::Slot& s) const {
   {
     Guard<StringBuffer> g(s, kMR, gp_m_);
     // A writer holding a shard lock of the buffer that has just become the Middle searched it
@@ -197,19 +197,20 @@ std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
 // Redone when a Middle was retired meanwhile: its entries may have moved into the Front after
 // the Front was read (a merge in parts, string_merge.cc).
 std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {
+  auto& s = sm_.mine();
   for (;;) {
     const std::size_t retired = retired_.load(std::memory_order_seq_cst);
     {
-      Guard<StringBuffer> g(sm_.mine(), kFR, gp_f_);
+      Guard<StringBuffer> g(s, kFR, gp_f_);
       if (auto r = g.get()->find(k, h)) return r;
     }
-    auto r = below_front(k, h, nullptr);
+    auto r = below_front(k, h, nullptr, s);
     if (retired_.load(std::memory_order_seq_cst) == retired) return r;
   }
 }
 
 bool StringCDPTree::present_below(std::string_view k, u64 h, const StringBuffer* writing) const {
-  auto r = below_front(k, h, writing);
+  auto r = below_front(k, h, writing, sm_.mine());
   return r && !(*r & kTombstone);
 }
 

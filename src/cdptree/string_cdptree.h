@@ -74,7 +74,8 @@ class StringCDPTree final : public StringIndex {
 
   // Reads (Algorithm 6): Front, Middle (unless it is `writing`), base.
   std::optional<u64> lookup_raw(std::string_view k, u64 h) const;
-  std::optional<u64> below_front(std::string_view k, u64 h, const StringBuffer* writing) const;
+  std::optional<u64> below_front(std::string_view k, u64 h, const StringBuffer* writing,
+                                 SyncManager::Slot& s) const;
   bool present_below(std::string_view k, u64 h, const StringBuffer* writing) const;
   // Algorithm 7: decide(front, cur) under k's shard lock, then the merge trigger.
   template <class F>

@@ -133,16 +133,16 @@ long leaf_find(Leaf lf, int v, u64 k, u64 h, ProbeMode mode) {
 }
 
 // A scan's start: a binary search through the order array, whose every step reads a key at
-// a slot the hash chose, a miss each. The order array's lines are requested at once, and
-// each step requests the keys of the step after next (four candidates), so the misses of
-// three steps overlap instead of following each other. The halving is branch-free: the
-// candidates are known only by position, and a mispredicted step would waste them.
+// a slot the hash chose, a miss each. The order array's lines are requested at once, with
+// the count's (before the count is known: they arrive together), and each step requests the
+// keys of the step after next (four candidates), so the misses of three steps overlap
+// instead of following each other. The halving is branch-free: the candidates are known
+// only by position, and a mispredicted step would waste them.
 std::size_t leaf_lower_bound(Leaf lf, int v, u64 k) {
   const std::uint16_t* o = lf.order(v);
+  leaf_prefetch_order(lf, v);
   std::size_t n = lf.count(v);
   if (n == 0) return 0;
-  const char* ob = reinterpret_cast<const char*>(o);
-  for (std::size_t b = 0; b < n * sizeof *o; b += 64) __builtin_prefetch(ob + b);
   auto want = [&](const std::uint16_t* at) { __builtin_prefetch(lf.entry(*at)); };
   const std::uint16_t* base = o;
   {  // the first two steps' keys

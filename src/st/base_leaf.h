@@ -62,6 +62,9 @@ std::size_t leaf_lower_bound(Leaf lf, int v, u64 k);
 // reads entries in key order from slots the hash chose, a miss each; requesting them this
 // many positions ahead of the one it reads lets their misses overlap.
 inline constexpr std::size_t kScanAhead = 8;
+// A scan's batches of base entries after its first (which asks for exactly what the scan
+// wants): at least this many, so that removed keys hiding base entries cost few rounds.
+inline constexpr std::size_t kScanBatchFloor = 16;
 inline void leaf_prefetch_at(Leaf lf, int v, std::size_t i) {
   if (i < lf.count(v)) __builtin_prefetch(lf.entry(lf.order(v)[i]));
 }
@@ -69,19 +72,33 @@ inline void leaf_prefetch_at(Leaf lf, int v, std::size_t i) {
 inline void leaf_prefetch_from(Leaf lf, int v, std::size_t from, std::size_t n = kScanAhead) {
   for (std::size_t i = from; i < from + n; ++i) leaf_prefetch_at(lf, v, i);
 }
+// Requests the lines of version v's count and order array as a full leaf has them. The count
+// shares its line with the array's start, so a scan that requests both before reading the
+// count waits for one miss where reading the count first and then the array took two.
+inline void leaf_prefetch_order(Leaf lf, int v) {
+  const std::byte* b = lf.p + lf.L->meta_v[v];  // line-aligned (LeafLayout)
+  for (std::size_t off = 0; off < 8 + 2 * lf.L->cap; off += 64) __builtin_prefetch(b + off);
+}
 // Appends version v's entries at order positions pos, pos + 1, ... to out, at most n of them,
 // and returns how many: a scan's loop over one leaf, in both trees. Each read requests the
-// entry kScanAhead positions on, so the misses of the hashed slots overlap. `value_of(slot)`
-// reads a slot's value (the concurrent tree loads it with acquire: it is updated in place).
+// entry kScanAhead positions on, so the misses of the hashed slots overlap; past the leaf's
+// last positions that is the first entries of `next` (the leaf the scan reads after this one,
+// whose order array the caller requested; null when the scan ends in this leaf), so a scan
+// that crosses a leaf does not wait for the next leaf's first entries one at a time.
+// `value_of(slot)` reads a slot's value (the concurrent tree loads it with acquire: it is
+// updated in place).
 template <class ValueOf>
 std::size_t leaf_collect(Leaf lf, int v, std::size_t pos, std::size_t n, std::vector<KVPair>& out,
-                         ValueOf value_of) {
+                         ValueOf value_of, const Leaf* next = nullptr) {
   const std::size_t cnt = lf.count(v), end = cnt - pos < n ? cnt : pos + n;
   if (pos >= end) return 0;
   const std::uint16_t* order = lf.order(v);
   leaf_prefetch_from(lf, v, pos);
   for (std::size_t i = pos; i < end; ++i) {
-    if (i + kScanAhead < cnt) __builtin_prefetch(lf.entry(order[i + kScanAhead]));
+    if (i + kScanAhead < cnt)
+      __builtin_prefetch(lf.entry(order[i + kScanAhead]));
+    else if (next)
+      leaf_prefetch_at(*next, v, i + kScanAhead - cnt);
     const std::size_t slot = order[i];
     out.emplace_back(lf.key(slot), value_of(slot));
   }
@@ -91,7 +108,9 @@ std::size_t leaf_collect(Leaf lf, int v, std::size_t pos, std::size_t n, std::ve
 // range holds start), appends version v's entries from the first key >= start to out, at most
 // n. `leaf_at(i)` gives leaf i with its metadata current; `value_of(leaf, slot)` reads a value.
 // True when the entries reach the end of the list (fewer than n may then be appended); false
-// when n were appended and more may follow.
+// when n were appended and more may follow. When the scan will go past a leaf, the next one is
+// taken (its metadata made current) as the scan enters this one and its order array is
+// requested, so its lines arrive while this leaf is read.
 template <class LeafAt, class ValueOf>
 bool leaves_collect(std::size_t li, std::size_t nleaves, int v, u64 start, std::size_t n,
                     std::vector<KVPair>& out, LeafAt leaf_at, ValueOf value_of) {
@@ -99,10 +118,19 @@ bool leaves_collect(std::size_t li, std::size_t nleaves, int v, u64 start, std::
   Leaf lf = leaf_at(li);
   std::size_t pos = leaf_lower_bound(lf, v, start);
   for (;;) {
-    n -= leaf_collect(lf, v, pos, n, out, [&](std::size_t s) { return value_of(lf, s); });
+    const std::size_t cnt = lf.count(v), left = pos < cnt ? cnt - pos : 0;
+    const bool go_on = n > left && li + 1 < nleaves;
+    Leaf next{nullptr, lf.L};
+    if (go_on) {
+      next = leaf_at(li + 1);
+      leaf_prefetch_order(next, v);
+    }
+    n -= leaf_collect(
+        lf, v, pos, n, out, [&](std::size_t s) { return value_of(lf, s); },
+        go_on ? &next : nullptr);
     if (n == 0) return false;
     if (++li == nleaves) return true;
-    lf = leaf_at(li);
+    lf = go_on ? next : leaf_at(li);
     pos = 0;
   }
 }

@@ -188,17 +188,21 @@ std::optional<u64> DPTreeCore::Impl::lookup(u64 k) const {
   return base->lookup_at(leaf, k, h, opt.probe);
 }
 
-// The base tree's entries come in batches of what is still wanted (at least 16), collected in
-// one tight loop per leaf (BaseTree::collect); the buffer's are merged in as they come, the
-// buffer's entry hiding the base's of the same key. A batch that stopped at its limit makes
-// its last key the bound: the buffer's entries above it wait for the next batch.
+// The base tree's entries come in batches of what is still wanted, collected in one tight
+// loop per leaf (BaseTree::collect); the buffer's are merged in as they come, the buffer's
+// entry hiding the base's of the same key. A batch that stopped at its limit makes its last
+// key the bound: the buffer's entries above it wait for the next batch. The first batch asks
+// for exactly the count, which is all a scan with no removed key in its range needs (each
+// entry past it is a miss in a hashed slot); later ones, after removes hid entries, for at
+// least kScanBatchFloor, so a run of removes costs few rounds.
 std::size_t DPTreeCore::Impl::scan(u64 start, std::size_t count, std::vector<KV>& out) const {
   std::size_t got = 0;
   auto bi = buffer.lower_bound(start);
   std::vector<KVPair>& b = scan_batch;
   for (u64 cur = start; got < count;) {
     b.clear();
-    const bool complete = base->collect(cur, std::max<std::size_t>(count - got, 16), b);
+    const std::size_t want = cur == start ? count : std::max(count - got, kScanBatchFloor);
+    const bool complete = base->collect(cur, want, b);
     const u64 bound = complete ? ~u64{0} : b.back().first;
     std::size_t i = 0;
     while (got < count) {

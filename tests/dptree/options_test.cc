@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -420,6 +421,67 @@ TEST(DPTreeLeaf, LowerBoundMatchesTheSortedKeysAtEveryCount) {
       const auto want = std::lower_bound(sorted.begin(), sorted.end(), k) - sorted.begin();
       ASSERT_EQ(detail::leaf_lower_bound(lf, 1, k), static_cast<std::size_t>(want))
           << "count " << n << " key " << k;
+    }
+  }
+}
+
+// A scan's walk over a leaf list (both trees' base scans), which takes the next leaf and
+// requests its lines while it reads the current one: from every start, for lengths around
+// the prefetch distance and past the list's end, the entries are std::lower_bound's slice of
+// the sorted keys, the result says whether the list ended, and each leaf is taken (its
+// metadata made current) once, in order, and only when its entries are read. Empty leaves,
+// short ones and a full one are in the list.
+TEST(DPTreeLeaf, CollectAcrossLeavesMatchesTheSortedKeys) {
+  std::mt19937_64 rng(12);
+  const std::size_t counts[] = {5, 0, 64, 1, 9, 0, 33, 8, 2};
+  std::vector<std::unique_ptr<HandLeaf>> leaves;
+  std::vector<detail::u64> sorted, max_keys;
+  detail::u64 next_key = 2;
+  for (std::size_t c : counts) {
+    leaves.push_back(std::make_unique<HandLeaf>(64));
+    std::vector<detail::KVPair> es;
+    for (std::size_t i = 0; i < c; ++i) {
+      next_key += 2 + 2 * (rng() % 1000);  // even, so odd starts fall between
+      es.emplace_back(next_key, next_key ^ 0x55);
+      sorted.push_back(next_key);
+    }
+    detail::leaf_fill(leaves.back()->lf, 1, es);
+    max_keys.push_back(next_key + 1);  // the leaf's range ends between its keys and the next's
+  }
+  std::vector<detail::u64> starts = {0, 1};
+  for (detail::u64 k : sorted) starts.insert(starts.end(), {k - 1, k, k + 1});
+  for (detail::u64 start : starts) {
+    const std::size_t li =
+        std::lower_bound(max_keys.begin(), max_keys.end(), start) - max_keys.begin();
+    const std::size_t from = std::lower_bound(sorted.begin(), sorted.end(), start) - sorted.begin();
+    for (std::size_t n : {1, 7, 8, 9, 16, 40, 100, 200}) {
+      std::vector<detail::KVPair> out;
+      std::vector<std::size_t> taken;
+      const bool ended = detail::leaves_collect(
+          li, leaves.size(), 1, start, n, out,
+          [&](std::size_t i) {
+            taken.push_back(i);
+            return leaves[i]->lf;
+          },
+          [](detail::Leaf lf, std::size_t s) { return lf.value(s); });
+      const std::size_t want = std::min(n, sorted.size() - from);
+      ASSERT_EQ(out.size(), want) << "start " << start << " n " << n;
+      for (std::size_t i = 0; i < want; ++i) {
+        ASSERT_EQ(out[i].first, sorted[from + i]) << "start " << start << " n " << n;
+        ASSERT_EQ(out[i].second, sorted[from + i] ^ 0x55);
+      }
+      EXPECT_EQ(ended, want < n) << "start " << start << " n " << n;
+      // Taken once each, in order, from the start's leaf to the one holding the last entry
+      // read (or the last leaf when the entries ran out).
+      ASSERT_FALSE(taken.empty());
+      for (std::size_t i = 0; i < taken.size(); ++i) ASSERT_EQ(taken[i], li + i);
+      std::size_t last = li;
+      if (want > 0) {
+        const detail::u64 k = out.back().first;
+        last = std::lower_bound(max_keys.begin(), max_keys.end(), k) - max_keys.begin();
+      }
+      if (want < n) last = leaves.size() - 1;
+      EXPECT_EQ(taken.back(), last) << "start " << start << " n " << n;
     }
   }
 }

@@ -45,9 +45,10 @@ TEST(PoolFuzzTargets, EveryPersistentIndexAndStringFormOfTheRegistry) {
   for (const IndexInfo& i : registered_indexes()) {
     if (!i.persistent) continue;
     EXPECT_NO_THROW(target(i.name)) << i.name << ": add it to targets() in tests/fuzz/pool_fuzz.cc";
-    if (i.create_string)
+    if (i.create_string) {
       EXPECT_NO_THROW(target(i.name + "-strings"))
           << i.name << "'s string form: add it to targets() in tests/fuzz/pool_fuzz.cc";
+    }
   }
 }
 

@@ -123,10 +123,11 @@ TEST(ProcessKill, CawbtTwoWriters) {
 }
 
 TEST(ProcessKill, EveryPersistentIndexOfTheRegistry) {
-  for (const IndexInfo& i : registered_indexes())
-    if (i.persistent)
-      EXPECT_TRUE(kKilled.contains(i.name))
-          << i.name << ": give it a test in tests/kill/process_kill_test.cc";
+  for (const IndexInfo& i : registered_indexes()) {
+    if (!i.persistent) continue;
+    EXPECT_TRUE(kKilled.contains(i.name))
+        << i.name << ": give it a test in tests/kill/process_kill_test.cc";
+  }
 }
 
 }  // namespace

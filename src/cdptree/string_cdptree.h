@@ -1,9 +1,9 @@
 // The concurrent DPTree over byte-string keys (string_index.h; docs/cdptree.md "String keys"):
 // §3's Front / Middle / base with its sync words (sync.h), its two live logs (kTwoLogs), its
 // merge worker pool (the parallel merge of §3.3) and parallel recovery, over the string form's
-// persistent pieces shared
-// with the single-threaded StringDPTree (st/string_base.h: leaves rewritten out of place by the
-// merge, the inner index, the log record codec). The buffer is hash-sharded (string_buffer.h).
+// persistent pieces shared with the single-threaded StringDPTree (st/string_base.h: leaves
+// merged in place, their slots holding each key's prefix and value, the inner index, the log
+// record codec). The buffer is hash-sharded (string_buffer.h).
 //
 // Persistent state: a CRoot (format/cdptree_root.h) with the string magic; log_table[v] owns
 // a table of N head words, one PLog chain per shard, of the buffer of version v.

@@ -2,25 +2,30 @@
 // its log records. Everything else (root words, owner directory, pendingLeaves, log pages) is
 // the integer form's (layout.h, log_page.h).
 //
-// A key's bytes and its value are written to PM once, in its log record, and never again: a
-// leaf slot names the record. A string leaf (§2.2, Figure 3, with slots of one word) holds
-// `cap` slots (the root's leaf_capacity), merged into in place (§2.3):
+// A key's bytes are written to PM once, in its log record, and never again: a leaf slot holds
+// the key's first 8 bytes, its length, the record's offset and the value, and a merge that only
+// moves a key moves its slot, never its bytes. A string leaf (§2.2, Figure 3) holds `cap` slots
+// (the root's leaf_capacity), merged into in place (§2.3):
 //   header line: owner slot, type, next[2], copy[2], 2 zero words
 //   two line-aligned metadata copies, each: a bitmap of the live slots (one bit a slot), their
 //     count, a 2-byte fingerprint per slot (string_fingerprint of its key's hash; a slot not
-//     live may hold any), and the order array: the live slots in key order (2 bytes each)
-//   cap slots of one word, line-aligned: the key's length (low 16 bits) and the pool offset of
-//     its log record (the bits above); the record holds the key's bytes and the value
+//     live may hold any)
+//   cap slots of 24 bytes (StringEntry), line-aligned: the key's first 8 bytes big-endian (zero
+//     padded), a word of its length (low 16 bits) and its log record's pool offset (the bits
+//     above; 0 for a key of up to 8 bytes, which its prefix holds whole), and the value
+//   the two copies' order arrays, line-aligned: the live slots in key order (2 bytes each)
 // Version v reads metadata copy copy[v] (0 or 1). A merge that changes the leaf writes the copy
 // version cv does not read and points copy[nv] at it; one that does not change it points
 // copy[nv] at copy[cv]'s (one header word, not a copy of the metadata). A slot is written only
 // while the version being read does not hold it, so the slots are shared by the versions; the
 // version flip publishes a merge's slots and copy (§2.2, Algorithm 2: the metadata of the next
-// version in place, selected here through copy[] rather than by the version bit itself). A log page
-// holding a record that a slot names is a key page: kept, owned by its directory slot, until no
-// slot of a live version names it (st/key_pages.h, docs/dptree.md "String keys").
+// version in place, selected here through copy[] rather than by the version bit itself). A log
+// page holding a record that a slot names (a key of more than 8 bytes) is a key page: kept, owned
+// by its directory slot, until no slot of a live version names it (st/key_pages.h,
+// docs/dptree.md "String keys"); a short key's record goes with its log.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -32,13 +37,16 @@
 
 namespace dptree::detail {
 
-inline constexpr u64 kStringRootMagic = 0x4450545374725234ull;  // "DPTStrR4"
-inline constexpr u64 kStringLeafType = 0x445054534c656634ull;   // "DPTSLef4"
-// The magic of format 3 (leaves rewritten by each merge), refused on open.
+inline constexpr u64 kStringRootMagic = 0x4450545374725235ull;  // "DPTStrR5"
+inline constexpr u64 kStringLeafType = 0x445054534c656635ull;   // "DPTSLef5"
+// The magics of format 3 (leaves rewritten by each merge) and 4 (slots of one word naming
+// records of key and value), refused on open.
 inline constexpr u64 kStringRootMagicR3 = 0x4450545374725233ull;  // "DPTStrR3"
+inline constexpr u64 kStringRootMagicR4 = 0x4450545374725234ull;  // "DPTStrR4"
 // The string forms' format: 1 (leaves without fingerprints), 2 (key bytes in the leaves, log
-// records of 63-bit payloads) and 3 (sorted leaves rewritten by each merge) are refused on open.
-inline constexpr std::size_t kStringFormat = 4;
+// records of 63-bit payloads), 3 (sorted leaves rewritten by each merge) and 4 (slots of one
+// word, every key's value in its record) are refused on open.
+inline constexpr std::size_t kStringFormat = 5;
 // The root magic of an earlier format f < 3 from format 3's magic of that tree.
 inline constexpr u64 string_magic_version(u64 magic, std::size_t version) {
   return (magic & 0x00ffffffffffffffull) | u64{'0' + version} << 56;
@@ -56,33 +64,40 @@ struct StringLeafHeader {
 // The persistent layout: a change here changes the pool format.
 static_assert(sizeof(StringLeafHeader) == 64 && offsetof(StringLeafHeader, next) == 16 &&
               offsetof(StringLeafHeader, copy) == 32);
-// A slot's word: the key's length (low 16 bits) and its record's pool offset (above), which
-// must fit the 48 bits.
+// A slot: what a lookup and a merge compare first (the prefix), and the value, in the leaf.
+struct StringEntry {
+  u64 prefix;  // the first 8 key bytes, big-endian: integer order is the keys' memcmp order
+  u64 meta;    // the key's length (low 16 bits) and its record's pool offset (above; 0: none)
+  u64 value;
+  std::size_t len() const { return static_cast<std::size_t>(meta & 0xffff); }
+  u64 rec() const { return meta >> 16; }
+  static u64 make_meta(std::size_t len, u64 rec) { return rec << 16 | len; }
+};
+static_assert(sizeof(StringEntry) == 24 && offsetof(StringEntry, value) == 16);
+// A record offset must fit the 48 bits above the length.
 inline constexpr u64 kStringRecLimit = u64{1} << 48;
-inline u64 string_ref(std::size_t len, u64 rec) {
-  return rec << 16 | len;
-}
-inline std::size_t ref_len(u64 ref) {
-  return static_cast<std::size_t>(ref & 0xffff);
-}
-inline u64 ref_rec(u64 ref) {
-  return ref >> 16;
-}
+// A key of up to this many bytes is its prefix and length alone: its slot names no record.
+inline constexpr std::size_t kStringInlineKey = 8;
 
 // Where the parts of a leaf of `cap` slots lie (offsets in the leaf), from the capacity alone.
+// What a lookup reads (bitmap, fingerprints, a slot) comes first and the order arrays (read by
+// scans and merges) last, so that a lookup's slot lies in the 4 KiB page of the fingerprints
+// more often (fewer TLB misses).
 struct StringLeafLayout {
-  std::size_t cap = 0, bm_words = 0, meta[2]{}, meta_bytes = 0, slots = 0, bytes = 0;
+  std::size_t cap = 0, bm_words = 0, meta[2]{}, meta_bytes = 0, slots = 0, order[2]{}, bytes = 0;
   void init(std::size_t capacity) {
     auto line = [](std::size_t x) { return (x + 63) / 64 * 64; };
     cap = capacity;
     bm_words = (cap + 63) / 64;
-    // A lookup's last compare of eight fingerprints may read up to 14 bytes past them (into
-    // the order array, masked off): the order array is padded to 8 entries.
-    meta_bytes = 8 * bm_words + 8 + 2 * cap + 2 * ((cap + 7) / 8 * 8);
+    // A lookup's last compare of eight fingerprints may read up to 14 bytes past them (masked
+    // off): the fingerprints are padded to 8 entries.
+    meta_bytes = 8 * bm_words + 8 + 2 * ((cap + 7) / 8 * 8);
     meta[0] = 64;
     meta[1] = meta[0] + line(meta_bytes);
     slots = meta[1] + line(meta_bytes);
-    bytes = slots + 8 * cap;
+    order[0] = line(slots + sizeof(StringEntry) * cap);
+    order[1] = order[0] + line(2 * cap);
+    bytes = order[1] + 2 * cap;
   }
 };
 
@@ -110,6 +125,9 @@ struct StringKeyLess {
   }
 };
 
+// The largest string leaf the single-threaded form makes (its capacity is cut to fit it), and
+// the concurrent form's default leaf_bytes.
+inline constexpr std::size_t kStringLeafBlock = 8192;
 // The most slots whose leaf fits `bytes` (at least 4, at most 4096).
 inline std::size_t string_leaf_capacity(std::size_t bytes) {
   std::size_t cap = 4096;
@@ -119,9 +137,9 @@ inline std::size_t string_leaf_capacity(std::size_t bytes) {
   return cap;
 }
 
-// A view of one string leaf; `base` is the pool's base address (the keys' bytes and values are
-// in log records elsewhere in the pool). Metadata accessors take a copy's index, 0 or 1: the
-// one a version reads is h().copy[v], which readers take from the inner index.
+// A view of one string leaf; `base` is the pool's base address (the bytes of a key longer than 8
+// are in its log record elsewhere in the pool). Metadata accessors take a copy's index, 0 or 1:
+// the one a version reads is h().copy[v], which readers take from the inner index.
 struct StringLeaf {
   std::byte* p;
   const std::byte* base;
@@ -132,18 +150,38 @@ struct StringLeaf {
   std::uint16_t* fps(int c) const {
     return reinterpret_cast<std::uint16_t*>(p + L->meta[c & 1] + 8 * L->bm_words + 8);
   }
-  std::uint16_t* order(int c) const { return fps(c) + L->cap; }
-  u64* slots() const { return reinterpret_cast<u64*>(p + L->slots); }
-  bool live(int c, std::size_t s) const { return (bitmap(c)[s / 64] >> (s % 64) & 1) != 0; }
-  // The record of a slot's word, its key and its value.
-  const u64* record(u64 ref) const { return reinterpret_cast<const u64*>(base + ref_rec(ref)); }
-  std::string_view key_of(u64 ref) const {
-    return {reinterpret_cast<const char*>(record(ref) + 2), ref_len(ref)};
+  std::uint16_t* order(int c) const {
+    return reinterpret_cast<std::uint16_t*>(p + L->order[c & 1]);
   }
-  u64 value_of(u64 ref) const { return record(ref)[1]; }
-  // The slot's word at position i of copy c's order.
-  u64 ref_at(int c, std::size_t i) const { return slots()[order(c)[i]]; }
-  std::string_view key(int c, std::size_t i) const { return key_of(ref_at(c, i)); }
+  StringEntry* slots() const { return reinterpret_cast<StringEntry*>(p + L->slots); }
+  bool live(int c, std::size_t s) const { return (bitmap(c)[s / 64] >> (s % 64) & 1) != 0; }
+  // The bytes of a key longer than 8 whose record is at pool offset `rec`.
+  const char* long_key(u64 rec) const { return reinterpret_cast<const char*>(base + rec + 16); }
+  // A slot's key; its bytes live in its log record or, up to 8, in a scratch `buf`.
+  std::string_view key_of(const StringEntry& e, char (&buf)[8]) const {
+    const std::size_t len = e.len();
+    if (len > kStringInlineKey) return {long_key(e.rec()), len};
+    for (std::size_t j = 0; j < 8; ++j) buf[j] = static_cast<char>(e.prefix >> (56 - 8 * j));
+    return {buf, len};
+  }
+  // The slot at position i of copy c's order, and its key.
+  const StringEntry& entry_at(int c, std::size_t i) const { return slots()[order(c)[i]]; }
+  std::string_view key(int c, std::size_t i, char (&buf)[8]) const {
+    return key_of(entry_at(c, i), buf);
+  }
+  // The sign of slot e's key against k (kp: key_prefix(k)): the prefixes decide, then, when
+  // they tie, the lengths if either key is its prefix alone, else the bytes after the prefix
+  // (the record's: the only read outside the leaf).
+  int compare(const StringEntry& e, std::string_view k, u64 kp) const {
+    if (e.prefix != kp) return e.prefix < kp ? -1 : 1;
+    const std::size_t len = e.len();
+    if (len > kStringInlineKey && k.size() > kStringInlineKey) {
+      const int c = std::memcmp(long_key(e.rec()) + 8, k.data() + 8,
+                                std::min(len, k.size()) - kStringInlineKey);
+      if (c != 0) return c;
+    }
+    return len < k.size() ? -1 : len > k.size() ? 1 : 0;
+  }
 };
 
 // FNV-1a over the whole key, finished by hash_key's mixer: the bloom filter's hash.

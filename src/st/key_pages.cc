@@ -19,9 +19,10 @@ void KeyPages::rebuild(const StringBase& base) {
   u64 last_page = 0, last_end = 0;  // records of one page tend to follow each other
   for (std::size_t li = 0; li < base.leaves.size(); ++li) {
     const StringLeaf lf = base.leaf(pool_, li);
-    const int c = base.copy[li];
+    const int c = base.copy(li);
     for (std::size_t i = 0; i < lf.count(c); ++i) {
-      const u64 rec = ref_rec(lf.ref_at(c, i));
+      const u64 rec = lf.entry_at(c, i).rec();
+      if (rec == 0) continue;  // a key of up to 8 bytes: its prefix, no record
       if (!(rec >= last_page && rec < last_end)) {
         last_page = page_of(rec);
         last_end = last_page + pool_.allocator().block_size(last_page);

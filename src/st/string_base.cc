@@ -20,26 +20,27 @@ LeafNext string_next(const pm::Pool& pool) {
   return [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v].off; };
 }
 
-// Binary search through the order array, each step reading a key in its record (a miss):
-// the order array's lines are requested at once, and each step requests the slots of the
-// step after it, so that a slot's miss overlaps the record's before it.
+// Binary search through the order array comparing the slots' prefixes (a key's record is read
+// only on a prefix tie): the order array's lines are requested at once, and each step requests
+// the slots of the step after it, so that their misses overlap.
 std::size_t string_lower_bound(StringLeaf lf, int c, std::string_view k, bool& equal) {
   const std::uint16_t* o = lf.order(c);
   const std::size_t n = lf.count(c);
   const auto* ob = reinterpret_cast<const char*>(o);
   for (std::size_t b = 0; b < 2 * n; b += 64) __builtin_prefetch(ob + b);
-  const u64* slots = lf.slots();
+  const StringEntry* slots = lf.slots();
+  const u64 kp = key_prefix(k);
   std::size_t lo = 0, hi = n;
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
     __builtin_prefetch(slots + o[lo + (mid - lo) / 2]);  // the next step's, either way
     if (mid + 1 < hi) __builtin_prefetch(slots + o[mid + 1 + (hi - mid - 1) / 2]);
-    if (StringKeyLess{}(lf.key_of(slots[o[mid]]), k))
+    if (lf.compare(slots[o[mid]], k, kp) < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  equal = lo < n && lf.key_of(slots[o[lo]]) == k;
+  equal = lo < n && lf.compare(slots[o[lo]], k, kp) == 0;
   return lo;
 }
 
@@ -53,12 +54,16 @@ std::size_t string_leaf_high_water(StringLeaf lf, int c) {
 long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, std::uint16_t fp) {
   const auto* fps = reinterpret_cast<const std::byte*>(lf.fps(c));
   for (std::size_t b = 0; b < 2 * hw; b += 64) __builtin_prefetch(fps + b);
-  const u64* slots = lf.slots();
+  const StringEntry* slots = lf.slots();
+  const u64 kp = key_prefix(k);
   // A slot whose fingerprint matches: live (a slot that is not keeps an old fingerprint), of
-  // k's length and bytes.
+  // k's prefix and length, and of its bytes after the prefix (a key of up to 8 bytes is its
+  // prefix: only a longer one's record is read).
   auto is_k = [&](std::size_t j) {
-    if (!lf.live(c, j) || ref_len(slots[j]) != k.size()) return false;
-    return std::memcmp(lf.key_of(slots[j]).data(), k.data(), k.size()) == 0;
+    const StringEntry& e = slots[j];
+    if (!lf.live(c, j) || e.prefix != kp || e.len() != k.size()) return false;
+    return k.size() <= kStringInlineKey ||
+           std::memcmp(lf.long_key(e.rec()) + 8, k.data() + 8, k.size() - 8) == 0;
   };
 #if defined(__SSE2__)
   // Eight fingerprints a compare; the last load may read up to 14 bytes past hw (inside the
@@ -87,19 +92,19 @@ void StringBase::build(const pm::Pool& pool, const StringLeafLayout& layout, Lea
   L = layout;
   v = version;
   leaves.clear();
-  copy.clear();
+  meta.clear();
   last.clear();
   last_prefix.clear();
-  hw.clear();
   count = keys;
   for (u64 l = head.off; l; l = pool.at<StringLeafHeader>(l)->next[v].off) {
     leaves.push_back(l);
     const StringLeaf lf = leaf(pool, leaves.size() - 1);
     const int c = static_cast<int>(lf.h().copy[v]);
-    copy.push_back(static_cast<std::uint8_t>(c));
-    last.emplace_back(lf.key(c, lf.count(c) - 1));
+    meta.push_back(static_cast<std::uint32_t>(c) << 16 |
+                   static_cast<std::uint32_t>(string_leaf_high_water(lf, c)));
+    char buf[8];
+    last.emplace_back(lf.key(c, lf.count(c) - 1, buf));
     last_prefix.push_back(key_prefix(last.back()));
-    hw.push_back(static_cast<std::uint32_t>(string_leaf_high_water(lf, c)));
   }
   search.build(last_prefix);
 }
@@ -125,8 +130,8 @@ std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) 
   const std::size_t i = index_of(k);
   if (!leaves.empty()) {  // the bitmap's line and the fingerprints' lines after it
     const StringLeaf lf = leaf(pool, i);
-    const auto* p = reinterpret_cast<const std::byte*>(lf.bitmap(copy[i]));
-    const std::size_t bytes = std::min<std::size_t>(8 * L.bm_words + 8 + 2 * hw[i], 1024);
+    const auto* p = reinterpret_cast<const std::byte*>(lf.bitmap(copy(i)));
+    const std::size_t bytes = std::min<std::size_t>(8 * L.bm_words + 8 + 2 * hw(i), 1024);
     for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
   }
   return i;
@@ -135,33 +140,37 @@ std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) 
 std::optional<u64> StringBase::lookup_in(const pm::Pool& pool, std::size_t i, std::string_view k,
                                          u64 hash) const {
   const StringLeaf lf = leaf(pool, i);
-  const long s = string_leaf_find(lf, copy[i], hw[i], k, string_fingerprint(hash));
+  const long s = string_leaf_find(lf, copy(i), hw(i), k, string_fingerprint(hash));
   if (s < 0) return std::nullopt;
-  return lf.value_of(lf.slots()[s]);
+  return lf.slots()[s].value;
 }
 
-// A scan reads slots in key order and their records, a miss each: both are requested
-// kAhead positions before they are read, so that the misses overlap.
+// A scan reads slots in key order and the records of keys longer than 8, a miss each: both are
+// requested ahead of their reads, so that the misses overlap.
 bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size_t n,
                          StringEntries& out) const {
   constexpr std::size_t kAhead = 8;
   if (leaves.empty()) return true;
   std::size_t li = index_of(start), got = 0;
   bool equal;
-  std::size_t pos = string_lower_bound(leaf(pool, li), copy[li], start, equal);
+  std::size_t pos = string_lower_bound(leaf(pool, li), copy(li), start, equal);
   for (; li < leaves.size(); ++li, pos = 0) {
     const StringLeaf lf = leaf(pool, li);
-    const int c = copy[li];
+    const int c = copy(li);
     const std::size_t cnt = lf.count(c);
     const std::uint16_t* o = lf.order(c);
-    for (std::size_t i = pos; i < cnt && i < pos + kAhead; ++i)
-      __builtin_prefetch(lf.slots() + o[i]);
+    const StringEntry* slots = lf.slots();
+    for (std::size_t i = pos; i < cnt && i < pos + kAhead; ++i) __builtin_prefetch(slots + o[i]);
     for (; pos < cnt; ++pos) {
       if (got == n) return false;
-      if (pos + kAhead < cnt) __builtin_prefetch(lf.slots() + o[pos + kAhead]);
-      if (pos + kAhead / 2 < cnt) __builtin_prefetch(lf.record(lf.ref_at(c, pos + kAhead / 2)));
-      const u64 ref = lf.ref_at(c, pos);
-      out.emplace_back(std::string(lf.key_of(ref)), lf.value_of(ref));
+      if (pos + kAhead < cnt) __builtin_prefetch(slots + o[pos + kAhead]);
+      if (pos + kAhead / 2 < cnt) {
+        const StringEntry& a = slots[o[pos + kAhead / 2]];
+        if (a.len() > kStringInlineKey) __builtin_prefetch(lf.long_key(a.rec()));
+      }
+      const StringEntry& e = slots[o[pos]];
+      char buf[8];
+      out.emplace_back(std::string(lf.key_of(e, buf)), e.value);
       ++got;
     }
   }
@@ -169,31 +178,35 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
 }
 
 std::size_t StringBase::dram_bytes() const {
-  std::size_t b =
-      16 * leaves.capacity() + 4 * hw.capacity() + copy.capacity() + search.dram_bytes();
+  std::size_t b = 16 * leaves.capacity() + 4 * meta.capacity() + search.dram_bytes();
   for (const auto& k : last) b += sizeof(std::string) + k.capacity();
   return b;
 }
 
-void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, std::size_t bytes,
+void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, u64 r4_magic, std::size_t bytes,
                        u64 integer_magic, u64 gv_bits, const char* tree) {
   void* found = nullptr;
   try {
     found = t.existing_root(magic, bytes, std::string(tree) + " (string keys)");
   } catch (const Error& e) {
     if (e.code() != Errc::wrong_index) throw;
-    static const char* const kOlder[] = {"", "leaves without fingerprints",
-                                         "key bytes in the leaves, records of 63-bit payloads",
-                                         "sorted leaves rewritten by each merge"};
+    static const char* const kOlder[] = {
+        "", "leaves without fingerprints", "key bytes in the leaves, records of 63-bit payloads",
+        "sorted leaves rewritten by each merge",
+        "leaves merged in place, slots of one word naming records of key and value"};
     for (std::size_t f = 1; f < kStringFormat; ++f)
-      if (root_if_ours(t.pool, f < 3 ? string_magic_version(r3_magic, f) : r3_magic, sizeof(Root)))
-        throw Error(Errc::version_mismatch,
-                    "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
-                        std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
-                        std::to_string(kStringFormat) +
-                        " (leaves merged in place, their slots naming checksummed log " +
-                        "records): reload " +
-                        "the keys into a new pool (scan it with the build that wrote it)");
+      if (root_if_ours(t.pool,
+                       f < 3    ? string_magic_version(r3_magic, f)
+                       : f == 3 ? r3_magic
+                                : r4_magic,
+                       sizeof(Root)))
+        throw Error(
+            Errc::version_mismatch,
+            "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
+                std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
+                std::to_string(kStringFormat) +
+                " (leaves merged in place, each slot holding its key's prefix and value): " +
+                "reload the keys into a new pool (scan it with the build that wrote it)");
     if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
       throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +
                                          " of integer keys, not of string keys: open it with "

@@ -33,8 +33,8 @@ namespace dptree::detail {
 
 using StringEntries = std::vector<std::pair<std::string, u64>>;
 using StringMap = std::map<std::string, u64, StringKeyLess>;
-// A buffered key's value and the pool offset of its latest log record: a merge that adds the
-// key to the leaves names its bytes there (format/string_leaf.h).
+// A buffered key's value and the pool offset of its latest log record: a merge that adds a key
+// longer than 8 bytes to the leaves names its bytes there (format/string_leaf.h).
 struct StringSlot {
   u64 value = 0;
   u64 rec = 0;
@@ -53,12 +53,14 @@ using StringSlotMap = std::map<std::string, StringSlot, StringKeyLess>;
 LeafNext string_next(const pm::Pool& pool);
 
 // Position in metadata copy c's order array of `lf` of the first key not below k (a binary
-// search reading the keys' records); `equal` when that key is k.
+// search over the slots' prefixes, reading a key's record only on a tie); `equal` when that
+// key is k.
 std::size_t string_lower_bound(StringLeaf lf, int c, std::string_view k, bool& equal);
 
 // The slot of `lf` live in metadata copy c whose key is k (fp: its string_fingerprint), or -1:
 // the fingerprints of slots [0, hw) are scanned (hw: one past the highest live slot, from the
-// inner index), and only a slot whose fingerprint matches is looked up in the bitmap and read.
+// inner index), and only a slot whose fingerprint matches is looked up in the bitmap and read
+// (its prefix and length; a key longer than 8 bytes in its record when they match).
 long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, std::uint16_t fp);
 // One past the highest slot live in metadata copy c (0: none).
 std::size_t string_leaf_high_water(StringLeaf lf, int c);
@@ -69,12 +71,15 @@ struct StringBase {
   StringLeafLayout L;
   int v = 0;  // the version the leaves are read in
   std::vector<u64> leaves;
-  std::vector<std::uint8_t> copy;  // the metadata copy version v reads in each leaf
+  // Per leaf, in one word (a lookup's one load besides `leaves`): the metadata copy version v
+  // reads (bit 16) and string_leaf_high_water of that copy (the low bits: what a lookup scans).
+  std::vector<std::uint32_t> meta;
   std::vector<std::string> last;
-  std::vector<u64> last_prefix;   // key_prefix of last: most searches compare only these
-  KeySearch search;               // over last_prefix
-  std::vector<std::uint32_t> hw;  // string_leaf_high_water of each leaf: what a lookup scans
-  u64 count = 0;                  // keys in the leaves (Root::base_count of the version)
+  std::vector<u64> last_prefix;  // key_prefix of last: most searches compare only these
+  KeySearch search;              // over last_prefix
+  u64 count = 0;                 // keys in the leaves (Root::base_count of the version)
+  int copy(std::size_t i) const { return static_cast<int>(meta[i] >> 16); }
+  std::size_t hw(std::size_t i) const { return meta[i] & 0xffff; }
 
   void build(const pm::Pool& pool, const StringLeafLayout& layout, LeafPtr head, int version,
              u64 keys);
@@ -105,8 +110,9 @@ struct StringMergeResult {
   std::vector<u64> out;  // the leaf list of version nv
   u64 count = 0;         // keys in it
   std::size_t created = 0, rewritten = 0, in_place = 0;
-  // The log records of long keys that entries of version nv name and no entry of version cv
-  // did (keys added), and those entries of cv named that no entry of nv does (keys removed):
+  // The log records of keys longer than 8 bytes that entries of version nv name and no entry of
+  // version cv did (keys added), and those entries of cv named that no entry of nv does (keys
+  // removed):
   // the key pages' counts change by them after the flip (key_pages.h).
   std::vector<u64> named, unnamed;
 };
@@ -171,11 +177,10 @@ std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, 
 
 // open(): the root block of a string form (`magic`, at least `bytes` long, starting with a
 // Root), its format words verified against `gv_bits`. A pool of an earlier string format
-// (`r3_magic`: the tree's magic of format 3) is version_mismatch naming both formats; a pool of the
-// same tree's integer form
-// (`integer_magic`) is wrong_index naming `tree` and how to open it; other errors as
-// TreeParts::existing_root, a damaged format Error(corrupt).
-void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, std::size_t bytes,
+// (`r3_magic`, `r4_magic`: the tree's magics of formats 3 and 4) is version_mismatch naming both
+// formats; a pool of the same tree's integer form (`integer_magic`) is wrong_index naming `tree`
+// and how to open it; other errors as TreeParts::existing_root, a damaged format Error(corrupt).
+void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, u64 r4_magic, std::size_t bytes,
                        u64 integer_magic, u64 gv_bits, const char* tree);
 
 // open(): what validate_on_open checks of a string form's pool: string leaves (their next
@@ -191,8 +196,9 @@ void require_page_for_longest_key(std::size_t page_bytes, const char* tree);
 // A damaged string leaf's problem in version v (empty: its contents are in bounds): the
 // block's size, the bitmap (no bit past the capacity), the count (1..capacity, the bitmap's
 // bits), the order array (slots in range, live, each once, keys strictly increasing), and
-// each live slot's key length, fingerprint and record: inside a live log page of the
-// directory (`page_bytes` long), of the slot's length, whole (its checksum holds).
+// each live slot's key length, prefix, fingerprint and record: none for a key of up to 8 bytes
+// (its prefix zero past its length), else inside a live log page of the directory
+// (`page_bytes` long), of the slot's length and prefix, whole (its checksum holds).
 std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, int v, const StringLeafLayout& L,
                                 std::size_t page_bytes);
 

@@ -1,6 +1,7 @@
 // check() of DPTree's string form (string_tree.h): the leaf list of the current version (its
-// metadata in bounds, every live slot's record a whole one inside an owned log page, of the
-// slot's key; keys strictly increasing; no tombstone), the key pages (each named page kept, counted
+// metadata in bounds, every live slot's prefix and length sound and, for a key longer than 8
+// bytes, its record a whole one inside an owned log page, of the slot's length and prefix; keys
+// strictly increasing; no tombstone), the key pages (each named page kept, counted
 // exactly, none leaked), the log (every record whole, the log replays to exactly the buffer), and
 // that the allocator's live blocks are exactly the blocks the tree reaches (no leaked leaf, page or
 // block).
@@ -47,15 +48,24 @@ std::string record_problem(const pm::Pool& pool, u64 rec, std::size_t len, std::
 // follow "slot s".
 std::string slot_problem(const pm::Pool& pool, const StringLeaf& lf, int c, std::size_t s,
                          std::size_t page_bytes) {
-  const u64 ref = lf.slots()[s];
-  const std::size_t len = ref_len(ref);
+  const StringEntry& e = lf.slots()[s];
+  const std::size_t len = e.len();
   if (len == 0 || len > kStringTreeMaxKey)
     return " has a key of " + std::to_string(len) + " bytes (1.." +
            std::to_string(kStringTreeMaxKey) + ")";
-  if (std::string p = record_problem(pool, ref_rec(ref), len, page_bytes); !p.empty()) return p;
-  if (lf.fps(c)[s] != string_fingerprint(hash_string(lf.key_of(ref))))
+  if (len <= kStringInlineKey) {  // the prefix is the key: no record, zero past its length
+    if (e.rec() != 0) return " names a record for a key of " + std::to_string(len) + " bytes";
+    if (len < 8 && (e.prefix << (8 * len)) != 0)
+      return "'s prefix has bytes past its key's " + std::to_string(len);
+  } else {
+    if (std::string p = record_problem(pool, e.rec(), len, page_bytes); !p.empty()) return p;
+    if (key_prefix(string_record_key(pool.at<u64>(e.rec()))) != e.prefix)
+      return "'s prefix differs from its record's key";
+  }
+  char buf[8];
+  if (lf.fps(c)[s] != string_fingerprint(hash_string(lf.key_of(e, buf))))
     return "'s fingerprint differs from its key's";
-  if (lf.value_of(ref) & kTombstone) return " names the record of a remove";
+  if (e.value & kTombstone) return " holds a remove's value";
   return {};
 }
 
@@ -97,7 +107,8 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, int v, const String
     seen[s] = true;
     if (std::string p = slot_problem(pool, lf, c, s, page_bytes); !p.empty())
       return "slot " + std::to_string(s) + p;
-    if (i > 0 && !(lf.key(c, i - 1) < lf.key(c, i)))
+    char b0[8], b1[8];
+    if (i > 0 && !(lf.key(c, i - 1, b0) < lf.key(c, i, b1)))
       return at + ": its key is not above the one before";
   }
   return {};
@@ -126,10 +137,11 @@ bool check_string_leaves(const TreeParts& t, const StringLeafLayout& L, LeafPtr 
     if (!p.empty()) return r.fail(at + " " + p), false;
     const int c = static_cast<int>(lf.h().copy[v]);
     for (std::size_t i = 0; i < lf.count(c); ++i) {
-      const std::string_view k = lf.key(c, i);
+      char buf[8];
+      const std::string_view k = lf.key(c, i, buf);
       if (!(chain.size() == 1 && i == 0) && !(std::string_view(prev) < k))
         r.fail(at + ": entry " + std::to_string(i) + "'s key is not above the one before");
-      if (lf.value_of(lf.ref_at(c, i)) & kTombstone) r.fail(at + ": a tombstone in the base tree");
+      if (lf.entry_at(c, i).value & kTombstone) r.fail(at + ": a tombstone in the base tree");
       prev.assign(k);
     }
     total += lf.count(c);
@@ -143,9 +155,10 @@ bool check_string_leaves(const TreeParts& t, const StringLeafLayout& L, LeafPtr 
   for (std::size_t i = 0; i < chain.size() && i < base.last.size(); ++i) {
     const StringLeaf lf{t.pool.at(chain[i]), t.pool.base(), &L};
     const int c = static_cast<int>(lf.h().copy[v]);
-    if (base.copy[i] != c || base.last[i] != lf.key(c, lf.count(c) - 1) ||
+    char buf[8];
+    if (base.copy(i) != c || base.last[i] != lf.key(c, lf.count(c) - 1, buf) ||
         base.last_prefix[i] != key_prefix(base.last[i]) ||
-        base.hw[i] != string_leaf_high_water(lf, c))
+        base.hw(i) != string_leaf_high_water(lf, c))
       r.fail("inner index metadata copy, last key or high-water slot differs");
   }
   r.facts.emplace_back("base_records", static_cast<double>(total));
@@ -159,7 +172,8 @@ void check_key_pages(const TreeParts& t, const StringLeafLayout& L, LeafPtr head
   for (u64 l = head.off; l; l = t.pool.at<StringLeafHeader>(l)->next[v].off) {
     const StringLeaf lf{t.pool.at(l), t.pool.base(), &L};
     const int c = static_cast<int>(lf.h().copy[v] & 1);  // checked by check_string_leaves
-    for (std::size_t i = 0; i < lf.count(c); ++i) ++uses[pages.page_of(ref_rec(lf.ref_at(c, i)))];
+    for (std::size_t i = 0; i < lf.count(c); ++i)
+      if (const u64 rec = lf.entry_at(c, i).rec()) ++uses[pages.page_of(rec)];
   }
   for (const auto& [pg, n] : uses) {
     const std::string at = "key page at " + std::to_string(pg);

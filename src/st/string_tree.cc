@@ -42,6 +42,9 @@ void StringDPTree::attach() {
 
 void StringDPTree::create() {
   opt_.validate();
+  // A string leaf takes at most the 8 KiB block of the integer form's default leaf: 352 slots
+  // of 24 bytes would take a 16 KiB one, 30% of it never used (docs/dptree.md "Leaves").
+  opt_.leaf_capacity = std::min(opt_.leaf_capacity, string_leaf_capacity(kStringLeafBlock));
   require_page_for_longest_key(opt_.log_page_size, "DPTree over string keys");
   t_.require_empty_pool();
   pm::CategoryScope cat(pm::Category::alloc);
@@ -50,7 +53,7 @@ void StringDPTree::create() {
   Root init{};
   init.magic = kStringRootMagic;
   init.leaf_capacity = opt_.leaf_capacity;
-  init.key_bytes = 8;  // a slot's word: the key's length and record
+  init.key_bytes = 8;  // a slot's prefix word
   init.value_bytes = 8;
   init.log_page_size = opt_.log_page_size;
   pm::store(rt, init);
@@ -62,8 +65,9 @@ void StringDPTree::create() {
 }
 
 void StringDPTree::open() {
-  auto* rt = static_cast<Root*>(open_string_root(
-      t_, kStringRootMagic, kStringRootMagicR3, sizeof(Root), kRootMagic, kDPTreeGvBits, "DPTree"));
+  auto* rt = static_cast<Root*>(open_string_root(t_, kStringRootMagic, kStringRootMagicR3,
+                                                 kStringRootMagicR4, sizeof(Root), kRootMagic,
+                                                 kDPTreeGvBits, "DPTree"));
   opt_.validate();
   opt_.leaf_capacity = rt->leaf_capacity;
   opt_.log_page_size = rt->log_page_size;
@@ -218,10 +222,10 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
   std::size_t li = base_.index_of(start), pos = 0;
   if (!leaves.empty()) {
     bool equal;
-    pos = string_lower_bound(leaf(leaves[li]), base_.copy[li], start, equal);
+    pos = string_lower_bound(leaf(leaves[li]), base_.copy(li), start, equal);
   }
   auto settle = [&] {
-    while (li < leaves.size() && pos >= leaf(leaves[li]).count(base_.copy[li])) {
+    while (li < leaves.size() && pos >= leaf(leaves[li]).count(base_.copy(li))) {
       ++li;
       pos = 0;
     }
@@ -229,13 +233,17 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
   settle();
   while (got < count && (bi.valid() || li < leaves.size())) {
     std::string_view bk;
-    u64 ref = 0;
+    const StringEntry* e = nullptr;
+    char buf[8];
     if (li < leaves.size()) {
       const StringLeaf lf = leaf(leaves[li]);
-      const int c = base_.copy[li];
-      ref = lf.ref_at(c, pos);
-      if (pos + 4 < lf.count(c)) __builtin_prefetch(lf.record(lf.ref_at(c, pos + 4)));
-      bk = lf.key_of(ref);
+      const int c = base_.copy(li);
+      e = &lf.entry_at(c, pos);
+      if (pos + 4 < lf.count(c)) {
+        const StringEntry& a = lf.entry_at(c, pos + 4);
+        if (a.len() > kStringInlineKey) __builtin_prefetch(lf.long_key(a.rec()));
+      }
+      bk = lf.key_of(*e, buf);
     }
     if (bi.valid() && (li >= leaves.size() || std::string_view(bi.key()) <= bk)) {
       if (li < leaves.size() && bi.key() == bk) {  // the buffer's entry is newer
@@ -248,7 +256,7 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
       }
       ++bi;
     } else {
-      out.emplace_back(std::string(bk), leaf(leaves[li]).value_of(ref));
+      out.emplace_back(std::string(bk), e->value);
       ++got;
       ++pos;
       settle();

@@ -65,7 +65,7 @@ TEST_P(CDPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
 // that tears most), to keep the run short.
 TEST(CDPTreeStringCrashInParts, MergingInPartsEveryImageRecovers) {
   const MergePartLimit limit(5);
-  auto c = small_run({12, pm::Unit::word8}, 160, [] {
+  auto c = small_run({12, pm::Unit::word8}, 240, [] {
     const CDPTreePhase ph = cdptree_current_phase();
     std::string p = to_string(ph);
     return dptree_string_merge_in_part() && ph != CDPTreePhase::recovery ? p + "/part" : p;
@@ -96,6 +96,23 @@ TEST_P(CDPTreeStringCrash, KeyPagesKeptAndFreedAtEveryImage) {
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.extra["key_pages_freed"], 0);
   EXPECT_GT(r.extra["key_pages"], 0);
+}
+
+// Keys of 1 to 8 bytes only (many sharing their prefix word and differing in length alone): each
+// slot holds its key whole and names no record, so the Middle's logs are released whole and no
+// key page is kept. Captures in the leaf merge's steps, the flip, the log release and recovery.
+TEST_P(CDPTreeStringCrash, ShortKeysNeedNoKeyPagesAtEveryImage) {
+  auto c = small_run({GetParam().seed + 30, GetParam().unit}, 260, phase_and_step);
+  c.key_space = 64;
+  c.recovery_crash_one_in = 10;
+  auto r = run_string_crash(c, short_string_key_space(c.key_space));
+  ASSERT_FALSE(HasFailure());
+  print_images(r);
+  expect_crashed_in({"log_append", "merge_range/slots", "merge_range/meta", "merge_range/split",
+                     "version_flip", "garbage_collection", "log_release", "recovery"},
+                    r.per_phase);
+  EXPECT_GT(r.extra["leaves_merged_in_place"], 5);
+  EXPECT_EQ(r.extra["key_pages"], 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Units, CDPTreeStringCrash,

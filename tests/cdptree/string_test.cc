@@ -56,7 +56,11 @@ TEST(CDPTreeStrings, EachFormRefusesTheOthersPool) {
 // merge; once everything is removed a merge fits and writes go on.
 TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
   auto pool = pm::Pool::create_in_memory(1 << 20);
-  auto idx = make_string_index("cdptree", pool.get(), small());
+  // Leaves of 12 slots: with them the pool fills inside a merge (its splits' new leaves), not
+  // at a log append, in this sequence of keys.
+  IndexOptions o = small();
+  o["leaf_capacity"] = "12";
+  auto idx = make_string_index("cdptree", pool.get(), o);
   std::map<std::string, Value> model;
   ASSERT_TRUE(fill_until_full(*idx, model)) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
   expect_same_contents(*idx, model, "full");
@@ -70,12 +74,12 @@ TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
   expect_same_contents(*idx, model, "after removes");
   // A parked merge is retried by recovery too; every acknowledged write is still there.
   idx.reset();
-  idx = make_string_index("cdptree", pool.get(), small());
+  idx = make_string_index("cdptree", pool.get(), o);
   expect_same_contents(*idx, model, "reopened full");
   if (!model.empty()) return;
   expect_writes_once_emptied(*idx, model);
   idx.reset();
-  idx = make_string_index("cdptree", pool.get(), small());
+  idx = make_string_index("cdptree", pool.get(), o);
   expect_same(*idx, model, "reopened");
 }
 
@@ -108,7 +112,7 @@ detail::StringLeaf first_leaf(pm::Pool& p, detail::CRoot& r) {
 int current(pm::Pool& p, detail::CRoot& r) {
   return static_cast<int>(first_leaf(p, r).h().copy[r.base.gv & detail::kVersionBit]);
 }
-detail::u64& slot_at(pm::Pool& p, detail::CRoot& r, std::size_t i) {
+detail::StringEntry& slot_at(pm::Pool& p, detail::CRoot& r, std::size_t i) {
   const auto lf = first_leaf(p, r);
   return lf.slots()[lf.order(current(p, r))[i]];
 }
@@ -120,13 +124,17 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
   // A reference into the middle of a record, and a damaged key byte in a key page.
   expect_open_corrupt(
       [](pm::Pool& p, CRoot& r) {
-        u64& s = slot_at(p, r, 2);
-        s = string_ref(ref_len(s), ref_rec(s) + 8);
+        StringEntry& s = slot_at(p, r, 2);
+        s.meta = StringEntry::make_meta(s.len(), s.rec() + 8);
       },
       "'s record at");
-  expect_open_corrupt(
-      [](pm::Pool& p, CRoot& r) { *p.at<char>(ref_rec(slot_at(p, r, 3)) + 17) ^= 4; },
-      "'s record at");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { *p.at<char>(slot_at(p, r, 3).rec() + 17) ^= 4; },
+                      "'s record at");
+  // The slot's own words: its prefix against its record's key, its value.
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { slot_at(p, r, 1).prefix += 1; },
+                      "'s prefix differs from its record's key");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { slot_at(p, r, 1).value |= kTombstone; },
+                      "holds a remove's value");
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).count(current(p, r)) = 100000; },
                       "holds 100000 entries");
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).count(current(p, r)) -= 1; },
@@ -142,21 +150,27 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
       "'s fingerprint differs");
 }
 
-// A pool of the previous string format (sorted leaves rewritten by each merge) is refused
-// naming both formats, not opened or taken for another index.
-TEST(CDPTreeStringsDamaged, PoolOfThePreviousFormatIsRefused) {
+// Pools of the previous string formats (3: sorted leaves rewritten by each merge; 4: slots of
+// one word) are refused naming both formats, not opened or taken for another index.
+TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
   using namespace detail;  // NOLINT: the layout vocabulary
-  auto pool = pm::Pool::create_in_memory(8 << 20);
-  make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
-  pool->at<CRoot>(*pool->root_word())->base.magic = kCStringRootMagicR2;
-  try {
-    make_string_index("cdptree", pool.get(), small());
-    ADD_FAILURE() << "a pool of string format 3 opened";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
-    const std::string w = e.what();
-    EXPECT_NE(w.find("format 3 (sorted leaves rewritten by each merge)"), std::string::npos) << w;
-    EXPECT_NE(w.find("reads format 4"), std::string::npos) << w;
+  const std::pair<u64, std::string> older[] = {
+      {kCStringRootMagicR2, "format 3 (sorted leaves rewritten by each merge)"},
+      {kCStringRootMagicR3,
+       "format 4 (leaves merged in place, slots of one word naming records of key and value)"}};
+  for (const auto& [magic, says] : older) {
+    auto pool = pm::Pool::create_in_memory(8 << 20);
+    make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
+    pool->at<CRoot>(*pool->root_word())->base.magic = magic;
+    try {
+      make_string_index("cdptree", pool.get(), small());
+      ADD_FAILURE() << "a pool of an earlier string format opened: " << says;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
+      const std::string w = e.what();
+      EXPECT_NE(w.find(says), std::string::npos) << w;
+      EXPECT_NE(w.find("reads format 5"), std::string::npos) << w;
+    }
   }
 }
 

@@ -230,6 +230,9 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::Root&)>& da
   {
     auto idx = make_string_index("dptree", pool.get(), small_string_options());
     for (int i = 0; i < 60; ++i) idx->upsert(std::string(10 + i % 3, 'a') + std::to_string(i), 1);
+    // Keys of up to 8 bytes, after the long ones: slots that name no record.
+    for (int i = 0; i < 6; ++i) idx->upsert("zz" + std::to_string(i), 4);
+    idx->upsert("zzzzzzz9", 5);
     idx->drain();
     idx->upsert("log", 2);
     idx->upsert("log record two", 3);
@@ -252,10 +255,20 @@ detail::StringLeaf first_leaf(pm::Pool& p, detail::Root& r) {
 int current(pm::Pool& p, detail::Root& r) {
   return static_cast<int>(first_leaf(p, r).h().copy[r.gv & detail::kVersionBit]);
 }
-// The slot word at position i of the first leaf's order.
-detail::u64& slot_at(pm::Pool& p, detail::Root& r, std::size_t i) {
+// The slot at position i of the first leaf's order.
+detail::StringEntry& slot_at(pm::Pool& p, detail::Root& r, std::size_t i) {
   const auto lf = first_leaf(p, r);
   return lf.slots()[lf.order(current(p, r))[i]];
+}
+// The slot of the current version's last key (a key of up to 8 bytes in expect_open_corrupt).
+detail::StringEntry& last_slot(pm::Pool& p, detail::Root& r) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  const int v = static_cast<int>(r.gv & kVersionBit);
+  u64 l = r.head[v].off;
+  while (p.at<StringLeafHeader>(l)->next[v].off) l = p.at<StringLeafHeader>(l)->next[v].off;
+  const StringLeaf lf{p.at(l), p.base(), first_leaf(p, r).L};
+  const int c = static_cast<int>(lf.h().copy[v]);
+  return lf.slots()[lf.order(c)[lf.count(c) - 1]];
 }
 
 // Each field of a leaf's metadata of the current version, damaged: the copy it names, the
@@ -333,10 +346,37 @@ TEST(DPTreeStringsDamaged, LeafSlotsAreCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
   expect_open_corrupt(
       [](pm::Pool& p, Root& r) {
-        u64& s = slot_at(p, r, 1);
-        s = string_ref(5000, ref_rec(s));
+        StringEntry& s = slot_at(p, r, 1);
+        s.meta = StringEntry::make_meta(5000, s.rec());
       },
       "has a key of 5000 bytes");
+  expect_open_corrupt(
+      [](pm::Pool& p, Root& r) {
+        StringEntry& s = slot_at(p, r, 1);
+        s.meta = StringEntry::make_meta(0, s.rec());
+      },
+      "has a key of 0 bytes");
+  // A long key's prefix must be its record's first bytes: a search decides on it alone.
+  expect_open_corrupt([](pm::Pool& p, Root& r) { slot_at(p, r, 2).prefix ^= 1; },
+                      "'s prefix differs from its record's key");
+  // A key of up to 8 bytes is its prefix: no record named, nothing past its length.
+  ASSERT_EQ(std::string("zzzzzzz9").size(), kStringInlineKey);
+  expect_open_corrupt(
+      [](pm::Pool& p, Root& r) {
+        StringEntry& s = last_slot(p, r);
+        s.meta = StringEntry::make_meta(s.len(), slot_at(p, r, 0).rec());
+      },
+      "names a record for a key of 8 bytes");
+  expect_open_corrupt(
+      [](pm::Pool& p, Root& r) {
+        StringEntry& s = last_slot(p, r);
+        s.meta = StringEntry::make_meta(3, 0);  // "zzz" with 5 bytes of "zzzzz9" after it
+      },
+      "'s prefix has bytes past its key's 3");
+  expect_open_corrupt([](pm::Pool& p, Root& r) { last_slot(p, r).prefix ^= 1; },
+                      "'s fingerprint differs");
+  expect_open_corrupt([](pm::Pool& p, Root& r) { slot_at(p, r, 4).value |= kTombstone; },
+                      "holds a remove's value");
   // A wrong fingerprint would hide its key from lookups: refused before any lookup.
   expect_open_corrupt(
       [](pm::Pool& p, Root& r) {
@@ -360,8 +400,8 @@ TEST(DPTreeStringsDamaged, KeyRecordReferencesAreCheckedOnOpen) {
                    const std::string& says) {
     expect_open_corrupt(
         [&](pm::Pool& p, Root& r) {
-          u64& s = slot_at(p, r, i);
-          s = string_ref(ref_len(s), to(p, r, ref_rec(s)));
+          StringEntry& s = slot_at(p, r, i);
+          s.meta = StringEntry::make_meta(s.len(), to(p, r, s.rec()));
         },
         says);
   };
@@ -379,16 +419,15 @@ TEST(DPTreeStringsDamaged, KeyRecordReferencesAreCheckedOnOpen) {
       0,
       [&](pm::Pool& p, Root& r, u64) {
         std::size_t j = 1;
-        while (ref_len(slot_at(p, r, j)) == ref_len(slot_at(p, r, 0))) ++j;
-        return ref_rec(slot_at(p, r, j));
+        while (slot_at(p, r, j).len() == slot_at(p, r, 0).len()) ++j;
+        return slot_at(p, r, j).rec();
       },
       "holds a key of");
-  expect_open_corrupt(
-      [&](pm::Pool& p, Root& r) { *p.at<char>(ref_rec(slot_at(p, r, 3)) + 16) ^= 1; },
-      "'s record at");
+  expect_open_corrupt([&](pm::Pool& p, Root& r) { *p.at<char>(slot_at(p, r, 3).rec() + 16) ^= 1; },
+                      "'s record at");
   expect_open_corrupt(
       [&](pm::Pool& p, Root& r) {
-        const u64 page = p.allocator().block_containing(ref_rec(slot_at(p, r, 3)));
+        const u64 page = p.allocator().block_containing(slot_at(p, r, 3).rec());
         *p.at<u64>(page + kPageEpochOffset) += 1;  // every record of the page stale
       },
       "is not whole");
@@ -399,19 +438,21 @@ TEST(DPTreeStringsDamaged, PoolsOfEarlierFormatsAreRefusedNamingTheirVersion) {
   const std::pair<std::size_t, std::string> older[] = {
       {1, "format 1 (leaves without fingerprints)"},
       {2, "format 2 (key bytes in the leaves, records of 63-bit payloads)"},
-      {3, "format 3 (sorted leaves rewritten by each merge)"}};
+      {3, "format 3 (sorted leaves rewritten by each merge)"},
+      {4, "format 4 (leaves merged in place, slots of one word naming records of key and value)"}};
   for (const auto& [f, says] : older) {
     auto pool = pm::Pool::create_in_memory(8 << 20);
     make_string_index("dptree", pool.get(), small_string_options())->upsert("k", 1);
-    pool->at<Root>(*pool->root_word())->magic =
-        f < 3 ? string_magic_version(kStringRootMagicR3, f) : kStringRootMagicR3;
+    pool->at<Root>(*pool->root_word())->magic = f < 3 ? string_magic_version(kStringRootMagicR3, f)
+                                                : f == 3 ? kStringRootMagicR3
+                                                         : kStringRootMagicR4;
     try {
       make_string_index("dptree", pool.get(), small_string_options());
       ADD_FAILURE() << "a pool of string format " << f << " opened";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("reads format 4"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("reads format 5"), std::string::npos) << e.what();
     }
   }
 }

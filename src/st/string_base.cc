@@ -53,7 +53,10 @@ std::size_t string_leaf_high_water(StringLeaf lf, int c) {
 
 long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, std::uint16_t fp) {
   const auto* fps = reinterpret_cast<const std::byte*>(lf.fps(c));
-  for (std::size_t b = 0; b < 2 * hw; b += 64) __builtin_prefetch(fps + b);
+  // Every line of the fingerprints, the last one too: they start inside a line, after the
+  // bitmap and count (a prefetch every 64 bytes from their start can miss the last line).
+  const std::byte* first_line = fps - (reinterpret_cast<std::uintptr_t>(fps) & 63);
+  for (const std::byte* l = first_line; l < fps + 2 * hw; l += 64) __builtin_prefetch(l);
   const StringEntry* slots = lf.slots();
   const u64 kp = key_prefix(k);
   // A slot whose fingerprint matches: live (a slot that is not keeps an old fingerprint), of

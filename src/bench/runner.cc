@@ -328,32 +328,47 @@ struct RunControl {
   std::atomic<bool> go{false}, stop{false};
 };
 
-// One operation of the stream on the index, with `key` for the operation's key (op.key, or
-// the string key made from it). Returns whether a lookup (read, rmw) found its key.
-template <class IndexT, class K, class Buf>
-inline bool apply(IndexT* index, const Op& op, const K& key, Value max_value, Buf& buf) {
+// One operation of kind K on the index, with `key` for the operation's key (op.key, or the
+// string key made from it). Returns whether a lookup (read, rmw) found its key.
+template <OpKind K, class IndexT, class KeyT, class Buf>
+inline bool apply_kind(IndexT* index, const Op& op, const KeyT& key, Value max_value, Buf& buf) {
+  if constexpr (K == OpKind::read) {
+    return index->lookup(key).has_value();
+  } else if constexpr (K == OpKind::insert) {  // index.h: blind writes, of new and present keys
+    index->upsert(key, op.value);
+  } else if constexpr (K == OpKind::update) {
+    index->overwrite(key, op.value);
+  } else if constexpr (K == OpKind::remove) {
+    index->remove(key);
+  } else if constexpr (K == OpKind::scan) {
+    buf.clear();
+    index->scan(key, op.length, buf);
+  } else {
+    static_assert(K == OpKind::rmw);
+    const auto v = index->lookup(key);
+    index->upsert(key,
+                  v ? (*v + 1) % (max_value == ~Value{0} ? ~Value{0} : max_value + 1) : op.value);
+    return v.has_value();
+  }
+  return false;
+}
+
+// The same for an operation of any kind.
+template <class IndexT, class KeyT, class Buf>
+inline bool apply(IndexT* index, const Op& op, const KeyT& key, Value max_value, Buf& buf) {
   switch (op.kind) {
     case OpKind::read:
-      return index->lookup(key).has_value();
-    case OpKind::insert:  // index.h: blind writes, of new and of present keys
-      index->upsert(key, op.value);
-      break;
+      return apply_kind<OpKind::read>(index, op, key, max_value, buf);
+    case OpKind::insert:
+      return apply_kind<OpKind::insert>(index, op, key, max_value, buf);
     case OpKind::update:
-      index->overwrite(key, op.value);
-      break;
+      return apply_kind<OpKind::update>(index, op, key, max_value, buf);
     case OpKind::remove:
-      index->remove(key);
-      break;
+      return apply_kind<OpKind::remove>(index, op, key, max_value, buf);
     case OpKind::scan:
-      buf.clear();
-      index->scan(key, op.length, buf);
-      break;
-    case OpKind::rmw: {
-      const auto v = index->lookup(key);
-      index->upsert(key,
-                    v ? (*v + 1) % (max_value == ~Value{0} ? ~Value{0} : max_value + 1) : op.value);
-      return v.has_value();
-    }
+      return apply_kind<OpKind::scan>(index, op, key, max_value, buf);
+    case OpKind::rmw:
+      return apply_kind<OpKind::rmw>(index, op, key, max_value, buf);
   }
   return false;
 }
@@ -364,6 +379,10 @@ class IntKeys {
   explicit IntKeys(const RunControl& rc) : index_(rc.index) { buf_.reserve(rc.sp.scan.max); }
   bool operator()(const Op& op, Value max_value) {
     return apply(index_, op, op.key, max_value, buf_);
+  }
+  template <OpKind K>
+  bool only(const Op& op, Value max_value) {
+    return apply_kind<K>(index_, op, op.key, max_value, buf_);
   }
 
  private:
@@ -382,6 +401,11 @@ class StringKeys {
     maker_->make(op.key, key_);
     return apply(index_, op, std::string_view(key_), max_value, buf_);
   }
+  template <OpKind K>
+  bool only(const Op& op, Value max_value) {
+    maker_->make(op.key, key_);
+    return apply_kind<K>(index_, op, std::string_view(key_), max_value, buf_);
+  }
 
  private:
   StringIndex* const index_;
@@ -390,17 +414,33 @@ class StringKeys {
   std::vector<StringKV> buf_;
 };
 
+constexpr unsigned kind_bit(OpKind k) {
+  return 1u << static_cast<unsigned>(k);
+}
+
 // Operations a worker draws from its stream at a time, before it applies them: the loop that
 // applies them then does nothing else, so consecutive operations of an index overlap in the
-// CPU as they would in the index's own loop (docs/bench.md, "What the harness costs").
-constexpr std::size_t kBatch = 1024;
+// CPU as they would in the index's own loop (docs/bench.md, "What the harness costs"). 256
+// operations are 6 KiB: a batch of 1,024 (32-byte operations then) filled the core's 32 KiB
+// first-level cache and pushed out the index's upper nodes.
+constexpr std::size_t kBatch = 256;
 
 // Applies ops[from, to) with no per-operation test; returns how many lookups found their key.
+// `kinds`: a bit per kind drawn in the batch. A batch of reads or of inserts alone (every
+// read-only and insert-only run) runs a loop of that kind with no dispatch on each
+// operation's kind, as the index's own loop would.
 template <class Keys>
-inline std::uint64_t apply_span(Keys& keys, const Op* ops, std::size_t from, std::size_t to,
-                                Value max_value) {
+inline std::uint64_t apply_span(Keys& keys, unsigned kinds, const Op* ops, std::size_t from,
+                                std::size_t to, Value max_value) {
   std::uint64_t found = 0;
-  for (std::size_t j = from; j < to; ++j) found += keys(ops[j], max_value);
+  if (kinds == kind_bit(OpKind::read)) {
+    for (std::size_t j = from; j < to; ++j)
+      found += keys.template only<OpKind::read>(ops[j], max_value);
+  } else if (kinds == kind_bit(OpKind::insert)) {
+    for (std::size_t j = from; j < to; ++j) keys.template only<OpKind::insert>(ops[j], max_value);
+  } else {
+    for (std::size_t j = from; j < to; ++j) found += keys(ops[j], max_value);
+  }
   return found;
 }
 
@@ -430,22 +470,24 @@ void work(RunControl& rc, unsigned t, WorkerState& w) {
     while (i < quota && !rc.stop.load(std::memory_order_relaxed)) {
       const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(kBatch, quota - i));
       const auto drawn = Clock::now();
+      unsigned kinds = 0;
       for (std::size_t j = 0; j < m; ++j) {
         batch[j] = stream.next();
         ++w.by_kind[static_cast<std::size_t>(batch[j].kind)];
+        kinds |= kind_bit(batch[j].kind);
       }
       w.stream_seconds += seconds_since(drawn);
       std::size_t done = 0;
       std::uint64_t found = 0;
       for (std::uint64_t s = stride ? sampler.below(stride) : m; s < m; s += stride) {
-        found += apply_span(keys, batch.data(), done, s, max_value);
+        found += apply_span(keys, kinds, batch.data(), done, s, max_value);
         const auto start = Clock::now();
         found += keys(batch[s], max_value);
         w.hist.record(static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
         done = s + 1;
       }
-      found += apply_span(keys, batch.data(), done, m, max_value);
+      found += apply_span(keys, kinds, batch.data(), done, m, max_value);
       w.found += found;
       i += m;
       w.done.store(i, std::memory_order_relaxed);

@@ -122,7 +122,8 @@ Op OpStream::next() {
   const double u = rng_.unit() * cut_[kOpKinds - 1];
   std::size_t k = 0;
   while (k + 1 < kOpKinds && u >= cut_[k]) ++k;
-  Op op{static_cast<OpKind>(k), 0, 0, 0};
+  Op op;
+  op.kind = static_cast<OpKind>(k);
   if (op.kind == OpKind::insert)
     op.key = keys_.key(keys_.new_id());
   else if (op.kind == OpKind::read && p_.mix.absent_reads > 0 &&

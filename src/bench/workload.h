@@ -50,12 +50,15 @@ const Workload& find_workload(std::string_view name);
 // A custom mix (validated).
 Workload custom_workload(const Mix& mix);
 
+// 24 bytes: a worker's batch of operations shares the first-level cache with the index it
+// drives, so the batch is kept small (runner.cc).
 struct Op {
-  OpKind kind;
-  Key key;
-  Value value;           // insert / update / rmw (when the key is absent)
-  std::uint32_t length;  // scan
+  Key key = 0;
+  Value value = 0;           // insert / update / rmw (when the key is absent)
+  std::uint32_t length = 0;  // scan
+  OpKind kind = OpKind::read;
 };
+static_assert(sizeof(Op) == 24);
 
 struct StreamParams {
   Mix mix;

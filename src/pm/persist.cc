@@ -49,15 +49,11 @@ void spin_ns(std::uint64_t ns) {
   while (std::chrono::steady_clock::now() < until) _mm_pause();
 }
 
-// Per-thread counters, registered in a global list so counters() can sum them. Each slot is
-// written only by its thread (relaxed load + store, no atomic RMW on the hot path) and read by
-// counters() with relaxed loads. They are constant-initialised and trivially destroyed, so a
-// bump reaches them with no initialisation guard; a thread enlists them on its first bump, out
-// of line (inline, the enlisting code made every count_persists() save six registers).
-struct ThreadCounters {
-  std::atomic<std::uint64_t> v[kCategories][2]{};  // [category][lines, fences]
-  bool enlisted = false;
-};
+// Each thread's counters (detail::t_counters) are listed in a registry so counters() can sum
+// them.
+using detail::add_count;
+using detail::t_counters;
+using detail::ThreadCounters;
 
 struct CounterRegistry {
   std::mutex mu;
@@ -69,8 +65,6 @@ CounterRegistry& registry() {
   static CounterRegistry* r = new CounterRegistry;  // never destroyed: threads exit late
   return *r;
 }
-
-thread_local ThreadCounters t_counters;
 
 // This thread's counters, listed from its first bump until it exits, when their counts retire.
 struct Enlistment {
@@ -93,24 +87,21 @@ void enlist() {
   t_counters.enlisted = true;
 }
 
-// Adds n to this thread's count of `kind` (0: lines, 1: fences) in its current category.
-inline void add_count(int kind, std::uint64_t n) {
-  auto& slot = t_counters.v[static_cast<int>(detail::t_category)][kind];
-  slot.store(slot.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+inline void bump(int kind, std::uint64_t n) {
+  if (!t_counters.enlisted) [[unlikely]]
+    return detail::first_count(kind == 0 ? n : 0, kind == 1 ? n : 0);
+  add_count(kind, n);
 }
-// A thread's first count, out of line: the common path then calls nothing and saves nothing.
+
+}  // namespace
+
+namespace detail {
 [[gnu::noinline]] void first_count(std::uint64_t lines, std::uint64_t fences) {
   enlist();
   add_count(0, lines);
   add_count(1, fences);
 }
-inline void bump(int kind, std::uint64_t n) {
-  if (!t_counters.enlisted) [[unlikely]]
-    return first_count(kind == 0 ? n : 0, kind == 1 ? n : 0);
-  add_count(kind, n);
-}
-
-}  // namespace
+}  // namespace detail
 
 std::uint32_t this_thread_id() {
   thread_local std::uint32_t id = [] {
@@ -202,13 +193,6 @@ void flush(const void* addr, std::size_t len) {
       return;  // no write-back, no emulated delay
   }
   if (auto d = g_flush_delay_ns.load(std::memory_order_relaxed)) spin_ns(d * lines);
-}
-
-void count_persists(std::uint64_t lines, std::uint64_t fences) {
-  if (!t_counters.enlisted) [[unlikely]]
-    return first_count(lines, fences);
-  add_count(0, lines);
-  add_count(1, fences);
 }
 
 void fence() {

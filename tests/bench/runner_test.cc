@@ -332,7 +332,7 @@ TEST(StringRuns, DriveTheStringForm) {
   for (const KeyFormat& key :
        {KeyFormat{.type = KeyType::string, .set = KeySet::u64be},
         KeyFormat{.type = KeyType::string, .set = KeySet::random, .max_bytes = 100}}) {
-    for (const char* w : {"mixed", "ycsb_e", "ycsb_f"}) {
+    for (const char* w : {"mixed", "ycsb_e", "ycsb_f", "read_only", "insert_only"}) {
       RunResult r = run(string_run("absl-btree", w, key));
       EXPECT_EQ(r.ops, 6000u) << w;
       const auto inserts = r.ops_by_kind[static_cast<int>(OpKind::insert)];

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -98,6 +99,28 @@ TEST(Persist, ThreadCountersSumExactly) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(counters().total().lines, std::uint64_t{kThreads} * kIters * 3);
   EXPECT_EQ(counters().total().fences, std::uint64_t{kThreads} * kIters);
+}
+
+// count_persists() is inline: a thread whose first count is one must still enlist its
+// counters, so that counters() sees them while it runs and after it exits.
+TEST(Persist, CountPersistsAsAThreadsFirstCountIsSummed) {
+  ModeGuard g(Mode::dram);
+  reset_counters();
+  std::atomic<int> stage{0};
+  std::thread t([&] {
+    CategoryScope log(Category::log);
+    count_persists(5, 1);
+    count_persists(2, 2);
+    stage = 1;
+    while (stage.load() != 2) std::this_thread::yield();
+  });
+  while (stage.load() != 1) std::this_thread::yield();
+  EXPECT_EQ(counters()[Category::log].lines, 7u) << "while the thread runs";
+  EXPECT_EQ(counters()[Category::log].fences, 3u);
+  stage = 2;
+  t.join();
+  EXPECT_EQ(counters()[Category::log].lines, 7u) << "after it exits";
+  EXPECT_EQ(counters()[Category::log].fences, 3u);
 }
 
 TEST(Persist, ParseModeNamesTheAcceptedValues) {

@@ -66,9 +66,6 @@ inline void persist_line(const void* line, bool inl) {
   else
     persist(line, kCacheLine);
 }
-// Charges lines flushed and fences issued to this thread's current category.
-void count_persists(std::uint64_t lines, std::uint64_t fences);
-
 // What the counters charge a flush or fence to (the paper's Table 1 splits log/alloc/node).
 enum class Category : std::uint8_t { other, log, alloc, node };
 inline constexpr std::size_t kCategories = 4;
@@ -81,7 +78,34 @@ inline std::atomic<bool> g_inline_persist{false};
 // The category this thread's flushes and fences are charged to. Inline, so that a scope is a
 // load and two stores where an index opens one per operation, not two calls.
 inline thread_local Category t_category = Category::other;
+
+// This thread's counts, [category][lines, fences]. Each slot is written only by its thread
+// (relaxed load + store, no atomic RMW on the hot path) and summed by counters(). Constant-
+// initialised and trivially destroyed, so an inline count reaches them with no initialisation
+// guard; a thread enlists them with counters() on its first count, out of line (first_count).
+struct ThreadCounters {
+  std::atomic<std::uint64_t> v[kCategories][2]{};
+  bool enlisted = false;
+};
+inline thread_local ThreadCounters t_counters;
+// A thread's first count: registers t_counters, then counts. Out of line, so the common path
+// of count_persists() calls nothing and saves no registers.
+void first_count(std::uint64_t lines, std::uint64_t fences);
+inline void add_count(int kind, std::uint64_t n) {
+  auto& slot = t_counters.v[static_cast<int>(t_category)][kind];
+  slot.store(slot.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
 }  // namespace detail
+
+// Charges lines flushed and fences issued to this thread's current category. Inline: an
+// index that persists inline (persist_line_inline) charges each operation with a few loads
+// and stores, not a call.
+inline void count_persists(std::uint64_t lines, std::uint64_t fences) {
+  if (!detail::t_counters.enlisted) [[unlikely]]
+    return detail::first_count(lines, fences);
+  detail::add_count(0, lines);
+  detail::add_count(1, fences);
+}
 
 inline bool inline_persist() {  // see persist_line_inline()
   return detail::g_inline_persist.load(std::memory_order_relaxed);

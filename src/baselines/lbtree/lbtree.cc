@@ -317,6 +317,7 @@ class LBTree final : public PutIndex<LBTree> {
   }
 
   bool put(Key k, Value v, bool may_insert, bool may_update) {
+    if (!shared_) return put_alone(k, v, may_insert, may_update);
     pm::CategoryScope cat(pm::Category::node);
     LBInnerNodes::Path path;
     for (;;) {
@@ -327,19 +328,13 @@ class LBTree final : public PutIndex<LBTree> {
         int s = find(*l, k);
         if (s >= 0) {
           if (!may_update) return false;
-          st(l->ent[s].value, v);  // in place: one 8-byte store
-          pm::persist(&l->ent[s].value, 8);
+          set_value(l, s, v);
           return true;
         }
         if (!may_insert) return false;
         if (l->valid() != kAllSlots) {
           add(records_, 1);  // before the persists: nothing after them waits on the fence
           insert_into(l, k, v);
-          return true;
-        }
-        if (!shared_) {  // one thread: the descent just made is the split's
-          split_insert(l, k, v, path);
-          add(records_, 1);
           return true;
         }
       }
@@ -352,6 +347,35 @@ class LBTree final : public PutIndex<LBTree> {
       add(records_, 1);
       return true;
     }
+  }
+
+  // put() with one thread: no lock and no retry, and the descent just made is a split's. Its
+  // own body, so that a one-thread insert runs as few instructions as the paper's code: they
+  // stand between one insert's misses and the next one's, and fewer let the core overlap more
+  // of them (docs/peers.md, LB+-Tree).
+  bool put_alone(Key k, Value v, bool may_insert, bool may_update) {
+    pm::CategoryScope cat(pm::Category::node);
+    LBInnerNodes::Path path;
+    Leaf* l = leaf_for(k, path);
+    const int s = find(*l, k);
+    if (s >= 0) {
+      if (!may_update) return false;
+      set_value(l, s, v);
+      return true;
+    }
+    if (!may_insert) return false;
+    add(records_, 1);
+    if (l->valid() != kAllSlots)
+      insert_into(l, k, v);
+    else
+      split_insert(l, k, v, path);
+    return true;
+  }
+
+  // An update of slot s's value in place: one 8-byte store, persisted.
+  static void set_value(Leaf* l, int s, Value v) {
+    st(l->ent[s].value, v);
+    pm::persist(&l->ent[s].value, 8);
   }
 
   // Where persist() is exactly clwb + sfence (pm::inline_persist(), taken once per insert as
@@ -371,22 +395,23 @@ class LBTree final : public PutIndex<LBTree> {
 
   void insert_into(Leaf* l, Key k, Value v) {
     Head h = l->header();
+    const auto free0 = static_cast<std::uint16_t>(~h.valid() & line_mask(0));
+    if (!free0) return move_insert(l, h, k, v);
+    // The common case: entry, fingerprint and bitmap all in line 0 (the fingerprints of
+    // slots 0-2 share the bitmap's word), one line flushed.
+    const bool inl = charge_inline(1);
+    int s = std::countr_zero(free0);
+    st(l->ent[s].key, k);
+    st(l->ent[s].value, v);
+    h.set_fp(s, fingerprint(k));
+    h.set_bits(h.bits() | 1u << s);
+    st(l->head[0], h.w[0]);
+    pm::persist_line(l, inl);
+  }
+  // Entry moving (line 0 full): the emptiest other line takes the new entry and line-0
+  // entries. Out of line, so the line-0 insert inlined into put() saves no registers for it.
+  [[gnu::noinline]] void move_insert(Leaf* l, Head h, Key k, Value v) {
     const std::uint16_t valid = h.valid();
-    const auto free0 = static_cast<std::uint16_t>(~valid & line_mask(0));
-    if (free0) {
-      // The common case: entry, fingerprint and bitmap all in line 0 (the fingerprints of
-      // slots 0-2 share the bitmap's word), one line flushed.
-      const bool inl = charge_inline(1);
-      int s = std::countr_zero(free0);
-      st(l->ent[s].key, k);
-      st(l->ent[s].value, v);
-      h.set_fp(s, fingerprint(k));
-      h.set_bits(h.bits() | 1u << s);
-      st(l->head[0], h.w[0]);
-      pm::persist_line(l, inl);
-      return;
-    }
-    // Entry moving: the emptiest other line takes the new entry and line-0 entries.
     const bool inl = charge_inline(2);
     int best = 1, best_free = -1;
     for (int line = 1; line < 4; ++line) {
@@ -425,12 +450,16 @@ class LBTree final : public PutIndex<LBTree> {
   // pointer naming it are flushed under one fence, then one 8-byte header store (bitmap minus
   // the moved slots, alternate bit flipped) commits the split. A k below the split key is
   // inserted into the old leaf afterwards. `path`: the descent that found l.
-  void split_insert(Leaf* l, Key k, Value v, const LBInnerNodes::Path& path) {
+  [[gnu::noinline]] void split_insert(Leaf* l, Key k, Value v, const LBInnerNodes::Path& path) {
+    // Only the split key and which entries lie above it matter (a leaf is unsorted): select
+    // the median over the keys copied out, rather than sort the slots by their keys in PM.
+    Key keys[kSlots];
     int order[kSlots];
-    for (int i = 0; i < kSlots; ++i) order[i] = i;
-    std::sort(order, order + kSlots, [&](int a, int b) { return l->ent[a].key < l->ent[b].key; });
+    for (int i = 0; i < kSlots; ++i) keys[i] = l->ent[i].key, order[i] = i;
     constexpr int kKeep = kSlots / 2;
-    const Key split_key = l->ent[order[kKeep]].key;
+    std::nth_element(order, order + kKeep, order + kSlots,
+                     [&](int a, int b) { return keys[a] < keys[b]; });
+    const Key split_key = keys[order[kKeep]];
     const std::uint64_t n_off = leaves_->alloc();
     Leaf* n = leaf(n_off);
     const Head h = l->header();

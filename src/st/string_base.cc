@@ -51,12 +51,16 @@ std::size_t string_leaf_high_water(StringLeaf lf, int c) {
   return 0;
 }
 
-long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, std::uint16_t fp) {
-  const auto* fps = reinterpret_cast<const std::byte*>(lf.fps(c));
+void request_leaf_lines(StringLeaf lf, int c, std::size_t hw) {
   // Every line of the fingerprints, the last one too: they start inside a line, after the
   // bitmap and count (a prefetch every 64 bytes from their start can miss the last line).
-  const std::byte* first_line = fps - (reinterpret_cast<std::uintptr_t>(fps) & 63);
-  for (const std::byte* l = first_line; l < fps + 2 * hw; l += 64) __builtin_prefetch(l);
+  const auto* bm = reinterpret_cast<const std::byte*>(lf.bitmap(c));
+  const std::byte* end = reinterpret_cast<const std::byte*>(lf.fps(c) + hw);
+  for (const std::byte* l = bm; l < end; l += 64) __builtin_prefetch(l);
+}
+
+long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, std::uint16_t fp) {
+  const auto* fps = reinterpret_cast<const std::byte*>(lf.fps(c));
   const StringEntry* slots = lf.slots();
   const u64 kp = key_prefix(k);
   // A slot whose fingerprint matches: live (a slot that is not keeps an old fingerprint), of
@@ -94,17 +98,18 @@ void StringBase::build(const pm::Pool& pool, const StringLeafLayout& layout, Lea
                        int version, u64 keys) {
   L = layout;
   v = version;
+  // A leaf offset fits the low 48 bits and a high-water slot (at most 4096) bits 48-60.
+  static_assert(pm::kMaxPoolSize <= kRefOffset + 1);
   leaves.clear();
-  meta.clear();
+  ref.clear();
   last.clear();
   last_prefix.clear();
   count = keys;
   for (u64 l = head.off; l; l = pool.at<StringLeafHeader>(l)->next[v].off) {
     leaves.push_back(l);
-    const StringLeaf lf = leaf(pool, leaves.size() - 1);
+    const StringLeaf lf{pool.at(l), pool.base(), &L};
     const int c = static_cast<int>(lf.h().copy[v]);
-    meta.push_back(static_cast<std::uint32_t>(c) << 16 |
-                   static_cast<std::uint32_t>(string_leaf_high_water(lf, c)));
+    ref.push_back(u64(c != 0) << 63 | u64{string_leaf_high_water(lf, c)} << 48 | l);
     char buf[8];
     last.emplace_back(lf.key(c, lf.count(c) - 1, buf));
     last_prefix.push_back(key_prefix(last.back()));
@@ -116,7 +121,7 @@ std::size_t StringBase::index_of(std::string_view k) const {
   if (leaves.empty()) return 0;
   // The leaves whose last key shares k's prefix lie together: compare bytes only among them.
   const u64 p = key_prefix(k);
-  auto i = search.find(p, leaves.data());
+  auto i = search.find(p, ref.data());
   const auto lo = last_prefix.begin() + static_cast<std::ptrdiff_t>(i);
   if (i < last_prefix.size() && last_prefix[i] == p) {
     const auto hi = std::upper_bound(lo, last_prefix.end(), p);
@@ -131,12 +136,7 @@ std::size_t StringBase::index_of(std::string_view k) const {
 
 std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) const {
   const std::size_t i = index_of(k);
-  if (!leaves.empty()) {  // the bitmap's line and the fingerprints' lines after it
-    const StringLeaf lf = leaf(pool, i);
-    const auto* p = reinterpret_cast<const std::byte*>(lf.bitmap(copy(i)));
-    const std::size_t bytes = std::min<std::size_t>(8 * L.bm_words + 8 + 2 * hw(i), 1024);
-    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
-  }
+  if (!leaves.empty()) request_leaf_lines(leaf(pool, i), copy(i), hw(i));
   return i;
 }
 
@@ -181,7 +181,7 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
 }
 
 std::size_t StringBase::dram_bytes() const {
-  std::size_t b = 16 * leaves.capacity() + 4 * meta.capacity() + search.dram_bytes();
+  std::size_t b = 16 * leaves.capacity() + 8 * ref.capacity() + search.dram_bytes();
   for (const auto& k : last) b += sizeof(std::string) + k.capacity();
   return b;
 }

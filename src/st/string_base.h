@@ -57,6 +57,9 @@ LeafNext string_next(const pm::Pool& pool);
 // key is k.
 std::size_t string_lower_bound(StringLeaf lf, int c, std::string_view k, bool& equal);
 
+// Requests the lines a lookup in `lf` reads first (metadata copy c, slots below hw): the bitmap
+// and the fingerprints of slots [0, hw), which share its line.
+void request_leaf_lines(StringLeaf lf, int c, std::size_t hw);
 // The slot of `lf` live in metadata copy c whose key is k (fp: its string_fingerprint), or -1:
 // the fingerprints of slots [0, hw) are scanned (hw: one past the highest live slot, from the
 // inner index), and only a slot whose fingerprint matches is looked up in the bitmap and read
@@ -71,29 +74,37 @@ struct StringBase {
   StringLeafLayout L;
   int v = 0;  // the version the leaves are read in
   std::vector<u64> leaves;
-  // Per leaf, in one word (a lookup's one load besides `leaves`): the metadata copy version v
-  // reads (bit 16) and string_leaf_high_water of that copy (the low bits: what a lookup scans).
-  std::vector<std::uint32_t> meta;
+  // Per leaf, all a lookup reads of the index after its search, in one word whose line the
+  // search requests with its last block: the leaf's pool offset (the low 48 bits),
+  // string_leaf_high_water of the metadata copy version v reads (bits 48-60: what a lookup
+  // scans) and that copy (bit 63). The address of the leaf's first line a lookup requests
+  // depends on the copy: kept in an array of its own, its load was a miss of its own between
+  // the search and the leaf's.
+  std::vector<u64> ref;
   std::vector<std::string> last;
   std::vector<u64> last_prefix;  // key_prefix of last: most searches compare only these
   KeySearch search;              // over last_prefix
   u64 count = 0;                 // keys in the leaves (Root::base_count of the version)
-  int copy(std::size_t i) const { return static_cast<int>(meta[i] >> 16); }
-  std::size_t hw(std::size_t i) const { return meta[i] & 0xffff; }
+  static constexpr u64 kRefOffset = (u64{1} << 48) - 1;
+  int copy(std::size_t i) const { return static_cast<int>(ref[i] >> 63); }
+  std::size_t hw(std::size_t i) const { return static_cast<std::size_t>(ref[i] >> 48 & 0x1fff); }
 
   void build(const pm::Pool& pool, const StringLeafLayout& layout, LeafPtr head, int version,
              u64 keys);
   StringLeaf leaf(const pm::Pool& pool, std::size_t i) const {
-    return StringLeaf{pool.at(leaves[i]), pool.base(), &L};
+    return StringLeaf{pool.at(ref[i] & kRefOffset), pool.base(), &L};
   }
   bool empty() const { return leaves.empty(); }
   // The leaf whose key range holds k (the last one for keys above every leaf).
   std::size_t index_of(std::string_view k) const;
   // k's value in the leaves (hash: hash_string(k)).
   std::optional<u64> lookup(const pm::Pool& pool, std::string_view k, u64 hash) const {
-    return empty() ? std::nullopt : lookup_in(pool, index_of(k), k, hash);
+    if (empty()) return std::nullopt;
+    const std::size_t i = index_of(k);
+    request_leaf_lines(leaf(pool, i), copy(i), hw(i));
+    return lookup_in(pool, i, k, hash);
   }
-  // index_of(k), the first lines of that leaf (header, fingerprints) requested from memory: a
+  // index_of(k), the first lines of that leaf (request_leaf_lines) requested from memory: a
   // caller with other work before lookup_in (the buffer's search) overlaps their misses.
   std::size_t prefetch_leaf(const pm::Pool& pool, std::string_view k) const;
   // k's value in leaf number `leaf` (which must exist).

@@ -149,17 +149,19 @@ bool check_string_leaves(const TreeParts& t, const StringLeafLayout& L, LeafPtr 
   if (total != base_count)
     r.fail("base_count " + std::to_string(base_count) + " != " + std::to_string(total) +
            " keys in the leaves");
-  if (chain != base.leaves) r.fail("inner index does not match the leaf list");
+  if (chain != base.leaves || base.ref.size() != chain.size())
+    r.fail("inner index does not match the leaf list");
   if (base.count != base_count) r.fail("inner index counts a different number of keys");
   if (base.v != v) r.fail("inner index reads another version's metadata");
-  for (std::size_t i = 0; i < chain.size() && i < base.last.size(); ++i) {
+  for (std::size_t i = 0; i < chain.size() && i < base.last.size() && i < base.ref.size(); ++i) {
     const StringLeaf lf{t.pool.at(chain[i]), t.pool.base(), &L};
     const int c = static_cast<int>(lf.h().copy[v]);
     char buf[8];
     if (base.copy(i) != c || base.last[i] != lf.key(c, lf.count(c) - 1, buf) ||
         base.last_prefix[i] != key_prefix(base.last[i]) ||
-        base.hw(i) != string_leaf_high_water(lf, c))
-      r.fail("inner index metadata copy, last key or high-water slot differs");
+        base.hw(i) != string_leaf_high_water(lf, c) ||
+        (base.ref[i] & StringBase::kRefOffset) != chain[i])
+      r.fail("inner index metadata copy, last key, high-water slot or leaf offset differs");
   }
   r.facts.emplace_back("base_records", static_cast<double>(total));
   return true;

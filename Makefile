@@ -38,22 +38,23 @@ test: check-format test-tsan test-asan
 # The libFuzzer pool fuzzers (docs/fuzzing.md), SECONDS per persistent index (default 60) or
 # RUNS executions each (RUNS=1000000: the million-execution runs of docs/fuzzing.md). Each
 # first replays the inputs that once failed (tests/fuzz/regressions/INDEX/), then starts from
-# the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/.
+# the seed pools it makes itself; failing inputs go to build/fuzz/crashes/INDEX/. The targets
+# are the registry's (each persistent index's fuzz plan), as the fuzz binary lists them;
+# INDEXES="a b" picks some.
 FUZZ_SECONDS := $(or $(SECONDS),60)
 FUZZ_LIMIT := $(if $(RUNS),-runs=$(RUNS),-max_total_time=$(FUZZ_SECONDS))
-FUZZ_INDEXES := dptree cdptree fastfair fptree cawbt utree lbtree wort roart pactree bm_btree tips_btree \
-                dptree_strings cdptree_strings fptree_strings roart_strings pactree_strings
+FUZZ_BIN := ./build/fuzz/tests/fuzz/fuzz_pool
 fuzz: setup
 	cmake --preset fuzz >/dev/null
 	cmake --build --preset fuzz -j $(JOBS)
-	@for i in $(FUZZ_INDEXES); do \
+	@for i in $(or $(INDEXES),$$(DPTREE_FUZZ_LIST=1 $(FUZZ_BIN))); do \
 	  mkdir -p build/fuzz/corpus/$$i build/fuzz/crashes/$$i; \
 	  if [ -d tests/fuzz/regressions/$$i ]; then \
-	    DPTREE_FUZZ_SEED_BYTES=1048576 ./build/fuzz/tests/fuzz/fuzz_$$i tests/fuzz/regressions/$$i/* \
+	    DPTREE_FUZZ_INDEX=$$i DPTREE_FUZZ_SEED_BYTES=1048576 $(FUZZ_BIN) tests/fuzz/regressions/$$i/* \
 	    >build/fuzz/regress-$$i.log 2>&1 \
 	    || { tail -20 build/fuzz/regress-$$i.log; exit 1; }; fi; \
 	  echo "fuzz: $$i ($(FUZZ_LIMIT))"; \
-	  DPTREE_FUZZ_SEED_DIR=build/fuzz/corpus/$$i ./build/fuzz/tests/fuzz/fuzz_$$i \
+	  DPTREE_FUZZ_INDEX=$$i DPTREE_FUZZ_SEED_DIR=build/fuzz/corpus/$$i $(FUZZ_BIN) \
 	    build/fuzz/corpus/$$i -timeout=10 -rss_limit_mb=4096 \
 	    $(FUZZ_LIMIT) -print_final_stats=1 \
 	    -artifact_prefix=build/fuzz/crashes/$$i/ 2>&1 | grep -E 'stat::|ERROR|SUMMARY|Done' \

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,28 @@ struct OptionDoc {
   std::string help;   // one line
 };
 
+// What the project's shared test suites run on a persistent index, so that adding one needs no
+// list outside its folder: the pool fuzzer (tests/fuzz: damaged pools opened, recovered and
+// checked) and the process-kill test (tests/kill: writers killed by SIGKILL, every
+// acknowledged write present after each kill) open the index with these options, which make
+// its nodes, logs and buffers small, so that a few hundred writes reach its splits, merges and
+// their recovery. An index with no plan for a suite says why in `why_untested`.
+struct TestPlan {
+  using Options = std::map<std::string, std::string>;
+  struct Fuzz {
+    Options options = {};
+    std::size_t seed_pool_bytes = 0;  // the seed pools' size; 0: the fuzzer's default
+  };
+  struct Kill {
+    unsigned writers = 1;  // writing threads of each killed child (2 for a concurrent index)
+    Options options = {};
+  };
+  std::optional<Fuzz> fuzz = std::nullopt;          // the integer form
+  std::optional<Fuzz> fuzz_strings = std::nullopt;  // the string form (create_string)
+  std::optional<Kill> kill = std::nullopt;
+  std::string why_untested = {};  // for each suite above that has no plan
+};
+
 struct IndexInfo {
   std::string name;         // e.g. "dptree", "btree"
   std::string description;  // one line for `dptree bench --list` (assumptions included)
@@ -49,6 +72,7 @@ struct IndexInfo {
   // The same index over byte-string keys (string_index.h); empty: integer keys only. A pool
   // holds one form or the other, and opening it with the other form is a wrong_index error.
   std::function<std::unique_ptr<StringIndex>(const IndexConfig&)> create_string = {};
+  TestPlan tests = {};  // persistent indexes: what the shared test suites run on it
 };
 
 // All registered indexes, in registration order. The first call registers the built-in ones.

@@ -63,22 +63,6 @@ nlohmann::ordered_json object_of(const Pairs& pairs, nlohmann::ordered_json none
   for (const auto& [name, v] : pairs) none[name] = v;
   return none;
 }
-nlohmann::ordered_json machine(const MachineState& m) {
-  return {{"cpu_model", m.cpu_model},
-          {"cores", m.cores},
-          {"kernel", m.kernel},
-          {"thp_enabled", m.thp_enabled},
-          {"thp_defrag", m.thp_defrag},
-          {"thp_shmem_enabled", m.thp_shmem_enabled},
-          {"pool_dir", m.pool_dir},
-          {"pool_fs", m.pool_fs},
-          {"pool_fs_huge", m.pool_fs_huge},
-          {"pool_dax", m.pool_dax},
-          {"load1_before", m.load1_before},
-          {"load1_after", m.load1_after},
-          {"heap_huge_kib", m.heap_huge_kib},
-          {"pool_huge_kib", m.pool_huge_kib}};
-}
 nlohmann::ordered_json ops_by_kind(const RunResult& r) {
   nlohmann::ordered_json kinds;
   for (std::size_t k = 0; k < kOpKinds; ++k)
@@ -143,7 +127,7 @@ const Field kFields[] = {
     {"", "fence_delay_ns", -1, "", [](const RunResult& r) { return Value(std::uint64_t{r.fence_delay_ns}); }},
     {"", "index_stats", -1, "", [](const RunResult& r) {
        return Value(object_of(r.index_stats, nlohmann::ordered_json::object())); }},
-    {"", "machine", -1, "", [](const RunResult& r) { return Value(machine(r.machine)); }},
+    {"", "machine", -1, "", [](const RunResult& r) { return Value(machine_json(r.machine)); }},
 };
 // clang-format on
 
@@ -194,6 +178,23 @@ std::string csv_escape(const std::string& s) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json machine_json(const MachineState& m) {
+  return {{"cpu_model", m.cpu_model},
+          {"cores", m.cores},
+          {"kernel", m.kernel},
+          {"thp_enabled", m.thp_enabled},
+          {"thp_defrag", m.thp_defrag},
+          {"thp_shmem_enabled", m.thp_shmem_enabled},
+          {"pool_dir", m.pool_dir},
+          {"pool_fs", m.pool_fs},
+          {"pool_fs_huge", m.pool_fs_huge},
+          {"pool_dax", m.pool_dax},
+          {"load1_before", m.load1_before},
+          {"load1_after", m.load1_after},
+          {"heap_huge_kib", m.heap_huge_kib},
+          {"pool_huge_kib", m.pool_huge_kib}};
+}
 
 std::string format_ns(double ns) {
   if (ns < 1e3) return fmt::format("{:.0f}ns", ns);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ std::string to_json(const std::vector<RunResult>& results);
 std::string to_csv(const std::vector<RunResult>& results);
 // The CSV header's column names (also the keys every JSON object has, latency flattened).
 const std::vector<std::string>& csv_columns();
+
+// The machine's state during a run (MachineState) as the JSON object every report carries.
+nlohmann::ordered_json machine_json(const MachineState& m);
 
 // Human-friendly durations: 850ns, 12.3us, 4.56ms, 1.20s.
 std::string format_ns(double ns);

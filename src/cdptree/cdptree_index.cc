@@ -65,7 +65,36 @@ void register_cdptree_index() {
       [](const IndexConfig& c) -> std::unique_ptr<StringIndex> {
         pm::Pool& pool = require_pool(c, "cdptree");
         return std::make_unique<cdp::StringCDPTree>(pool, options_for(c), *pool.root_word() == 0);
-      }});
+      },
+      // Leaves of 8, two log partitions of 1 KiB pages: a merge every few hundred writes. The
+      // fuzzer merges in the foreground, with one worker (one execution, one thread); the
+      // killed children merge in the background with two.
+      TestPlan{.fuzz = TestPlan::Fuzz{{{"leaf_capacity", "8"},
+                                       {"log_partitions", "2"},
+                                       {"log_page_size", "1024"},
+                                       {"merge_ratio", "0.5"},
+                                       {"min_merge_records", "16"},
+                                       {"psize", "2"},
+                                       {"background_merge", "0"},
+                                       {"merge_threads", "1"},
+                                       {"recovery_threads", "1"}},
+                                      640 * 1024},
+               .fuzz_strings = TestPlan::Fuzz{{{"leaf_capacity", "8"},
+                                               {"log_partitions", "2"},
+                                               {"log_page_size", "2048"},
+                                               {"merge_ratio", "0.5"},
+                                               {"min_merge_records", "16"},
+                                               {"background_merge", "0"},
+                                               {"merge_threads", "1"},
+                                               {"recovery_threads", "1"}},
+                                              640 * 1024},
+               .kill = TestPlan::Kill{2,
+                                      {{"leaf_capacity", "8"},
+                                       {"log_partitions", "2"},
+                                       {"log_page_size", "1024"},
+                                       {"merge_ratio", "0.3"},
+                                       {"min_merge_records", "16"},
+                                       {"psize", "2"}}}}});
 }
 
 }  // namespace dptree

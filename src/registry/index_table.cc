@@ -48,17 +48,21 @@ pm::Pool& require_pool(const IndexConfig& c, const std::string& index) {
 }
 
 void add_persistent_index(const std::string& name, std::string description, bool concurrent,
-                          std::vector<OptionDoc> docs, MakeInPool make) {
-  add_builtin_index({name, std::move(description), true, concurrent,
-                     [name, make = std::move(make)](const IndexConfig& c) {
-                       return make(require_pool(c, name), c);
-                     },
-                     std::move(docs)});
+                          std::vector<OptionDoc> docs, TestPlan tests, MakeInPool make) {
+  add_builtin_index({.name = name,
+                     .description = std::move(description),
+                     .persistent = true,
+                     .concurrent = concurrent,
+                     .create = [name, make = std::move(make)](
+                                   const IndexConfig& c) { return make(require_pool(c, name), c); },
+                     .options = std::move(docs),
+                     .tests = std::move(tests)});
 }
 
 void add_persistent_index(const std::string& name, std::string description, bool concurrent,
-                          std::string why_none, MakeInPool make) {
+                          std::string why_none, TestPlan tests, MakeInPool make) {
   add_persistent_index(name, std::move(description), concurrent, std::vector<OptionDoc>{},
+                       std::move(tests),
                        [name, why_none = std::move(why_none), make = std::move(make)](
                            pm::Pool& pool, const IndexConfig& c) {
                          option_values::refuse_options(name, c.options, why_none);

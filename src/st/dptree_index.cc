@@ -46,6 +46,20 @@ class DPTreeIndex final : public FamilyIndex<DPTreeCore> {
   std::size_t key_bytes_, value_bytes_;
 };
 
+// Leaves of 8 and small log pages (1 KiB; 2 KiB for string records): a merge every few
+// hundred writes.
+TestPlan test_plan() {
+  const auto small = [](const char* log_page_size) {
+    return TestPlan::Options{{"leaf_capacity", "8"},
+                             {"merge_ratio", "0.3"},
+                             {"min_merge_records", "16"},
+                             {"log_page_size", log_page_size}};
+  };
+  return {.fuzz = TestPlan::Fuzz{small("1024"), 512 * 1024},
+          .fuzz_strings = TestPlan::Fuzz{small("2048"), 512 * 1024},
+          .kill = TestPlan::Kill{1, small("1024")}};
+}
+
 }  // namespace
 
 void register_dptree_indexes() {
@@ -83,7 +97,8 @@ void register_dptree_indexes() {
                           std::to_string(kStringTreeMaxKey) +
                           " bytes, its values 8): leave them out");
         return std::make_unique<StringDPTree>(pool, opt, *pool.root_word() == 0);
-      }});
+      },
+      test_plan()});
 }
 
 }  // namespace dptree

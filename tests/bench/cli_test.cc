@@ -514,7 +514,8 @@ TEST(Cli, HarnessComparesTheRunnerWithATightLoop) {
   Result r =
       run("harness --index btree,dptree --records 2000 --ops 3000 --rounds 2 --json " + json);
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "runner / loop")) << r.output;
+  EXPECT_TRUE(has(r.output, "runner /")) << r.output;
+  EXPECT_TRUE(has(r.output, "95% interval")) << r.output;
   std::ifstream f(json);
   const nlohmann::json j = nlohmann::json::parse(f);
   std::filesystem::remove(json);
@@ -522,7 +523,14 @@ TEST(Cli, HarnessComparesTheRunnerWithATightLoop) {
   for (const auto& p : j.at("pairs")) {
     ASSERT_EQ(p.at("ratios").size(), 2u) << p;
     for (const auto& x : p.at("ratios")) EXPECT_GT(x.get<double>(), 0) << p;
+    // Two rounds are too few for a 95% interval: it is the range, and says so.
+    EXPECT_FALSE(p.at("median_ci95_exact").get<bool>()) << p;
+    EXPECT_LE(p.at("median_ci95").at(0).get<double>(), p.at("median_ratio").get<double>()) << p;
+    EXPECT_GE(p.at("median_ci95").at(1).get<double>(), p.at("median_ratio").get<double>()) << p;
   }
+  EXPECT_FALSE(j.at("machine").at("pool_fs").get<std::string>().empty()) << j.at("machine");
+  EXPECT_TRUE(j.at("machine").contains("thp_enabled")) << j.at("machine");
+  EXPECT_GE(j.at("machine").at("load1_before").get<double>(), 0) << j.at("machine");
   EXPECT_EQ(run("harness --rounds 0").status, 2);
   r = run("harness --index btree,no-such-index --records 10 --ops 10");
   EXPECT_EQ(r.status, 2) << r.output;

@@ -1,14 +1,18 @@
-// A libFuzzer target over one persistent index (DPTREE_FUZZ_INDEX, set per binary by
-// CMakeLists.txt). An input is not a whole pool (whole pools run at a few dozen executions a
-// second) but damage to one: byte 0 picks a seed pool (pool_fuzz.h make_seeds, made once at
-// start), then each 12 bytes are a patch: a word index (4 bytes, taken modulo the pool's
-// words) and the 8-byte value to store there. The patched pool is opened, recovered and
-// checked (run_patched). The custom mutator adds patches aimed at non-zero words half the time.
+// The libFuzzer target, over the persistent index or string form DPTREE_FUZZ_INDEX names (a
+// fuzz target of pool_fuzz.h: every one the registry's test plans give; DPTREE_FUZZ_LIST=1
+// prints their names and exits, for `make fuzz` to iterate). An input is not a whole pool (whole
+// pools run at a few dozen executions a second) but damage to one: byte 0 picks a seed pool
+// (pool_fuzz.h make_seeds, made once at start), then each 12 bytes are a patch: a word index (4
+// bytes, taken modulo the pool's words) and the 8-byte value to store there. The patched pool is
+// opened, recovered and checked (run_patched). The custom mutator adds patches aimed at non-zero
+// words half the time.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string>
 
 #include "fuzz/pool_fuzz.h"
 
@@ -18,8 +22,22 @@ namespace {
 
 constexpr std::size_t kPatch = 12;
 
+std::string target_names() {
+  std::string s;
+  for (const auto& t : dptree::fuzz::targets()) s += t.name() + "\n";
+  return s;
+}
+
 const dptree::fuzz::Target& the_target() {
-  static const auto& t = dptree::fuzz::target(DPTREE_FUZZ_INDEX);
+  static const dptree::fuzz::Target& t = []() -> const dptree::fuzz::Target& {
+    const char* name = std::getenv("DPTREE_FUZZ_INDEX");
+    for (const auto& c : dptree::fuzz::targets())
+      if (name && c.name() == name) return c;
+    std::fprintf(stderr,
+                 "fuzz_pool: DPTREE_FUZZ_INDEX=%s names no fuzz target; set it to one of:\n%s",
+                 name ? name : "(unset)", target_names().c_str());
+    std::exit(2);
+  }();
   return t;
 }
 
@@ -56,6 +74,11 @@ const std::vector<std::vector<std::uint32_t>>& live_words() {
 // With DPTREE_FUZZ_SEED_DIR set, the starting corpus is written there: one input per seed
 // pool, no patch (`make fuzz` starts from it).
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  if (std::getenv("DPTREE_FUZZ_LIST")) {
+    std::fputs(target_names().c_str(), stdout);
+    std::exit(0);
+  }
+  (void)the_target();  // an unknown name stops here, before libFuzzer starts
   const char* dir = std::getenv("DPTREE_FUZZ_SEED_DIR");
   if (!dir) return 0;
   std::filesystem::create_directories(dir);

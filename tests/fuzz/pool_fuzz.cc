@@ -14,66 +14,23 @@
 
 namespace dptree::fuzz {
 
+// From the registry: each persistent index's fuzz plan (TestPlan::fuzz), then the string
+// forms' (TestPlan::fuzz_strings).
 const std::vector<Target>& targets() {
-  static const std::vector<Target> all = {
-      {"dptree",
-       {{"leaf_capacity", "8"},
-        {"merge_ratio", "0.3"},
-        {"min_merge_records", "16"},
-        {"log_page_size", "1024"}},
-       512 * 1024},
-      {"cdptree",
-       {{"leaf_capacity", "8"},
-        {"log_partitions", "2"},
-        {"log_page_size", "1024"},
-        {"merge_ratio", "0.5"},
-        {"min_merge_records", "16"},
-        {"psize", "2"},
-        {"background_merge", "0"},
-        {"merge_threads", "1"},
-        {"recovery_threads", "1"}},
-       640 * 1024},
-      {"fastfair", {{"node_bytes", "256"}}},
-      {"fptree", {{"leaf_capacity", "8"}}},
-      {"cawbt", {}},
-      {"utree", {{"leaf_slots", "16"}}},
-      {"lbtree", {}},
-      {"wort", {}},
-      {"roart", {}, 512 * 1024},
-      {"pactree", {{"updater", "inline"}}, 640 * 1024},
-      {"bm-btree", {{"page_bytes", "256"}, {"dram_pct", "10"}, {"log_pct", "1"}}, 512 * 1024},
-      {"tips-btree",
-       {{"replay", "inline"},
-        {"replay_every", "12"},
-        {"partitions", "2"},
-        {"lanes", "1"},
-        {"lane_records", "64"},
-        {"ulog_lines", "256"},
-        {"mlog_entries", "64"},
-        {"cache_entries", "40"}},
-       640 * 1024},
-      {"dptree",
-       {{"leaf_capacity", "8"},
-        {"merge_ratio", "0.3"},
-        {"min_merge_records", "16"},
-        {"log_page_size", "2048"}},
-       512 * 1024,
-       true},
-      {"cdptree",
-       {{"leaf_capacity", "8"},
-        {"log_partitions", "2"},
-        {"log_page_size", "2048"},
-        {"merge_ratio", "0.5"},
-        {"min_merge_records", "16"},
-        {"background_merge", "0"},
-        {"merge_threads", "1"},
-        {"recovery_threads", "1"}},
-       640 * 1024,
-       true},
-      {"fptree", {{"leaf_capacity", "8"}}, 512 * 1024, true},
-      {"roart", {}, 640 * 1024, true},
-      {"pactree", {{"updater", "inline"}}, 768 * 1024, true},
-  };
+  static const std::vector<Target> all = [] {
+    std::vector<Target> out;
+    auto add = [&](const IndexInfo& i, const TestPlan::Fuzz& f, bool strings) {
+      Target t{i.name, f.options, Target{}.seed_pool_bytes, strings};
+      if (f.seed_pool_bytes) t.seed_pool_bytes = f.seed_pool_bytes;
+      out.push_back(std::move(t));
+    };
+    for (const IndexInfo& i : registered_indexes())
+      if (i.persistent && i.tests.fuzz) add(i, *i.tests.fuzz, false);
+    for (const IndexInfo& i : registered_indexes())
+      if (i.persistent && i.create_string && i.tests.fuzz_strings)
+        add(i, *i.tests.fuzz_strings, true);
+    return out;
+  }();
   return all;
 }
 

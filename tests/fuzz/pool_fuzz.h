@@ -16,7 +16,7 @@ namespace dptree::fuzz {
 using Bytes = std::vector<std::uint8_t>;
 
 // A persistent index with options that make its structures small (many nodes, pages and log
-// records in a small pool).
+// records in a small pool): its registry entry's fuzz plan.
 struct Target {
   std::string index;
   std::map<std::string, std::string> options;
@@ -29,8 +29,8 @@ struct Target {
   std::string name() const { return strings ? index + "-strings" : index; }
 };
 
-// Every persistent index of the registry, in registration order, then the string forms of
-// those that have one.
+// Every persistent index of the registry with a fuzz plan (registry.h, TestPlan::fuzz), in
+// registration order, then the string forms with one (TestPlan::fuzz_strings).
 const std::vector<Target>& targets();
 const Target& target(const std::string& name);
 

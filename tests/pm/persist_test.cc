@@ -123,6 +123,24 @@ TEST(Persist, CountPersistsAsAThreadsFirstCountIsSummed) {
   EXPECT_EQ(counters()[Category::log].fences, 3u);
 }
 
+// The form that names its category charges that category whatever scope is open, on the
+// thread's first count too, and leaves the thread's category as it was.
+TEST(Persist, CountPersistsToACategoryIgnoresTheScope) {
+  ModeGuard g(Mode::dram);
+  reset_counters();
+  std::thread t([] {
+    CategoryScope log(Category::log);
+    count_persists(4, 1, Category::node);  // the thread's first count
+    count_persists(1, 1, Category::node);
+    count_persists(2, 0);  // the scope's category, still log
+  });
+  t.join();
+  EXPECT_EQ(counters()[Category::node].lines, 5u);
+  EXPECT_EQ(counters()[Category::node].fences, 2u);
+  EXPECT_EQ(counters()[Category::log].lines, 2u);
+  EXPECT_EQ(counters()[Category::log].fences, 0u);
+}
+
 TEST(Persist, ParseModeNamesTheAcceptedValues) {
   EXPECT_EQ(parse_mode("eadr"), Mode::eadr);
   EXPECT_EQ(parse_mode("sim"), Mode::sim);

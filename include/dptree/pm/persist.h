@@ -53,10 +53,17 @@ inline void persist(const void* addr, std::size_t len) {
 // stores nothing else while the fence waits for the write-back (docs/peers.md, FAST_FAIR).
 // Use it only where inline_persist() is true, and charge what it issued with
 // count_persists(); elsewhere (`sim`, `eadr`, `dram`, emulated delays) use persist().
-// inline_persist() (below): `pmem` mode on a CPU with clwb, no emulated delays.
-inline void persist_line_inline(const void* line) {
+// inline_persist() (below): `pmem` mode on a CPU with clwb, no emulated delays. Its halves,
+// flush_line_inline() and fence_inline(), persist several lines under one fence.
+inline void flush_line_inline(const void* line) {
   asm volatile("clwb %0" : "+m"(*static_cast<volatile char*>(const_cast<void*>(line))));
+}
+inline void fence_inline() {
   asm volatile("sfence" ::: "memory");
+}
+inline void persist_line_inline(const void* line) {
+  flush_line_inline(line);
+  fence_inline();
 }
 // One line through persist_line_inline() where `inl` (inline_persist() as the caller read it
 // once for the whole operation, which then charges the lines itself), else through persist().
@@ -91,20 +98,33 @@ inline thread_local ThreadCounters t_counters;
 // A thread's first count: registers t_counters, then counts. Out of line, so the common path
 // of count_persists() calls nothing and saves no registers.
 void first_count(std::uint64_t lines, std::uint64_t fences);
-inline void add_count(int kind, std::uint64_t n) {
-  auto& slot = t_counters.v[static_cast<int>(t_category)][kind];
+inline void add_count(Category c, int kind, std::uint64_t n) {
+  auto& slot = t_counters.v[static_cast<int>(c)][kind];
   slot.store(slot.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+inline void add_count(int kind, std::uint64_t n) {
+  add_count(t_category, kind, n);
 }
 }  // namespace detail
 
-// Charges lines flushed and fences issued to this thread's current category. Inline: an
-// index that persists inline (persist_line_inline) charges each operation with a few loads
-// and stores, not a call.
+// Charges lines flushed and fences issued to category c, whatever the thread's current one (an
+// operation that persists inline names its category here instead of opening a CategoryScope).
+// Inline: an index that persists inline (persist_line_inline) charges each operation with a
+// few loads and stores, not a call.
+inline void count_persists(std::uint64_t lines, std::uint64_t fences, Category c) {
+  if (!detail::t_counters.enlisted) [[unlikely]] {
+    const Category saved = detail::t_category;
+    detail::t_category = c;
+    detail::first_count(lines, fences);
+    detail::t_category = saved;
+    return;
+  }
+  detail::add_count(c, 0, lines);
+  detail::add_count(c, 1, fences);
+}
+// The same, charged to this thread's current category.
 inline void count_persists(std::uint64_t lines, std::uint64_t fences) {
-  if (!detail::t_counters.enlisted) [[unlikely]]
-    return detail::first_count(lines, fences);
-  detail::add_count(0, lines);
-  detail::add_count(1, fences);
+  count_persists(lines, fences, detail::t_category);
 }
 
 inline bool inline_persist() {  // see persist_line_inline()
@@ -122,6 +142,15 @@ class CategoryScope {
  private:
   Category saved_;
 };
+
+// persist_line() for an operation that names its category: where it calls persist() (not
+// inline), that runs under category c; the inline form's caller charges its lines to c itself
+// (count_persists(lines, fences, c)). `p` may be any address in the line.
+inline void persist_line(const void* p, bool inl, Category c) {
+  if (inl) return persist_line_inline(p);
+  CategoryScope scope(c);
+  persist(p, 1);
+}
 
 struct Counters {
   std::uint64_t lines = 0;   // cache lines flushed

@@ -47,7 +47,13 @@ void register_bm_btree_index() {
       "cache-line-grained loading, mini pages and pointer swizzling (van Renen et al., SIGMOD "
       "2018), physiological redo/undo log on PM, checkpoints when the log fills; "
       "single-threaded",
-      false, baselines::bmtree::option_table().docs(), [](pm::Pool& pool, const IndexConfig& cfg) {
+      false, baselines::bmtree::option_table().docs(),
+      // Small pages, little DRAM and a small log: kills and damage land in evictions, steals
+      // and checkpoints.
+      {.fuzz = TestPlan::Fuzz{{{"page_bytes", "256"}, {"dram_pct", "10"}, {"log_pct", "1"}},
+                              512 * 1024},
+       .kill = TestPlan::Kill{1, {{"page_bytes", "256"}, {"dram_pct", "1"}, {"log_pct", "1"}}}},
+      [](pm::Pool& pool, const IndexConfig& cfg) {
         return std::make_unique<baselines::bmtree::BMBTree>(
             pool, baselines::bmtree::parse_options(cfg.options), cfg.expected_records);
       });

@@ -42,7 +42,13 @@ void register_fastfair_index() {
                      "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
                      "persistence within a cache line; values up to 2^64-3; concurrent: lock-free "
                      "search, per-node write locks, 8-byte in-place update (DPTree §4.4)",
-                     true, true, baselines::make_fastfair, baselines::fastfair_options().docs()});
+                     true,
+                     true,
+                     baselines::make_fastfair,
+                     baselines::fastfair_options().docs(),
+                     {},
+                     TestPlan{.fuzz = TestPlan::Fuzz{{{"node_bytes", "256"}}},
+                              .kill = TestPlan::Kill{2, {{"node_bytes", "256"}}}}});
 }
 
 }  // namespace dptree

@@ -108,6 +108,9 @@ void register_paper_peers() {
   info.create_string = [](const IndexConfig& cfg) -> std::unique_ptr<StringIndex> {
     return baselines::make<baselines::FPTreeStrings>(cfg);
   };
+  info.tests = {.fuzz = TestPlan::Fuzz{{{"leaf_capacity", "8"}}},
+                .fuzz_strings = TestPlan::Fuzz{{{"leaf_capacity", "8"}}, 512 * 1024},
+                .kill = TestPlan::Kill{2, {{"leaf_capacity", "8"}}}};
   add_builtin_index(std::move(info));
 }
 

@@ -317,7 +317,13 @@ class LBTree final : public PutIndex<LBTree> {
   }
 
   bool put(Key k, Value v, bool may_insert, bool may_update) {
-    if (!shared_) return put_alone(k, v, may_insert, may_update);
+    return shared_ ? put_shared(k, v, may_insert, may_update)
+                   : put_alone(k, v, may_insert, may_update);
+  }
+
+  // put() among threads. Out of line, so that the one-thread path inlined into put() keeps
+  // nothing in registers or on the stack for the locks and the retry.
+  [[gnu::noinline]] bool put_shared(Key k, Value v, bool may_insert, bool may_update) {
     pm::CategoryScope cat(pm::Category::node);
     LBInnerNodes::Path path;
     for (;;) {
@@ -352,9 +358,9 @@ class LBTree final : public PutIndex<LBTree> {
   // put() with one thread: no lock and no retry, and the descent just made is a split's. Its
   // own body, so that a one-thread insert runs as few instructions as the paper's code: they
   // stand between one insert's misses and the next one's, and fewer let the core overlap more
-  // of them (docs/peers.md, LB+-Tree).
+  // of them (docs/peers.md, LB+-Tree). No CategoryScope: each persist below names the node
+  // category itself.
   bool put_alone(Key k, Value v, bool may_insert, bool may_update) {
-    pm::CategoryScope cat(pm::Category::node);
     LBInnerNodes::Path path;
     Leaf* l = leaf_for(k, path);
     const int s = find(*l, k);
@@ -374,18 +380,25 @@ class LBTree final : public PutIndex<LBTree> {
 
   // An update of slot s's value in place: one 8-byte store, persisted.
   static void set_value(Leaf* l, int s, Value v) {
+    const bool inl = charge_inline(1);
     st(l->ent[s].value, v);
-    pm::persist(&l->ent[s].value, 8);
+    persist_leaf_line(&l->ent[s].value, inl);
   }
 
   // Where persist() is exactly clwb + sfence (pm::inline_persist(), taken once per insert as
   // `inl`), an insert issues them inline and charges them to the counters before its first
   // flush: a call after a fence saves registers to the stack, and those stores wait behind the
   // fence with the write-back (docs/pm-layer.md). Elsewhere (`sim` included) persist() runs.
-  static bool charge_inline(std::uint64_t lines) {
+  static bool charge_inline(std::uint64_t lines, std::uint64_t fences) {
     const bool inl = pm::inline_persist();
-    if (inl) pm::count_persists(lines, lines);
+    if (inl) pm::count_persists(lines, fences, pm::Category::node);
     return inl;
+  }
+  static bool charge_inline(std::uint64_t lines) { return charge_inline(lines, lines); }
+  // The line holding p (a word of a leaf), persisted inline where `inl`, else by persist()
+  // charged to the node category.
+  static void persist_leaf_line(const void* p, bool inl) {
+    pm::persist_line(p, inl, pm::Category::node);
   }
   // Free slots of a line (at most four), without a popcount call (no -mpopcnt in the build).
   static int free_in_line(std::uint16_t valid, int line) {
@@ -406,7 +419,7 @@ class LBTree final : public PutIndex<LBTree> {
     h.set_fp(s, fingerprint(k));
     h.set_bits(h.bits() | 1u << s);
     st(l->head[0], h.w[0]);
-    pm::persist_line(l, inl);
+    persist_leaf_line(l, inl);
   }
   // Entry moving (line 0 full): the emptiest other line takes the new entry and line-0
   // entries. Out of line, so the line-0 insert inlined into put() saves no registers for it.
@@ -434,13 +447,13 @@ class LBTree final : public PutIndex<LBTree> {
       set |= 1u << to;
       cleared |= 1u << from;
     }
-    pm::persist_line(&l->ent[kLineFirst[best]], inl);  // the moved copies, still invisible
+    persist_leaf_line(&l->ent[kLineFirst[best]], inl);  // the moved copies, still invisible
     // Header: only fingerprints of slots the old bitmap leaves invalid changed, so the words
     // may land in either order; the bitmap's word commits.
     h.set_bits((h.bits() | set) & ~cleared);
     st(l->head[1], h.w[1]);
     st(l->head[0], h.w[0]);
-    pm::persist_line(l, inl);
+    persist_leaf_line(l, inl);
     add(moves_, 1);
   }
 
@@ -451,6 +464,7 @@ class LBTree final : public PutIndex<LBTree> {
   // the moved slots, alternate bit flipped) commits the split. A k below the split key is
   // inserted into the old leaf afterwards. `path`: the descent that found l.
   [[gnu::noinline]] void split_insert(Leaf* l, Key k, Value v, const LBInnerNodes::Path& path) {
+    pm::CategoryScope cat(pm::Category::node);
     // Only the split key and which entries lie above it matter (a leaf is unsorted): select
     // the median over the keys copied out, rather than sort the slots by their keys in PM.
     Key keys[kSlots];
@@ -463,34 +477,46 @@ class LBTree final : public PutIndex<LBTree> {
     const std::uint64_t n_off = leaves_->alloc();
     Leaf* n = leaf(n_off);
     const Head h = l->header();
-    Leaf fresh{};
+    // The new leaf is written in place: only its valid slots, header and live sibling
+    // pointer are read before a later write sets them, so the rest may hold anything.
     Head nh{};
     unsigned moved = 0;
     for (int i = kKeep; i < kSlots; ++i) {
-      fresh.ent[i] = l->ent[order[i]];
+      st(n->ent[i].key, l->ent[order[i]].key);
+      st(n->ent[i].value, l->ent[order[i]].value);
       nh.set_fp(i, h.fp(order[i]));
       moved |= 1u << order[i];
     }
     unsigned nbits = kAllSlots & ~((1u << kKeep) - 1);
     if (k > split_key) {
-      fresh.ent[kKeep - 1] = {k, v};
+      st(n->ent[kKeep - 1].key, k);
+      st(n->ent[kKeep - 1].value, v);
       nh.set_fp(kKeep - 1, fingerprint(k));
       nbits |= 1u << (kKeep - 1);
     }
     nh.set_bits(nbits);
-    fresh.head[0] = nh.w[0];
-    fresh.head[1] = nh.w[1];
-    fresh.next[0] = l->sibling();
-    pm::store(n, fresh);
+    st(n->head[0], nh.w[0]);
+    st(n->head[1], nh.w[1]);
+    st(n->next[0], l->sibling());
     const int alt = (h.bits() & kAltBit) ? 1 : 0;
-    pm::store(&l->next[1 - alt], n_off);
-    pm::flush(n, sizeof(Leaf));
-    pm::flush(&l->next[1 - alt], 8);
-    pm::fence();
+    st(l->next[1 - alt], n_off);
+    // The new leaf and the inactive sibling pointer under one fence (inline where persist()
+    // is clwb + sfence, as an insert's line is), then the commit's line: 6 lines, 2 fences.
+    const bool inl = charge_inline(6, 2);
+    if (inl) {
+      for (int line = 0; line < 4; ++line)
+        pm::flush_line_inline(reinterpret_cast<const char*>(n) + 64 * line);
+      pm::flush_line_inline(&l->next[1 - alt]);
+      pm::fence_inline();
+    } else {
+      pm::flush(n, sizeof(Leaf));
+      pm::flush(&l->next[1 - alt], 8);
+      pm::fence();
+    }
     Head committed = h;  // bitmap minus the moved slots, alternate bit flipped: the commit
     committed.set_bits((h.bits() & ~moved) ^ kAltBit);
     st(l->head[0], committed.w[0]);
-    pm::persist(l, 8);
+    persist_leaf_line(l, inl);
     if (k < split_key) insert_into(l, k, v);
     inner_.insert_along(path, split_key, n_off);  // above l's smallest key: no range starts there
     ++splits_;
@@ -557,7 +583,8 @@ void register_lbtree_index() {
       "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
       "line reaches PM whole (64-byte unit); concurrent: leaf locks + optimistic leaf reads, "
       "inner nodes under a reader-writer lock (the paper's fallback: no HTM path)",
-      true, "its leaves are 256 bytes", [](pm::Pool& pool, const IndexConfig& cfg) {
+      true, "its leaves are 256 bytes", {.fuzz = TestPlan::Fuzz{}, .kill = TestPlan::Kill{2, {}}},
+      [](pm::Pool& pool, const IndexConfig& cfg) {
         return std::make_unique<baselines::LBTree>(pool, cfg.threads != 1);
       });
 }

@@ -60,6 +60,10 @@ void register_pactree_index() {
     bool bg = pactree_options().parse(cfg.options).background;
     return std::make_unique<TrieStrings<pactree::PacTree>>("pactree", pool, cfg.threads, bg);
   };
+  // The fuzzer inserts search-layer anchors inline (one execution, one thread).
+  info.tests = {.fuzz = TestPlan::Fuzz{{{"updater", "inline"}}, 640 * 1024},
+                .fuzz_strings = TestPlan::Fuzz{{{"updater", "inline"}}, 768 * 1024},
+                .kill = TestPlan::Kill{2, {}}};
   add_builtin_index(std::move(info));
 }
 

@@ -42,6 +42,9 @@ void register_roart_index() {
   info.create_string = [](const IndexConfig& cfg) -> std::unique_ptr<StringIndex> {
     return std::make_unique<TrieStrings<roart::Tree>>("roart", roart_pool(cfg), cfg.threads);
   };
+  info.tests = {.fuzz = TestPlan::Fuzz{{}, 512 * 1024},
+                .fuzz_strings = TestPlan::Fuzz{{}, 640 * 1024},
+                .kill = TestPlan::Kill{2, {}}};
   add_builtin_index(std::move(info));
 }
 

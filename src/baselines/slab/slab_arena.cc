@@ -127,13 +127,21 @@ void SlabArena::release(std::uint64_t off) {
 }
 
 const SlabArena::Slab* SlabArena::slab_of(std::uint64_t off, std::size_t& slot) const {
-  auto it = by_off_.upper_bound(off);
-  if (it == by_off_.begin()) return nullptr;
-  --it;
-  std::uint64_t rel = off - it->first;
+  // The newest slab first: the free list hands out a grown slab's slots in a row, so an
+  // allocation (a peer's split) mostly finds its slab without the map lookup.
+  const Slab* s = nullptr;
+  if (!slabs_.empty() && off - slabs_.back().off < slab_size_) {
+    s = &slabs_.back();
+  } else {
+    auto it = by_off_.upper_bound(off);
+    if (it == by_off_.begin()) return nullptr;
+    --it;
+    s = &slabs_[it->second];
+  }
+  std::uint64_t rel = off - s->off;
   if (rel >= slab_size_ || rel % slot_size_) return nullptr;
   slot = rel / slot_size_;
-  return &slabs_[it->second];
+  return s;
 }
 SlabArena::Slab* SlabArena::slab_of(std::uint64_t off, std::size_t& slot) {
   return const_cast<Slab*>(std::as_const(*this).slab_of(off, slot));

@@ -561,7 +561,9 @@ void register_wort_index() {
       "node) with path compression in an 8-byte header; out-of-place leaf records; every change "
       "made durable by one 8-byte store (a split's stale header is fixed by recovery); "
       "single-threaded",
-      false, "its nodes have the paper's 16 children", [](pm::Pool& pool, const IndexConfig& cfg) {
+      false, "its nodes have the paper's 16 children",
+      {.fuzz = TestPlan::Fuzz{}, .kill = TestPlan::Kill{1, {}}},
+      [](pm::Pool& pool, const IndexConfig& cfg) {
         if (cfg.threads > 1)
           throw Error(Errc::invalid_argument,
                       "wort is single-threaded (as in the DPTree paper): use it from 1 thread");

@@ -50,7 +50,9 @@ void register_cdptree_index() {
       [](const IndexConfig& c) -> std::unique_ptr<Index> {
         pm::Pool& pool = require_pool(c, "cdptree");
         const auto opt = options_for(c);
-        if (detail::root_if_ours(pool, detail::kCStringRootMagic, sizeof(detail::CRoot)))
+        if (detail::root_if_ours(pool, detail::kCStringRootMagic, sizeof(detail::CRoot)) ||
+            detail::root_if_ours(pool, detail::kCStringRootMagicR2, sizeof(detail::CRoot)) ||
+            detail::root_if_ours(pool, detail::kCStringRootMagicR3, sizeof(detail::CRoot)))
           throw Error(Errc::wrong_index,
                       "pool '" + pool.name() +
                           "' holds a cdptree of string keys, not of integer keys: "

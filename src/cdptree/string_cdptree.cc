@@ -60,8 +60,10 @@ void StringCDPTree::attach() {
   t_.attach_parts(root_->base, opt_.leaf_capacity, 8, 8, opt_.log_page_size);
   t_.codec.G.init(1, opt_.log_page_size);
   t_.pages->take_any_flavor();
-  small_ = static_cast<std::size_t>(opt_.consolidate_threshold *
-                                    static_cast<double>(opt_.leaf_capacity));
+  L_.init(opt_.leaf_capacity);
+  const auto cap = static_cast<double>(opt_.leaf_capacity);
+  sizes_ = {opt_.leaf_capacity, static_cast<std::size_t>(opt_.fill_rate * cap),
+            static_cast<std::size_t>(opt_.consolidate_threshold * cap)};
   workers_ = std::make_unique<MergePool>(pool_threads(opt_));
 }
 
@@ -83,15 +85,14 @@ StringBuffer* StringCDPTree::new_buffer(int ver) const {
 StringBase* StringCDPTree::new_base() const {
   auto* b = new StringBase;
   const int v = cv();
-  b->build(t_.pool, root_->base.head[v], v, root_->base.base_count[v]);
+  b->build(t_.pool, L_, root_->base.head[v], v, root_->base.base_count[v]);
   return b;
 }
 
 void StringCDPTree::create() {
   opt_.validate();
-  // A string leaf's entries are 24 bytes after a 64-byte header; its key bytes come on top.
-  if (opt_.leaf_capacity == 0)
-    opt_.leaf_capacity = std::clamp<std::size_t>((opt_.leaf_bytes - 64) / 24, 4, 4096);
+  // The most slots a leaf of leaf_bytes holds (about 16 bytes a slot: 492 in 8 KiB).
+  if (opt_.leaf_capacity == 0) opt_.leaf_capacity = string_leaf_capacity(opt_.leaf_bytes);
   // Each merge keeps every shard's last log page while an entry names a record in it (a key
   // page): at 64 shards, 64 KiB pages would keep megabytes mostly empty per merge.
   opt_.log_page_size = std::min(opt_.log_page_size, kStringShardPageBytes);
@@ -108,7 +109,8 @@ void StringCDPTree::create() {
 }
 
 void StringCDPTree::open() {
-  auto* rt = static_cast<CRoot*>(open_string_root(t_, kCStringRootMagic, sizeof(CRoot), kCRootMagic,
+  auto* rt = static_cast<CRoot*>(open_string_root(t_, kCStringRootMagic, kCStringRootMagicR2,
+                                                  kCStringRootMagicR3, sizeof(CRoot), kCRootMagic,
                                                   kCDPTreeGvBits, "cdptree"));
   opt_.validate();  // the caller's options, before the stored ones replace three of them
   opt_.leaf_capacity = rt->base.leaf_capacity;
@@ -140,7 +142,7 @@ void StringCDPTree::recover() {
   ensure_log_tables(t_, *root_, opt_.log_partitions);
   freed_ += finish_interrupted_merge(t_.pool, &R, *t_.dir, *t_.pending, string_next(t_.pool));
   gp_b_.store(new_base());
-  key_pages_.rebuild(gp_b_.load()->leaves);
+  key_pages_.rebuild(*gp_b_.load());
   const bool two = R.gv & kTwoLogs;
   if (!two) {
     detail::LogPagePtr* other = table(1 - cv());
@@ -417,6 +419,7 @@ IndexStats StringCDPTree::stats() const {
              {"leaves_created", d(created_.load())},
              {"leaves_freed", d(freed_.load())},
              {"leaves_rewritten", d(rewritten_.load())},
+             {"leaves_merged_in_place", d(in_place_.load())},
              {"log_pages", d(log_pages)},
              {"key_pages", d(key_pages_.size())},
              {"key_pages_freed", d(key_pages_freed_.load())},

@@ -1,9 +1,9 @@
 // The concurrent DPTree over byte-string keys (string_index.h; docs/cdptree.md "String keys"):
 // §3's Front / Middle / base with its sync words (sync.h), its two live logs (kTwoLogs), its
 // merge worker pool (the parallel merge of §3.3) and parallel recovery, over the string form's
-// persistent pieces shared
-// with the single-threaded StringDPTree (st/string_base.h: leaves rewritten out of place by the
-// merge, the inner index, the log record codec). The buffer is hash-sharded (string_buffer.h).
+// persistent pieces shared with the single-threaded StringDPTree (st/string_base.h: leaves
+// merged in place, their slots holding each key's prefix and value, the inner index, the log
+// record codec). The buffer is hash-sharded (string_buffer.h).
 //
 // Persistent state: a CRoot (format/cdptree_root.h) with the string magic; log_table[v] owns
 // a table of N head words, one PLog chain per shard, of the buffer of version v.
@@ -116,7 +116,8 @@ class StringCDPTree final : public StringIndex {
   // The records whose entries the last committed merge cycles removed: uncounted from the key
   // pages after their garbage collection (finish_merge).
   std::vector<u64> unnamed_;
-  std::size_t small_ = 0;  // CT in entries: a rewrite below it is merged with the next leaf
+  detail::StringLeafLayout L_;
+  detail::StringMergeSizes sizes_;  // capacity, FR and CT in entries
 
   mutable SyncManager sm_;
   std::atomic<StringBuffer*> gp_f_{nullptr}, gp_m_{nullptr};
@@ -138,7 +139,7 @@ class StringCDPTree final : public StringIndex {
   mutable std::condition_variable done_cv_;
 
   std::atomic<std::size_t> merges_{0}, failed_merges_{0}, merge_retries_{0}, created_{0}, freed_{0},
-      rewritten_{0}, parts_{0}, failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
+      rewritten_{0}, in_place_{0}, parts_{0}, failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
   double last_recovery_seconds_ = 0;
 };
 

@@ -63,14 +63,12 @@ CheckReport StringCDPTree::check() const {
   std::unordered_set<u64> owned;
   const StringBase* base = gp_b_.load();
   if (!check_directory(t_.pool, R.dir, owned, reach, r) ||
-      !check_string_leaves(t_, opt_.leaf_capacity, R.head[v], v, R.base_count[v], *base, owned,
-                           reach, r) ||
-      !r.ok)
+      !check_string_leaves(t_, L_, R.head[v], v, R.base_count[v], *base, owned, reach, r) || !r.ok)
     return r;
   const StringBuffer* f = gp_f_.load();
   const StringBuffer* m = gp_m_.load();
   if (f->version() != (m ? 1 - v : v)) r.fail("the Front's log is not of the expected version");
-  check_key_pages(t_, R.head[v], v, key_pages_, live_log_pages(), reach, r);
+  check_key_pages(t_, L_, R.head[v], v, key_pages_, live_log_pages(), reach, r);
   check_buffer(*f, owned, reach, r);
   if (m) {
     check_buffer(*m, owned, reach, r);

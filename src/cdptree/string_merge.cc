@@ -1,6 +1,6 @@
 // The merge of the concurrent string form (string_cdptree.h): Algorithm 7's start (the Front
 // becomes the Middle, two logs live until the flip) and its end (the Middle retired after its
-// readers), with the leaves of the Middle's key ranges rewritten out of place (st/string_base.h,
+// readers), with the leaves of the Middle's key ranges merged in place or split (st/string_base.h,
 // as the single-threaded string form merges) in partitions of PSize base leaves pulled by the
 // merge workers (§3.3, Algorithm 9), the merge of a first part only when the whole does not
 // fit the pool (the rest moved into the Front), and the parking of a merge that does not fit
@@ -152,6 +152,7 @@ void StringCDPTree::merge_cycle(const BufferedEntries& es, std::size_t n) {
     if (!head && !r.out.empty()) head = r.out.front();
     created_ += r.created;
     rewritten_ += r.rewritten;
+    in_place_ += r.in_place;
   }
   partitions_ += res.size();
   {
@@ -166,7 +167,8 @@ void StringCDPTree::merge_cycle(const BufferedEntries& es, std::size_t n) {
   }
 }
 
-// Algorithm 9 lines 1-7 and 9-12 for string leaves: each partition's touched leaves rewritten
+// Algorithm 9 lines 1-7 and 9-12 for string leaves: each partition's touched leaves merged in
+// place (version nv's metadata, which readers of the base of version cv never read) or split
 // into new ones (pendingLeaves before activation), linked within the partition through their
 // version-nv next words and written back, then fenced by its worker before the flip.
 void StringCDPTree::merge_partitions(Span es, int nv, std::vector<StringMergeResult>& res) {
@@ -181,8 +183,8 @@ void StringCDPTree::merge_partitions(Span es, int nv, std::vector<StringMergeRes
     StringMergeResult& r = res[i];
     {
       PhaseScope ph(CDPTreePhase::merge_range);
-      merge_string_leaves(t_, opt_.leaf_capacity, small_, base, std::min(nl, i * ps),
-                          std::min(nl, (i + 1) * ps), es.subspan(at[i], at[i + 1] - at[i]), r);
+      merge_string_leaves(t_, sizes_, base, std::min(nl, i * ps), std::min(nl, (i + 1) * ps),
+                          es.subspan(at[i], at[i + 1] - at[i]), r);
     }
     PhaseScope ph(CDPTreePhase::flush);
     if (!r.out.empty())

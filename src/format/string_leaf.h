@@ -2,20 +2,30 @@
 // its log records. Everything else (root words, owner directory, pendingLeaves, log pages) is
 // the integer form's (layout.h, log_page.h).
 //
-// A key's bytes are written to PM once, in its log record, and never again: a leaf entry names
-// them there. A string leaf is one allocator block that is written once, by the merge that
-// creates it, and never changed afterwards but for its next word of the version being built:
-//   header line: owner slot, type, next[2], count, 3 zero words
-//   count 2-byte fingerprints, one per entry in entry order (string_fingerprint of the key's
-//     hash), zero padded to a multiple of 8 bytes: a lookup scans them, not the entries
-//   count entries of 24 bytes, in key order: the key's first 8 bytes big-endian (zero padded),
-//     a word holding its length (low 16 bits) and the pool offset of its log record (the bits
-//     above), and the value
-// A key of up to 8 bytes is its prefix and length alone (record offset 0). A log page holding a
-// record that an entry names is a key page: kept, owned by its directory slot, until no entry
-// names it (st/key_pages.h, docs/dptree.md "String keys").
+// A key's bytes are written to PM once, in its log record, and never again: a leaf slot holds
+// the key's first 8 bytes, its length, the record's offset and the value, and a merge that only
+// moves a key moves its slot, never its bytes. A string leaf (§2.2, Figure 3) holds `cap` slots
+// (the root's leaf_capacity), merged into in place (§2.3):
+//   header line: owner slot, type, next[2], copy[2], 2 zero words
+//   two line-aligned metadata copies, each: a bitmap of the live slots (one bit a slot), their
+//     count, a 2-byte fingerprint per slot (string_fingerprint of its key's hash; a slot not
+//     live may hold any)
+//   cap slots of 24 bytes (StringEntry), line-aligned: the key's first 8 bytes big-endian (zero
+//     padded), a word of its length (low 16 bits) and its log record's pool offset (the bits
+//     above; 0 for a key of up to 8 bytes, which its prefix holds whole), and the value
+//   the two copies' order arrays, line-aligned: the live slots in key order (2 bytes each)
+// Version v reads metadata copy copy[v] (0 or 1). A merge that changes the leaf writes the copy
+// version cv does not read and points copy[nv] at it; one that does not change it points
+// copy[nv] at copy[cv]'s (one header word, not a copy of the metadata). A slot is written only
+// while the version being read does not hold it, so the slots are shared by the versions; the
+// version flip publishes a merge's slots and copy (§2.2, Algorithm 2: the metadata of the next
+// version in place, selected here through copy[] rather than by the version bit itself). A log
+// page holding a record that a slot names (a key of more than 8 bytes) is a key page: kept, owned
+// by its directory slot, until no slot of a live version names it (st/key_pages.h,
+// docs/dptree.md "String keys"); a short key's record goes with its log.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -27,11 +37,17 @@
 
 namespace dptree::detail {
 
-inline constexpr u64 kStringRootMagic = 0x4450545374725233ull;  // "DPTStrR3"
-inline constexpr u64 kStringLeafType = 0x445054534c656633ull;   // "DPTSLef3"
-// The string forms' format: 1 (leaves without fingerprints) and 2 (key bytes in the leaves, log
-// records of 63-bit payloads) are refused on open.
-inline constexpr std::size_t kStringFormat = 3;
+inline constexpr u64 kStringRootMagic = 0x4450545374725235ull;  // "DPTStrR5"
+inline constexpr u64 kStringLeafType = 0x445054534c656635ull;   // "DPTSLef5"
+// The magics of format 3 (leaves rewritten by each merge) and 4 (slots of one word naming
+// records of key and value), refused on open.
+inline constexpr u64 kStringRootMagicR3 = 0x4450545374725233ull;  // "DPTStrR3"
+inline constexpr u64 kStringRootMagicR4 = 0x4450545374725234ull;  // "DPTStrR4"
+// The string forms' format: 1 (leaves without fingerprints), 2 (key bytes in the leaves, log
+// records of 63-bit payloads), 3 (sorted leaves rewritten by each merge) and 4 (slots of one
+// word, every key's value in its record) are refused on open.
+inline constexpr std::size_t kStringFormat = 5;
+// The root magic of an earlier format f < 3 from format 3's magic of that tree.
 inline constexpr u64 string_magic_version(u64 magic, std::size_t version) {
   return (magic & 0x00ffffffffffffffull) | u64{'0' + version} << 56;
 }
@@ -42,23 +58,48 @@ struct StringLeafHeader {
   OwnerSlotPtr owner_slot;
   u64 type;
   LeafPtr next[2];  // the next leaf of each version
-  u64 count;
-  u64 unused[3];
+  u64 copy[2];      // the metadata copy each version reads
+  u64 unused[2];
 };
+// The persistent layout: a change here changes the pool format.
+static_assert(sizeof(StringLeafHeader) == 64 && offsetof(StringLeafHeader, next) == 16 &&
+              offsetof(StringLeafHeader, copy) == 32);
+// A slot: what a lookup and a merge compare first (the prefix), and the value, in the leaf.
 struct StringEntry {
   u64 prefix;  // the first 8 key bytes, big-endian: integer order is the keys' memcmp order
-  u64 meta;    // the key's length (low 16 bits) and the pool offset of its log record (above)
+  u64 meta;    // the key's length (low 16 bits) and its record's pool offset (above; 0: none)
   u64 value;
   std::size_t len() const { return static_cast<std::size_t>(meta & 0xffff); }
   u64 rec() const { return meta >> 16; }
   static u64 make_meta(std::size_t len, u64 rec) { return rec << 16 | len; }
 };
-// The persistent layout: a change here changes the pool format.
-static_assert(sizeof(StringLeafHeader) == 64 && offsetof(StringLeafHeader, next) == 16 &&
-              offsetof(StringLeafHeader, count) == 32);
 static_assert(sizeof(StringEntry) == 24 && offsetof(StringEntry, value) == 16);
 // A record offset must fit the 48 bits above the length.
 inline constexpr u64 kStringRecLimit = u64{1} << 48;
+// A key of up to this many bytes is its prefix and length alone: its slot names no record.
+inline constexpr std::size_t kStringInlineKey = 8;
+
+// Where the parts of a leaf of `cap` slots lie (offsets in the leaf), from the capacity alone.
+// What a lookup reads (bitmap, fingerprints, a slot) comes first and the order arrays (read by
+// scans and merges) last, so that a lookup's slot lies in the 4 KiB page of the fingerprints
+// more often (fewer TLB misses).
+struct StringLeafLayout {
+  std::size_t cap = 0, bm_words = 0, meta[2]{}, meta_bytes = 0, slots = 0, order[2]{}, bytes = 0;
+  void init(std::size_t capacity) {
+    auto line = [](std::size_t x) { return (x + 63) / 64 * 64; };
+    cap = capacity;
+    bm_words = (cap + 63) / 64;
+    // A lookup's last compare of eight fingerprints may read up to 14 bytes past them (masked
+    // off): the fingerprints are padded to 8 entries.
+    meta_bytes = 8 * bm_words + 8 + 2 * ((cap + 7) / 8 * 8);
+    meta[0] = 64;
+    meta[1] = meta[0] + line(meta_bytes);
+    slots = meta[1] + line(meta_bytes);
+    order[0] = line(slots + sizeof(StringEntry) * cap);
+    order[1] = order[0] + line(2 * cap);
+    bytes = order[1] + 2 * cap;
+  }
+};
 
 static_assert(std::endian::native == std::endian::little, "key_prefix byte-swaps a load");
 
@@ -84,31 +125,62 @@ struct StringKeyLess {
   }
 };
 
-// A view of one string leaf; `base` is the pool's base address (a long key's bytes are in a log
-// record elsewhere in the pool).
+// The largest string leaf the single-threaded form makes (its capacity is cut to fit it), and
+// the concurrent form's default leaf_bytes.
+inline constexpr std::size_t kStringLeafBlock = 8192;
+// The most slots whose leaf fits `bytes` (at least 4, at most 4096).
+inline std::size_t string_leaf_capacity(std::size_t bytes) {
+  std::size_t cap = 4096;
+  StringLeafLayout L;
+  for (L.init(cap); cap > 4 && L.bytes > bytes; L.init(--cap)) {
+  }
+  return cap;
+}
+
+// A view of one string leaf; `base` is the pool's base address (the bytes of a key longer than 8
+// are in its log record elsewhere in the pool). Metadata accessors take a copy's index, 0 or 1:
+// the one a version reads is h().copy[v], which readers take from the inner index.
 struct StringLeaf {
   std::byte* p;
   const std::byte* base;
-  StringLeaf(std::byte* leaf, const std::byte* pool_base) : p(leaf), base(pool_base) {}
+  const StringLeafLayout* L;
   StringLeafHeader& h() const { return *reinterpret_cast<StringLeafHeader*>(p); }
-  std::size_t count() const { return h().count; }
-  static std::size_t fp_bytes(std::size_t count) { return (2 * count + 7) / 8 * 8; }
-  std::uint16_t* fps() const { return reinterpret_cast<std::uint16_t*>(p + 64); }
-  StringEntry* entries() const { return entries(count()); }
-  // The entries of a leaf known to hold n (no read of the header).
-  StringEntry* entries(std::size_t n) const {
-    return reinterpret_cast<StringEntry*>(p + 64 + fp_bytes(n));
+  u64* bitmap(int c) const { return reinterpret_cast<u64*>(p + L->meta[c & 1]); }
+  u64& count(int c) const { return bitmap(c)[L->bm_words]; }
+  std::uint16_t* fps(int c) const {
+    return reinterpret_cast<std::uint16_t*>(p + L->meta[c & 1] + 8 * L->bm_words + 8);
   }
-  static std::size_t bytes(std::size_t count) { return 64 + fp_bytes(count) + 24 * count; }
+  std::uint16_t* order(int c) const {
+    return reinterpret_cast<std::uint16_t*>(p + L->order[c & 1]);
+  }
+  StringEntry* slots() const { return reinterpret_cast<StringEntry*>(p + L->slots); }
+  bool live(int c, std::size_t s) const { return (bitmap(c)[s / 64] >> (s % 64) & 1) != 0; }
   // The bytes of a key longer than 8 whose record is at pool offset `rec`.
   const char* long_key(u64 rec) const { return reinterpret_cast<const char*>(base + rec + 16); }
-  // The key of entry i; its bytes live in its log record or, up to 8, in a scratch `buf`.
-  std::string_view key(std::size_t i, char (&buf)[8]) const { return key_of(entries()[i], buf); }
+  // A slot's key; its bytes live in its log record or, up to 8, in a scratch `buf`.
   std::string_view key_of(const StringEntry& e, char (&buf)[8]) const {
     const std::size_t len = e.len();
-    if (len > 8) return {long_key(e.rec()), len};
+    if (len > kStringInlineKey) return {long_key(e.rec()), len};
     for (std::size_t j = 0; j < 8; ++j) buf[j] = static_cast<char>(e.prefix >> (56 - 8 * j));
     return {buf, len};
+  }
+  // The slot at position i of copy c's order, and its key.
+  const StringEntry& entry_at(int c, std::size_t i) const { return slots()[order(c)[i]]; }
+  std::string_view key(int c, std::size_t i, char (&buf)[8]) const {
+    return key_of(entry_at(c, i), buf);
+  }
+  // The sign of slot e's key against k (kp: key_prefix(k)): the prefixes decide, then, when
+  // they tie, the lengths if either key is its prefix alone, else the bytes after the prefix
+  // (the record's: the only read outside the leaf).
+  int compare(const StringEntry& e, std::string_view k, u64 kp) const {
+    if (e.prefix != kp) return e.prefix < kp ? -1 : 1;
+    const std::size_t len = e.len();
+    if (len > kStringInlineKey && k.size() > kStringInlineKey) {
+      const int c = std::memcmp(long_key(e.rec()) + 8, k.data() + 8,
+                                std::min(len, k.size()) - kStringInlineKey);
+      if (c != 0) return c;
+    }
+    return len < k.size() ? -1 : len > k.size() ? 1 : 0;
   }
 };
 

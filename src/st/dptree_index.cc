@@ -71,7 +71,9 @@ void register_dptree_indexes() {
         pm::Pool& pool = require_pool(c, "dptree");
         auto opt = DPTreeOptions::from_map(c.options);
         bool exists = *pool.root_word() != 0;
-        if (root_if_ours(pool, kStringRootMagic, sizeof(Root)))
+        if (root_if_ours(pool, kStringRootMagic, sizeof(Root)) ||
+            root_if_ours(pool, kStringRootMagicR3, sizeof(Root)) ||
+            root_if_ours(pool, kStringRootMagicR4, sizeof(Root)))
           throw Error(Errc::wrong_index, "pool '" + pool.name() +
                                              "' holds a DPTree of string keys, not of integer "
                                              "keys: open it with --key-type string "

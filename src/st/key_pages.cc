@@ -6,6 +6,7 @@
 #include "format/log_page.h"
 #include "format/string_leaf.h"
 #include "st/owner_dir.h"
+#include "st/string_base.h"
 
 namespace dptree::detail {
 
@@ -13,15 +14,15 @@ u64 KeyPages::page_of(u64 rec) const {
   return pool_.allocator().block_containing(rec);
 }
 
-void KeyPages::rebuild(std::span<const u64> leaves) {
+void KeyPages::rebuild(const StringBase& base) {
   std::unordered_map<u64, std::size_t> uses;
   u64 last_page = 0, last_end = 0;  // records of one page tend to follow each other
-  for (u64 l : leaves) {
-    const StringLeaf lf{pool_.at(l), pool_.base()};
-    const StringEntry* e = lf.entries();
-    for (std::size_t i = 0; i < lf.count(); ++i) {
-      if (e[i].len() <= 8) continue;
-      const u64 rec = e[i].rec();
+  for (std::size_t li = 0; li < base.leaves.size(); ++li) {
+    const StringLeaf lf = base.leaf(pool_, li);
+    const int c = base.copy(li);
+    for (std::size_t i = 0; i < lf.count(c); ++i) {
+      const u64 rec = lf.entry_at(c, i).rec();
+      if (rec == 0) continue;  // a key of up to 8 bytes: its prefix, no record
       if (!(rec >= last_page && rec < last_end)) {
         last_page = page_of(rec);
         last_end = last_page + pool_.allocator().block_size(last_page);

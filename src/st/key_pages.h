@@ -1,6 +1,6 @@
-// The key pages of DPTree's string forms (format/string_leaf.h): a leaf entry of a key longer
-// than 8 bytes names the key's bytes in its log record, so the log page holding that record
-// outlives its log's release while an entry of a reachable version names it.
+// The key pages of DPTree's string forms (format/string_leaf.h): the slot of a key longer than
+// 8 bytes names its log record (the key's bytes), so the log page holding that record outlives
+// its log's release while a slot of a reachable version names it.
 //
 // Persistently a key page is an ordinary log page, owned by its owner-directory slot, whose
 // flavor word says kKeyFlavor (set when its log is released: release_chain's `keep`), so that
@@ -26,14 +26,15 @@ class Pool;
 namespace dptree::detail {
 
 class OwnerDir;
+struct StringBase;
 
 class KeyPages {
  public:
   explicit KeyPages(const pm::Pool& pool) : pool_(pool) {}
   // The log page holding the record at pool offset `rec` (0: none).
   u64 page_of(u64 rec) const;
-  // Open: the counts of the entries of the leaves `leaves` (one version's list).
-  void rebuild(std::span<const u64> leaves);
+  // Open: the counts of the live slots of the leaves of `base` (one version's list).
+  void rebuild(const StringBase& base);
   // After a merge's flip: each of `recs` is named by one more entry.
   void name(std::span<const u64> recs);
   // After the flip's garbage collection: each of `recs` is named by one entry less. Returns

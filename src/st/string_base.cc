@@ -20,98 +20,99 @@ LeafNext string_next(const pm::Pool& pool) {
   return [&pool](u64 l, int v) { return pool.at<StringLeafHeader>(l)->next[v].off; };
 }
 
-namespace {
-// The first of the n entries whose prefix is not below p: a branch-free binary search that
-// prefetches both entries the next step may read, so that two steps' cache misses overlap.
-std::size_t prefix_lower_bound(const StringEntry* e, std::size_t n, u64 p) {
-  if (n == 0) return 0;
-  const StringEntry* b = e;
-  std::size_t len = n;
-  while (len > 1) {
-    const std::size_t half = len / 2, next = (len - half) / 2;
-    __builtin_prefetch(b + next);
-    __builtin_prefetch(b + half + next);
-    b = b[half].prefix < p ? b + half : b;
-    len -= half;
-  }
-  return static_cast<std::size_t>(b - e) + (b->prefix < p);
-}
-}  // namespace
-
-std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal) {
-  const u64 p = key_prefix(k);
-  const StringEntry* e = lf.entries();
-  const std::size_t n = lf.count();
-  std::size_t lo = prefix_lower_bound(e, n, p), hi = n;
-  equal = false;
-  char buf[8];
-  // Keys sharing k's prefix start at lo (most often one, or none): the first one decides
-  // unless k is above it; then the bytes of the others are binary-searched.
-  bool first = true;
-  while (lo < hi && e[lo].prefix == p) {
-    const std::size_t mid = first ? lo : lo + (hi - lo) / 2;
-    first = false;
-    if (e[mid].prefix != p) {  // above p, so above k
-      hi = mid;
-      continue;
-    }
-    const std::string_view mk = lf.key(mid, buf);
-    if (mk == k) {
-      equal = true;
-      return mid;
-    }
-    if (mk < k)
+// Binary search through the order array comparing the slots' prefixes (a key's record is read
+// only on a prefix tie): the order array's lines are requested at once, and each step requests
+// the slots of the step after it, so that their misses overlap.
+std::size_t string_lower_bound(StringLeaf lf, int c, std::string_view k, bool& equal) {
+  const std::uint16_t* o = lf.order(c);
+  const std::size_t n = lf.count(c);
+  const auto* ob = reinterpret_cast<const char*>(o);
+  for (std::size_t b = 0; b < 2 * n; b += 64) __builtin_prefetch(ob + b);
+  const StringEntry* slots = lf.slots();
+  const u64 kp = key_prefix(k);
+  std::size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    __builtin_prefetch(slots + o[lo + (mid - lo) / 2]);  // the next step's, either way
+    if (mid + 1 < hi) __builtin_prefetch(slots + o[mid + 1 + (hi - mid - 1) / 2]);
+    if (lf.compare(slots[o[mid]], k, kp) < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
+  equal = lo < n && lf.compare(slots[o[lo]], k, kp) == 0;
   return lo;
 }
 
-long string_leaf_find(StringLeaf lf, std::size_t n, std::string_view k, std::uint16_t fp) {
-  const auto* fps = reinterpret_cast<const std::byte*>(lf.fps());
-  for (std::size_t b = 0; b < 2 * n; b += 64) __builtin_prefetch(fps + b);
-  const StringEntry* e = lf.entries(n);
-  const u64 p = key_prefix(k);
+std::size_t string_leaf_high_water(StringLeaf lf, int c) {
+  const u64* bm = lf.bitmap(c);
+  for (std::size_t w = lf.L->bm_words; w-- > 0;)
+    if (bm[w]) return 64 * w + 64 - static_cast<std::size_t>(std::countl_zero(bm[w]));
+  return 0;
+}
+
+void request_leaf_lines(StringLeaf lf, int c, std::size_t hw) {
+  // Every line of the fingerprints, the last one too: they start inside a line, after the
+  // bitmap and count (a prefetch every 64 bytes from their start can miss the last line).
+  const auto* bm = reinterpret_cast<const std::byte*>(lf.bitmap(c));
+  const std::byte* end = reinterpret_cast<const std::byte*>(lf.fps(c) + hw);
+  for (const std::byte* l = bm; l < end; l += 64) __builtin_prefetch(l);
+}
+
+long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, std::uint16_t fp) {
+  const auto* fps = reinterpret_cast<const std::byte*>(lf.fps(c));
+  const StringEntry* slots = lf.slots();
+  const u64 kp = key_prefix(k);
+  // A slot whose fingerprint matches: live (a slot that is not keeps an old fingerprint), of
+  // k's prefix and length, and of its bytes after the prefix (a key of up to 8 bytes is its
+  // prefix: only a longer one's record is read).
   auto is_k = [&](std::size_t j) {
-    return e[j].prefix == p && e[j].len() == k.size() &&
-           (k.size() <= 8 || std::memcmp(lf.long_key(e[j].rec()), k.data(), k.size()) == 0);
+    const StringEntry& e = slots[j];
+    if (!lf.live(c, j) || e.prefix != kp || e.len() != k.size()) return false;
+    return k.size() <= kStringInlineKey ||
+           std::memcmp(lf.long_key(e.rec()) + 8, k.data() + 8, k.size() - 8) == 0;
   };
 #if defined(__SSE2__)
-  // Eight fingerprints a compare; the last load may read the padding and the entries after
-  // the fingerprints (inside the leaf), masked off.
+  // Eight fingerprints a compare; the last load may read up to 14 bytes past hw (inside the
+  // fingerprints and the padded order array, StringLeafLayout), masked off.
   const __m128i want = _mm_set1_epi16(static_cast<short>(fp));
-  for (std::size_t i = 0; i < n; i += 8) {
+  for (std::size_t i = 0; i < hw; i += 8) {
     const auto* at = reinterpret_cast<const __m128i*>(fps + 2 * i);
     auto m = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_loadu_si128(at), want)));
     m &= 0x5555u;  // one bit per matching fingerprint
-    if (n - i < 8) m &= (1u << (2 * (n - i))) - 1;
+    if (hw - i < 8) m &= (1u << (2 * (hw - i))) - 1;
     for (; m; m &= m - 1) {
       const std::size_t j = i + static_cast<std::size_t>(std::countr_zero(m)) / 2;
       if (is_k(j)) return static_cast<long>(j);
     }
   }
 #else
-  const std::uint16_t* f = lf.fps();
-  for (std::size_t j = 0; j < n; ++j)
+  const std::uint16_t* f = lf.fps(c);
+  for (std::size_t j = 0; j < hw; ++j)
     if (f[j] == fp && is_k(j)) return static_cast<long>(j);
 #endif
   return -1;
 }
 
-void StringBase::build(const pm::Pool& pool, LeafPtr head, int v, u64 keys) {
+void StringBase::build(const pm::Pool& pool, const StringLeafLayout& layout, LeafPtr head,
+                       int version, u64 keys) {
+  L = layout;
+  v = version;
+  // A leaf offset fits the low 48 bits and a high-water slot (at most 4096) bits 48-60.
+  static_assert(pm::kMaxPoolSize <= kRefOffset + 1);
   leaves.clear();
+  ref.clear();
   last.clear();
   last_prefix.clear();
-  counts.clear();
   count = keys;
-  char buf[8];
   for (u64 l = head.off; l; l = pool.at<StringLeafHeader>(l)->next[v].off) {
     leaves.push_back(l);
-    StringLeaf lf{pool.at(l), pool.base()};
-    last.emplace_back(lf.key(lf.count() - 1, buf));
-    last_prefix.push_back(lf.entries()[lf.count() - 1].prefix);
-    counts.push_back(static_cast<std::uint32_t>(lf.count()));
+    const StringLeaf lf{pool.at(l), pool.base(), &L};
+    const int c = static_cast<int>(lf.h().copy[v]);
+    ref.push_back(u64(c != 0) << 63 | u64{string_leaf_high_water(lf, c)} << 48 | l);
+    char buf[8];
+    last.emplace_back(lf.key(c, lf.count(c) - 1, buf));
+    last_prefix.push_back(key_prefix(last.back()));
   }
   search.build(last_prefix);
 }
@@ -120,7 +121,7 @@ std::size_t StringBase::index_of(std::string_view k) const {
   if (leaves.empty()) return 0;
   // The leaves whose last key shares k's prefix lie together: compare bytes only among them.
   const u64 p = key_prefix(k);
-  auto i = search.find(p, leaves.data());
+  auto i = search.find(p, ref.data());
   const auto lo = last_prefix.begin() + static_cast<std::ptrdiff_t>(i);
   if (i < last_prefix.size() && last_prefix[i] == p) {
     const auto hi = std::upper_bound(lo, last_prefix.end(), p);
@@ -135,35 +136,44 @@ std::size_t StringBase::index_of(std::string_view k) const {
 
 std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) const {
   const std::size_t i = index_of(k);
-  if (!leaves.empty()) {  // the fingerprints' lines (their header line is not needed)
-    const std::byte* p = pool.at(leaves[i]) + 64;
-    const std::size_t bytes = std::min<std::size_t>(2 * counts[i], 1024);
-    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
-  }
+  if (!leaves.empty()) request_leaf_lines(leaf(pool, i), copy(i), hw(i));
   return i;
 }
 
-std::optional<u64> StringBase::lookup_in(const pm::Pool& pool, std::size_t leaf, std::string_view k,
+std::optional<u64> StringBase::lookup_in(const pm::Pool& pool, std::size_t i, std::string_view k,
                                          u64 hash) const {
-  const StringLeaf lf{pool.at(leaves[leaf]), pool.base()};
-  const long i = string_leaf_find(lf, counts[leaf], k, string_fingerprint(hash));
-  if (i < 0) return std::nullopt;
-  return lf.entries(counts[leaf])[i].value;
+  const StringLeaf lf = leaf(pool, i);
+  const long s = string_leaf_find(lf, copy(i), hw(i), k, string_fingerprint(hash));
+  if (s < 0) return std::nullopt;
+  return lf.slots()[s].value;
 }
 
+// A scan reads slots in key order and the records of keys longer than 8, a miss each: both are
+// requested ahead of their reads, so that the misses overlap.
 bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size_t n,
                          StringEntries& out) const {
+  constexpr std::size_t kAhead = 8;
   if (leaves.empty()) return true;
   std::size_t li = index_of(start), got = 0;
   bool equal;
-  auto leaf = [&](std::size_t i) { return StringLeaf{pool.at(leaves[i]), pool.base()}; };
-  std::size_t pos = string_lower_bound(leaf(li), start, equal);
-  char buf[8];
+  std::size_t pos = string_lower_bound(leaf(pool, li), copy(li), start, equal);
   for (; li < leaves.size(); ++li, pos = 0) {
-    StringLeaf lf = leaf(li);
-    for (; pos < lf.count(); ++pos) {
+    const StringLeaf lf = leaf(pool, li);
+    const int c = copy(li);
+    const std::size_t cnt = lf.count(c);
+    const std::uint16_t* o = lf.order(c);
+    const StringEntry* slots = lf.slots();
+    for (std::size_t i = pos; i < cnt && i < pos + kAhead; ++i) __builtin_prefetch(slots + o[i]);
+    for (; pos < cnt; ++pos) {
       if (got == n) return false;
-      out.emplace_back(std::string(lf.key(pos, buf)), lf.entries()[pos].value);
+      if (pos + kAhead < cnt) __builtin_prefetch(slots + o[pos + kAhead]);
+      if (pos + kAhead / 2 < cnt) {
+        const StringEntry& a = slots[o[pos + kAhead / 2]];
+        if (a.len() > kStringInlineKey) __builtin_prefetch(lf.long_key(a.rec()));
+      }
+      const StringEntry& e = slots[o[pos]];
+      char buf[8];
+      out.emplace_back(std::string(lf.key_of(e, buf)), e.value);
       ++got;
     }
   }
@@ -171,28 +181,35 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
 }
 
 std::size_t StringBase::dram_bytes() const {
-  std::size_t b = 16 * leaves.capacity() + 4 * counts.capacity() + search.dram_bytes();
+  std::size_t b = 16 * leaves.capacity() + 8 * ref.capacity() + search.dram_bytes();
   for (const auto& k : last) b += sizeof(std::string) + k.capacity();
   return b;
 }
 
-void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 integer_magic,
-                       u64 gv_bits, const char* tree) {
+void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, u64 r4_magic, std::size_t bytes,
+                       u64 integer_magic, u64 gv_bits, const char* tree) {
   void* found = nullptr;
   try {
     found = t.existing_root(magic, bytes, std::string(tree) + " (string keys)");
   } catch (const Error& e) {
     if (e.code() != Errc::wrong_index) throw;
-    static const char* const kOlder[] = {"", "leaves without fingerprints",
-                                         "key bytes in the leaves, records of 63-bit payloads"};
+    static const char* const kOlder[] = {
+        "", "leaves without fingerprints", "key bytes in the leaves, records of 63-bit payloads",
+        "sorted leaves rewritten by each merge",
+        "leaves merged in place, slots of one word naming records of key and value"};
     for (std::size_t f = 1; f < kStringFormat; ++f)
-      if (root_if_ours(t.pool, string_magic_version(magic, f), sizeof(Root)))
-        throw Error(Errc::version_mismatch,
-                    "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
-                        std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
-                        std::to_string(kStringFormat) +
-                        " (key bytes in checksummed log records, named by the leaves): reload " +
-                        "the keys into a new pool (scan it with the build that wrote it)");
+      if (root_if_ours(t.pool,
+                       f < 3    ? string_magic_version(r3_magic, f)
+                       : f == 3 ? r3_magic
+                                : r4_magic,
+                       sizeof(Root)))
+        throw Error(
+            Errc::version_mismatch,
+            "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
+                std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
+                std::to_string(kStringFormat) +
+                " (leaves merged in place, each slot holding its key's prefix and value): " +
+                "reload the keys into a new pool (scan it with the build that wrote it)");
     if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
       throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +
                                          " of integer keys, not of string keys: open it with "
@@ -207,6 +224,8 @@ void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 int
 
 TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
                             std::vector<u64> logs, std::size_t capacity, std::size_t page_bytes) {
+  StringLeafLayout L;
+  L.init(capacity);
   return TreeShape{
       tree,
       gv_bits,
@@ -214,10 +233,11 @@ TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
       std::move(logs),
       kStringLeafType,
       [&pool](u64 l, int v) { return pool.offset_of(&pool.at<StringLeafHeader>(l)->next[v]); },
-      [&pool, capacity, tree, page_bytes](u64 l) {
-        std::string p = string_leaf_problem(pool, l, capacity, page_bytes);
+      [&pool, L, tree, page_bytes](u64 l, int v) {
+        std::string p = string_leaf_problem(pool, l, v, L, page_bytes);
         if (!p.empty()) throw_corrupt(pool, tree, "leaf", l, p);
-      }};
+      },
+      L.bytes};
 }
 
 void require_page_for_longest_key(std::size_t page_bytes, const char* tree) {

@@ -1,12 +1,13 @@
 // What the two string forms of DPTree share (the single-threaded StringDPTree, string_tree.h,
 // and the concurrent one, cdptree/string_cdptree.h): the base tree's inner index over the
 // leaves of one version (a DRAM snapshot), searches and scans of string leaves, the merge of
-// sorted buffer entries into a leaf list with touched leaves rewritten out of place, the
+// sorted buffer entries into a leaf list in place (a leaf that overflows split), the
 // validation of a log record's length during replay, and check()'s walks of the leaf list and
 // of one log page chain. The leaf and record formats are format/string_leaf.h.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -20,6 +21,7 @@
 
 #include "btree/btree.h"
 #include "dptree/index.h"
+#include "dptree/pm/pool.h"
 #include "format/string_leaf.h"
 #include "st/family.h"
 #include "st/key_pages.h"
@@ -31,8 +33,8 @@ namespace dptree::detail {
 
 using StringEntries = std::vector<std::pair<std::string, u64>>;
 using StringMap = std::map<std::string, u64, StringKeyLess>;
-// A buffered key's value and the pool offset of its latest log record: a merge that adds the
-// key to the leaves names its bytes there (format/string_leaf.h).
+// A buffered key's value and the pool offset of its latest log record: a merge that adds a key
+// longer than 8 bytes to the leaves names its bytes there (format/string_leaf.h).
 struct StringSlot {
   u64 value = 0;
   u64 rec = 0;
@@ -50,34 +52,59 @@ using StringSlotMap = std::map<std::string, StringSlot, StringKeyLess>;
 // The next word of a string leaf of version v (merge.h LeafNext).
 LeafNext string_next(const pm::Pool& pool);
 
-// Position of the first entry of `lf` whose key is not below k (binary search on the
-// prefixes; the key bytes are read only on a tie); `equal` when that entry's key is k.
-std::size_t string_lower_bound(StringLeaf lf, std::string_view k, bool& equal);
+// Position in metadata copy c's order array of `lf` of the first key not below k (a binary
+// search over the slots' prefixes, reading a key's record only on a tie); `equal` when that
+// key is k.
+std::size_t string_lower_bound(StringLeaf lf, int c, std::string_view k, bool& equal);
 
-// The entry of `lf`, which holds n entries, whose key is k (fp: its string_fingerprint), or -1:
-// the fingerprints are scanned, and only an entry whose fingerprint matches is read (the
-// header is not: n comes from the inner index).
-long string_leaf_find(StringLeaf lf, std::size_t n, std::string_view k, std::uint16_t fp);
+// Requests the lines a lookup in `lf` reads first (metadata copy c, slots below hw): the bitmap
+// and the fingerprints of slots [0, hw), which share its line.
+void request_leaf_lines(StringLeaf lf, int c, std::size_t hw);
+// The slot of `lf` live in metadata copy c whose key is k (fp: its string_fingerprint), or -1:
+// the fingerprints of slots [0, hw) are scanned (hw: one past the highest live slot, from the
+// inner index), and only a slot whose fingerprint matches is looked up in the bitmap and read
+// (its prefix and length; a key longer than 8 bytes in its record when they match).
+long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, std::uint16_t fp);
+// One past the highest slot live in metadata copy c (0: none).
+std::size_t string_leaf_high_water(StringLeaf lf, int c);
 
 // The inner index over the leaf list of one version: each leaf and its last key. Immutable
 // once built, so the concurrent form publishes it as its base snapshot.
 struct StringBase {
+  StringLeafLayout L;
+  int v = 0;  // the version the leaves are read in
   std::vector<u64> leaves;
+  // Per leaf, all a lookup reads of the index after its search, in one word whose line the
+  // search requests with its last block: the leaf's pool offset (the low 48 bits),
+  // string_leaf_high_water of the metadata copy version v reads (bits 48-60: what a lookup
+  // scans) and that copy (bit 63). The address of the leaf's first line a lookup requests
+  // depends on the copy: kept in an array of its own, its load was a miss of its own between
+  // the search and the leaf's.
+  std::vector<u64> ref;
   std::vector<std::string> last;
-  std::vector<u64> last_prefix;       // key_prefix of last: most searches compare only these
-  KeySearch search;                   // over last_prefix
-  std::vector<std::uint32_t> counts;  // entries of each leaf: where its entries start
-  u64 count = 0;                      // keys in the leaves (Root::base_count of the version)
+  std::vector<u64> last_prefix;  // key_prefix of last: most searches compare only these
+  KeySearch search;              // over last_prefix
+  u64 count = 0;                 // keys in the leaves (Root::base_count of the version)
+  static constexpr u64 kRefOffset = (u64{1} << 48) - 1;
+  int copy(std::size_t i) const { return static_cast<int>(ref[i] >> 63); }
+  std::size_t hw(std::size_t i) const { return static_cast<std::size_t>(ref[i] >> 48 & 0x1fff); }
 
-  void build(const pm::Pool& pool, LeafPtr head, int v, u64 keys);
+  void build(const pm::Pool& pool, const StringLeafLayout& layout, LeafPtr head, int version,
+             u64 keys);
+  StringLeaf leaf(const pm::Pool& pool, std::size_t i) const {
+    return StringLeaf{pool.at(ref[i] & kRefOffset), pool.base(), &L};
+  }
   bool empty() const { return leaves.empty(); }
   // The leaf whose key range holds k (the last one for keys above every leaf).
   std::size_t index_of(std::string_view k) const;
   // k's value in the leaves (hash: hash_string(k)).
   std::optional<u64> lookup(const pm::Pool& pool, std::string_view k, u64 hash) const {
-    return empty() ? std::nullopt : lookup_in(pool, index_of(k), k, hash);
+    if (empty()) return std::nullopt;
+    const std::size_t i = index_of(k);
+    request_leaf_lines(leaf(pool, i), copy(i), hw(i));
+    return lookup_in(pool, i, k, hash);
   }
-  // index_of(k), the first lines of that leaf (header, fingerprints) requested from memory: a
+  // index_of(k), the first lines of that leaf (request_leaf_lines) requested from memory: a
   // caller with other work before lookup_in (the buffer's search) overlaps their misses.
   std::size_t prefetch_leaf(const pm::Pool& pool, std::string_view k) const;
   // k's value in leaf number `leaf` (which must exist).
@@ -93,25 +120,34 @@ struct StringBase {
 struct StringMergeResult {
   std::vector<u64> out;  // the leaf list of version nv
   u64 count = 0;         // keys in it
-  std::size_t created = 0, rewritten = 0;
-  // The log records of long keys that entries of version nv name and no entry of version cv
-  // did (keys added), and those entries of cv named that no entry of nv does (keys removed):
+  std::size_t created = 0, rewritten = 0, in_place = 0;
+  // The log records of keys longer than 8 bytes that entries of version nv name and no entry of
+  // version cv did (keys added), and those entries of cv named that no entry of nv does (keys
+  // removed):
   // the key pages' counts change by them after the flip (key_pages.h).
   std::vector<u64> named, unnamed;
 };
 
-// The merge's leaf phases (string_merge.cc): the sorted entries `es` (tombstones included)
-// meet the leaves of `base`; a leaf whose key range receives none is kept, every other one is
-// rewritten with its new entries into new leaves recorded in pendingLeaves before their
-// activation (one left below `small` entries is rewritten with the next). Needs begin_merge
-// first; throws pool_full (the caller undoes the merge with reclaim_interrupted_merge).
-void merge_string_leaves(TreeParts& t, std::size_t leaf_capacity, std::size_t small,
-                         const StringBase& base, BufferedSpan es, StringMergeResult& r);
+// A merge's leaf sizes: the capacity, the entries of a leaf a split creates (FR x capacity),
+// and the count below which a leaf is consolidated with the next (CT x capacity).
+struct StringMergeSizes {
+  std::size_t cap = 0, fill = 0, small = 0;
+};
+
+// The merge's leaf phases (string_merge.cc, §2.3): the sorted entries `es` (tombstones
+// included) meet the leaves of `base` (version base.v; the merge builds version 1 - base.v). A
+// leaf whose key range receives none is kept; one that receives some and still fits is merged
+// in place: new slots (free in base.v) and the next version's metadata written; one that would
+// overflow, or fall below `small` entries, is rewritten with its new entries (the latter
+// together with the next leaf) into new leaves recorded in pendingLeaves before their
+// activation. Needs begin_merge first; throws pool_full (the caller undoes the merge with
+// reclaim_interrupted_merge; a leaf merged in place changed only what version base.v ignores).
+void merge_string_leaves(TreeParts& t, const StringMergeSizes& sz, const StringBase& base,
+                         BufferedSpan es, StringMergeResult& r);
 // The same over the run of leaves [first, end) of `base`, `es` the entries of its key range (a
 // partition of §3.3; thread-safe between disjoint runs). A rewrite is not carried past `end`.
-void merge_string_leaves(TreeParts& t, std::size_t leaf_capacity, std::size_t small,
-                         const StringBase& base, std::size_t first, std::size_t end,
-                         BufferedSpan es, StringMergeResult& r);
+void merge_string_leaves(TreeParts& t, const StringMergeSizes& sz, const StringBase& base,
+                         std::size_t first, std::size_t end, BufferedSpan es, StringMergeResult& r);
 // The position of the first of the sorted entries `es` whose key is above k.
 std::size_t string_entries_above(BufferedSpan es, std::string_view k);
 // The leaves `out` linked in order through their next words of version nv, the last one's to
@@ -151,14 +187,16 @@ std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, 
 [[noreturn]] void throw_record_after_end(const pm::Pool& pool, const char* tree, const u64* w);
 
 // open(): the root block of a string form (`magic`, at least `bytes` long, starting with a
-// Root), its format words verified against `gv_bits`. A pool of the same tree's integer form
-// (`integer_magic`) is wrong_index naming `tree` and how to open it; other errors as
-// TreeParts::existing_root, a damaged format Error(corrupt).
-void* open_string_root(const TreeParts& t, u64 magic, std::size_t bytes, u64 integer_magic,
-                       u64 gv_bits, const char* tree);
+// Root), its format words verified against `gv_bits`. A pool of an earlier string format
+// (`r3_magic`, `r4_magic`: the tree's magics of formats 3 and 4) is version_mismatch naming both
+// formats; a pool of the same tree's integer form (`integer_magic`) is wrong_index naming `tree`
+// and how to open it; other errors as TreeParts::existing_root, a damaged format Error(corrupt).
+void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, u64 r4_magic, std::size_t bytes,
+                       u64 integer_magic, u64 gv_bits, const char* tree);
 
 // open(): what validate_on_open checks of a string form's pool: string leaves (their next
-// words and contents, `capacity` entries at most) and the log page chains starting at `logs`.
+// words, and the contents of those on the current list, of `capacity` slots) and the log page
+// chains starting at `logs`.
 TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
                             std::vector<u64> logs, std::size_t capacity, std::size_t page_bytes);
 
@@ -166,16 +204,19 @@ TreeShape string_tree_shape(const pm::Pool& pool, const char* tree, u64 gv_bits,
 // key of kStringTreeMaxKey bytes.
 void require_page_for_longest_key(std::size_t page_bytes, const char* tree);
 
-// A damaged string leaf's problem (empty: its contents are in bounds): count, key lengths,
-// prefixes and fingerprints, and each long key's record: inside a live log page of the
-// directory (`page_bytes` long), of the entry's length, whole (its checksum holds).
-std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, std::size_t capacity,
+// A damaged string leaf's problem in version v (empty: its contents are in bounds): the
+// block's size, the bitmap (no bit past the capacity), the count (1..capacity, the bitmap's
+// bits), the order array (slots in range, live, each once, keys strictly increasing), and
+// each live slot's key length, prefix, fingerprint and record: none for a key of up to 8 bytes
+// (its prefix zero past its length), else inside a live log page of the directory
+// (`page_bytes` long), of the slot's length and prefix, whole (its checksum holds).
+std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, int v, const StringLeafLayout& L,
                                 std::size_t page_bytes);
 
 // check(): the leaf list of version v from `head` (each leaf owned, live, reached once,
 // contents in bounds, keys strictly increasing, no tombstone), its key count against
 // `base_count`, and `base` against it. Returns false when the walk could not go on.
-bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head, int v,
+bool check_string_leaves(const TreeParts& t, const StringLeafLayout& L, LeafPtr head, int v,
                          u64 base_count, const StringBase& base,
                          const std::unordered_set<u64>& owned, std::set<u64>& reach,
                          CheckReport& r);
@@ -184,9 +225,9 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
 // v) names is a live owned log page, in a live log (`live_logs`) or flagged kKeyFlavor, and
 // `pages` counts exactly the entries naming it; every kKeyFlavor page the directory owns is
 // named (none leaked). Adds the key pages to `reach`.
-void check_key_pages(const TreeParts& t, LeafPtr head, int v, const KeyPages& pages,
-                     const std::unordered_set<u64>& live_logs, std::set<u64>& reach,
-                     CheckReport& r);
+void check_key_pages(const TreeParts& t, const StringLeafLayout& L, LeafPtr head, int v,
+                     const KeyPages& pages, const std::unordered_set<u64>& live_logs,
+                     std::set<u64>& reach, CheckReport& r);
 
 // check(): one log page chain of version v from `head`: owned pages of flavor v, records that
 // decode (replayed into `replay`), after its end no word of version v. Adds its pages to

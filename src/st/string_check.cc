@@ -1,9 +1,11 @@
-// check() of DPTree's string form (string_tree.h): the leaf list of the current version (every
-// long key's record a whole one inside an owned log page, of the entry's key; keys strictly
-// increasing; no tombstone), the key pages (each named page kept, counted exactly, none
-// leaked), the log (every record whole, the log replays to exactly the buffer), and that the
-// allocator's live blocks are exactly the blocks the tree reaches (no leaked leaf, page or
+// check() of DPTree's string form (string_tree.h): the leaf list of the current version (its
+// metadata in bounds, every live slot's prefix and length sound and, for a key longer than 8
+// bytes, its record a whole one inside an owned log page, of the slot's length and prefix; keys
+// strictly increasing; no tombstone), the key pages (each named page kept, counted
+// exactly, none leaked), the log (every record whole, the log replays to exactly the buffer), and
+// that the allocator's live blocks are exactly the blocks the tree reaches (no leaked leaf, page or
 // block).
+#include <bit>
 #include <map>
 #include <set>
 #include <string>
@@ -42,56 +44,83 @@ std::string record_problem(const pm::Pool& pool, u64 rec, std::size_t len, std::
   return {};
 }
 
-// What is wrong with entry i of a leaf (empty: nothing), to follow "entry i".
-std::string entry_problem(const pm::Pool& pool, const StringLeaf& lf, std::size_t i,
-                          std::size_t page_bytes) {
-  const StringEntry& e = lf.entries()[i];
+// What is wrong with slot s of a leaf, live in its metadata copy c (empty: nothing), to
+// follow "slot s".
+std::string slot_problem(const pm::Pool& pool, const StringLeaf& lf, int c, std::size_t s,
+                         std::size_t page_bytes) {
+  const StringEntry& e = lf.slots()[s];
   const std::size_t len = e.len();
   if (len == 0 || len > kStringTreeMaxKey)
     return " has a key of " + std::to_string(len) + " bytes (1.." +
            std::to_string(kStringTreeMaxKey) + ")";
-  char buf[8];
-  if (len <= 8) {
-    if (e.rec() != 0) return ": a key of up to 8 bytes names a record";
-    if (len < 8 && (e.prefix << (8 * len)) != 0) return ": prefix bytes beyond the key's length";
+  if (len <= kStringInlineKey) {  // the prefix is the key: no record, zero past its length
+    if (e.rec() != 0) return " names a record for a key of " + std::to_string(len) + " bytes";
+    if (len < 8 && (e.prefix << (8 * len)) != 0)
+      return "'s prefix has bytes past its key's " + std::to_string(len);
   } else {
     if (std::string p = record_problem(pool, e.rec(), len, page_bytes); !p.empty()) return p;
-    if (key_prefix(lf.key(i, buf)) != e.prefix) return "'s prefix differs from its key";
+    if (key_prefix(string_record_key(pool.at<u64>(e.rec()))) != e.prefix)
+      return "'s prefix differs from its record's key";
   }
-  if (lf.fps()[i] != string_fingerprint(hash_string(lf.key(i, buf))))
+  char buf[8];
+  if (lf.fps(c)[s] != string_fingerprint(hash_string(lf.key_of(e, buf))))
     return "'s fingerprint differs from its key's";
+  if (e.value & kTombstone) return " holds a remove's value";
   return {};
 }
 
 }  // namespace
 
-std::string string_leaf_problem(const pm::Pool& pool, u64 l, std::size_t capacity,
+std::string string_leaf_problem(const pm::Pool& pool, u64 l, int v, const StringLeafLayout& L,
                                 std::size_t page_bytes) {
   const std::size_t block = pool.allocator().block_size(l);
-  if (block < 64) return "is smaller than its header";
-  StringLeaf lf{pool.at(l), pool.base()};
-  const u64 count = lf.h().count;
-  if (count == 0 || count > capacity)
-    return "holds " + std::to_string(count) + " entries (1.." + std::to_string(capacity) + ")";
-  if (StringLeaf::bytes(count) > block)
-    return "holds " + std::to_string(count) + " entries, more than its block of " +
-           std::to_string(block) + " bytes";
-  for (std::size_t b = 2 * count; b < StringLeaf::fp_bytes(count); ++b)
-    if (lf.p[64 + b] != std::byte{0}) return "has fingerprint padding that is not zero";
-  for (std::size_t i = 0; i < count; ++i)
-    if (std::string p = entry_problem(pool, lf, i, page_bytes); !p.empty())
-      return "entry " + std::to_string(i) + p;
+  if (block < L.bytes)
+    return "is a block of " + std::to_string(block) + " bytes, smaller than a leaf of " +
+           std::to_string(L.cap) + " slots";
+  const StringLeaf lf{pool.at(l), pool.base(), &L};
+  if (lf.h().copy[v] > 1)
+    return "names metadata copy " + std::to_string(lf.h().copy[v]) + " for version " +
+           std::to_string(v) + " (0 or 1)";
+  const int c = static_cast<int>(lf.h().copy[v]);
+  const std::string ver = " of version " + std::to_string(v) + " (copy " + std::to_string(c) + ")";
+  const u64* bm = lf.bitmap(c);
+  std::size_t bits = 0;
+  for (std::size_t w = 0; w < L.bm_words; ++w)
+    bits += static_cast<std::size_t>(std::popcount(bm[w]));
+  if (L.cap % 64 && bm[L.bm_words - 1] >> (L.cap % 64))
+    return "has a bitmap" + ver + " with bits past its " + std::to_string(L.cap) + " slots";
+  const u64 count = lf.count(c);
+  if (count == 0 || count > L.cap)
+    return "holds " + std::to_string(count) + " entries" + ver + " (1.." + std::to_string(L.cap) +
+           ")";
+  if (count != bits)
+    return "holds " + std::to_string(count) + " entries" + ver + " but its bitmap " +
+           std::to_string(bits) + " slots";
+  std::vector<bool> seen(L.cap);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t s = lf.order(c)[i];
+    const std::string at =
+        "order entry " + std::to_string(i) + ver + " (slot " + std::to_string(s) + ")";
+    if (s >= L.cap) return at + " is past the leaf's " + std::to_string(L.cap) + " slots";
+    if (!lf.live(c, s)) return at + " names a slot its bitmap does not hold";
+    if (seen[s]) return at + " repeats a slot";
+    seen[s] = true;
+    if (std::string p = slot_problem(pool, lf, c, s, page_bytes); !p.empty())
+      return "slot " + std::to_string(s) + p;
+    char b0[8], b1[8];
+    if (i > 0 && !(lf.key(c, i - 1, b0) < lf.key(c, i, b1)))
+      return at + ": its key is not above the one before";
+  }
   return {};
 }
 
-bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head, int v,
+bool check_string_leaves(const TreeParts& t, const StringLeafLayout& L, LeafPtr head, int v,
                          u64 base_count, const StringBase& base,
                          const std::unordered_set<u64>& owned, std::set<u64>& reach,
                          CheckReport& r) {
   std::size_t total = 0;
   std::vector<u64> chain;
   std::string prev;
-  char buf[8];
   for (u64 l = head.off; l; l = t.pool.at<StringLeafHeader>(l)->next[v].off) {
     const std::string at =
         "leaf " + std::to_string(chain.size()) + " (offset " + std::to_string(l) + ")";
@@ -100,44 +129,53 @@ bool check_string_leaves(const TreeParts& t, std::size_t capacity, LeafPtr head,
     if (!owned.contains(l)) r.fail(at + " is not owned by the directory");
     if (!t.alloc.is_live(l)) return r.fail(at + " is not a live block"), false;
     if (!reach.insert(l).second) r.fail(at + " is reached twice");
-    StringLeaf lf{t.pool.at(l), t.pool.base()};
+    const StringLeaf lf{t.pool.at(l), t.pool.base(), &L};
     if (lf.h().type != kStringLeafType) r.fail(at + " has a wrong type word");
     if (!slot_owns(t.pool, lf.h().owner_slot, l))
       r.fail(at + ": its owner slot does not point to it");
-    const std::string p = string_leaf_problem(t.pool, l, capacity, t.codec.G.page_span());
+    const std::string p = string_leaf_problem(t.pool, l, v, L, t.codec.G.page_span());
     if (!p.empty()) return r.fail(at + " " + p), false;
-    for (std::size_t i = 0; i < lf.count(); ++i) {
-      const std::string_view k = lf.key(i, buf);
+    const int c = static_cast<int>(lf.h().copy[v]);
+    for (std::size_t i = 0; i < lf.count(c); ++i) {
+      char buf[8];
+      const std::string_view k = lf.key(c, i, buf);
       if (!(chain.size() == 1 && i == 0) && !(std::string_view(prev) < k))
         r.fail(at + ": entry " + std::to_string(i) + "'s key is not above the one before");
-      if (lf.entries()[i].value & kTombstone) r.fail(at + ": a tombstone in the base tree");
+      if (lf.entry_at(c, i).value & kTombstone) r.fail(at + ": a tombstone in the base tree");
       prev.assign(k);
     }
-    total += lf.count();
+    total += lf.count(c);
   }
   if (total != base_count)
     r.fail("base_count " + std::to_string(base_count) + " != " + std::to_string(total) +
            " keys in the leaves");
-  if (chain != base.leaves) r.fail("inner index does not match the leaf list");
+  if (chain != base.leaves || base.ref.size() != chain.size())
+    r.fail("inner index does not match the leaf list");
   if (base.count != base_count) r.fail("inner index counts a different number of keys");
-  for (std::size_t i = 0; i < chain.size() && i < base.last.size(); ++i) {
-    StringLeaf lf{t.pool.at(chain[i]), t.pool.base()};
-    if (base.last[i] != lf.key(lf.count() - 1, buf) ||
-        base.last_prefix[i] != lf.entries()[lf.count() - 1].prefix || base.counts[i] != lf.count())
-      r.fail("inner index last key or entry count differs");
+  if (base.v != v) r.fail("inner index reads another version's metadata");
+  for (std::size_t i = 0; i < chain.size() && i < base.last.size() && i < base.ref.size(); ++i) {
+    const StringLeaf lf{t.pool.at(chain[i]), t.pool.base(), &L};
+    const int c = static_cast<int>(lf.h().copy[v]);
+    char buf[8];
+    if (base.copy(i) != c || base.last[i] != lf.key(c, lf.count(c) - 1, buf) ||
+        base.last_prefix[i] != key_prefix(base.last[i]) ||
+        base.hw(i) != string_leaf_high_water(lf, c) ||
+        (base.ref[i] & StringBase::kRefOffset) != chain[i])
+      r.fail("inner index metadata copy, last key, high-water slot or leaf offset differs");
   }
   r.facts.emplace_back("base_records", static_cast<double>(total));
   return true;
 }
 
-void check_key_pages(const TreeParts& t, LeafPtr head, int v, const KeyPages& pages,
-                     const std::unordered_set<u64>& live_logs, std::set<u64>& reach,
-                     CheckReport& r) {
+void check_key_pages(const TreeParts& t, const StringLeafLayout& L, LeafPtr head, int v,
+                     const KeyPages& pages, const std::unordered_set<u64>& live_logs,
+                     std::set<u64>& reach, CheckReport& r) {
   std::map<u64, std::size_t> uses;
   for (u64 l = head.off; l; l = t.pool.at<StringLeafHeader>(l)->next[v].off) {
-    const StringLeaf lf{t.pool.at(l), t.pool.base()};
-    for (std::size_t i = 0; i < lf.count(); ++i)
-      if (lf.entries()[i].len() > 8) ++uses[pages.page_of(lf.entries()[i].rec())];
+    const StringLeaf lf{t.pool.at(l), t.pool.base(), &L};
+    const int c = static_cast<int>(lf.h().copy[v] & 1);  // checked by check_string_leaves
+    for (std::size_t i = 0; i < lf.count(c); ++i)
+      if (const u64 rec = lf.entry_at(c, i).rec()) ++uses[pages.page_of(rec)];
   }
   for (const auto& [pg, n] : uses) {
     const std::string at = "key page at " + std::to_string(pg);
@@ -254,11 +292,11 @@ CheckReport StringDPTree::check() const {
   std::set<u64> reach{*t_.pool.root_word()};
   std::unordered_set<u64> owned;
   if (!check_directory(t_.pool, root_->dir, owned, reach, r) ||
-      !check_string_leaves(t_, opt_.leaf_capacity, root_->head[cv], cv, root_->base_count[cv],
-                           base_, owned, reach, r) ||
+      !check_string_leaves(t_, L_, root_->head[cv], cv, root_->base_count[cv], base_, owned, reach,
+                           r) ||
       !r.ok)
     return r;
-  check_key_pages(t_, root_->head[cv], cv, key_pages_, {}, reach, r);
+  check_key_pages(t_, L_, root_->head[cv], cv, key_pages_, {}, reach, r);
   check_log(owned, reach, r);
   if (!r.ok) return r;
   const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r, false);

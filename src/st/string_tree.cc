@@ -34,6 +34,7 @@ StringDPTree::StringDPTree(pm::Pool& pool, const DPTreeOptions& opt, bool create
 void StringDPTree::attach() {
   // Log records are runs of one-word slots (format/string_leaf.h).
   t_.attach_parts(*root_, opt_.leaf_capacity, 8, 8, opt_.log_page_size);
+  L_.init(opt_.leaf_capacity);
   t_.codec.G.init(1, opt_.log_page_size);
   t_.pages->take_any_flavor();
   log_ = std::make_unique<PLog>(t_.pool, t_.codec, *t_.pages);
@@ -41,6 +42,9 @@ void StringDPTree::attach() {
 
 void StringDPTree::create() {
   opt_.validate();
+  // A string leaf takes at most the 8 KiB block of the integer form's default leaf: 352 slots
+  // of 24 bytes would take a 16 KiB one, 30% of it never used (docs/dptree.md "Leaves").
+  opt_.leaf_capacity = std::min(opt_.leaf_capacity, string_leaf_capacity(kStringLeafBlock));
   require_page_for_longest_key(opt_.log_page_size, "DPTree over string keys");
   t_.require_empty_pool();
   pm::CategoryScope cat(pm::Category::alloc);
@@ -49,7 +53,7 @@ void StringDPTree::create() {
   Root init{};
   init.magic = kStringRootMagic;
   init.leaf_capacity = opt_.leaf_capacity;
-  init.key_bytes = 8;  // the leaf entry's fixed key part: the prefix
+  init.key_bytes = 8;  // a slot's prefix word
   init.value_bytes = 8;
   init.log_page_size = opt_.log_page_size;
   pm::store(rt, init);
@@ -61,8 +65,9 @@ void StringDPTree::create() {
 }
 
 void StringDPTree::open() {
-  auto* rt = static_cast<Root*>(
-      open_string_root(t_, kStringRootMagic, sizeof(Root), kRootMagic, kDPTreeGvBits, "DPTree"));
+  auto* rt = static_cast<Root*>(open_string_root(t_, kStringRootMagic, kStringRootMagicR3,
+                                                 kStringRootMagicR4, sizeof(Root), kRootMagic,
+                                                 kDPTreeGvBits, "DPTree"));
   opt_.validate();
   opt_.leaf_capacity = rt->leaf_capacity;
   opt_.log_page_size = rt->log_page_size;
@@ -87,7 +92,7 @@ void StringDPTree::recover() {
   t_.dir->load();
   freed_ += finish_interrupted_merge(t_.pool, root_, *t_.dir, *t_.pending, string_next(t_.pool));
   rebuild_inner();
-  key_pages_.rebuild(base_.leaves);
+  key_pages_.rebuild(base_);
   if (root_->log_head[1 - cv])
     PLog::release_chain(t_.pool, &root_->log_head[1 - cv], 1 - cv,
                         [this](u64 page) { return key_pages_.named(page); });
@@ -113,7 +118,13 @@ void StringDPTree::recover() {
 
 void StringDPTree::rebuild_inner() {
   const int cv = static_cast<int>(root_->gv & kVersionBit);
-  base_.build(t_.pool, root_->head[cv], cv, root_->base_count[cv]);
+  base_.build(t_.pool, L_, root_->head[cv], cv, root_->base_count[cv]);
+}
+
+StringMergeSizes StringDPTree::merge_sizes() const {
+  const auto cap = static_cast<double>(opt_.leaf_capacity);
+  return {opt_.leaf_capacity, static_cast<std::size_t>(opt_.fill_rate * cap),
+          static_cast<std::size_t>(opt_.consolidate_threshold * cap)};
 }
 
 std::size_t StringDPTree::merge_threshold() const {
@@ -211,11 +222,10 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
   std::size_t li = base_.index_of(start), pos = 0;
   if (!leaves.empty()) {
     bool equal;
-    pos = string_lower_bound(leaf(leaves[li]), start, equal);
+    pos = string_lower_bound(leaf(leaves[li]), base_.copy(li), start, equal);
   }
-  char buf[8];
   auto settle = [&] {
-    while (li < leaves.size() && pos >= leaf(leaves[li]).count()) {
+    while (li < leaves.size() && pos >= leaf(leaves[li]).count(base_.copy(li))) {
       ++li;
       pos = 0;
     }
@@ -223,7 +233,18 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
   settle();
   while (got < count && (bi.valid() || li < leaves.size())) {
     std::string_view bk;
-    if (li < leaves.size()) bk = leaf(leaves[li]).key(pos, buf);
+    const StringEntry* e = nullptr;
+    char buf[8];
+    if (li < leaves.size()) {
+      const StringLeaf lf = leaf(leaves[li]);
+      const int c = base_.copy(li);
+      e = &lf.entry_at(c, pos);
+      if (pos + 4 < lf.count(c)) {
+        const StringEntry& a = lf.entry_at(c, pos + 4);
+        if (a.len() > kStringInlineKey) __builtin_prefetch(lf.long_key(a.rec()));
+      }
+      bk = lf.key_of(*e, buf);
+    }
     if (bi.valid() && (li >= leaves.size() || std::string_view(bi.key()) <= bk)) {
       if (li < leaves.size() && bi.key() == bk) {  // the buffer's entry is newer
         ++pos;
@@ -235,7 +256,7 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
       }
       ++bi;
     } else {
-      out.emplace_back(std::string(bk), leaf(leaves[li]).entries()[pos].value);
+      out.emplace_back(std::string(bk), e->value);
       ++got;
       ++pos;
       settle();
@@ -250,8 +271,7 @@ std::size_t StringDPTree::size() const {
   for (auto it = buffer_.begin(); it.valid(); ++it) {
     const std::string& k = it.key();
     const u64 v = it.value().value;
-    bool in_base = false;
-    if (!base_.empty()) string_lower_bound(leaf(base_.leaves[base_.index_of(k)]), k, in_base);
+    const bool in_base = base_.lookup(t_.pool, k, hash_string(k)).has_value();
     if (v & kTombstone)
       n -= in_base;
     else
@@ -282,6 +302,7 @@ IndexStats StringDPTree::stats() const {
              {"leaves_created", d(created_)},
              {"leaves_freed", d(freed_)},
              {"leaves_rewritten", d(rewritten_)},
+             {"leaves_merged_in_place", d(in_place_)},
              {"log_pages", d(log_->pages().size())},
              {"key_pages", d(key_pages_.size())},
              {"key_pages_freed", d(key_pages_freed_)},

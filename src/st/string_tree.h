@@ -3,8 +3,7 @@
 // engine beside DPTreeCore, so the integer tree's hot paths are untouched; it shares the persistent
 // pieces (TreeParts: owner directory, pendingLeaves, log page cache and PLog's pages), the merge's
 // begin / commit / garbage collection / recovery of an interrupted merge, and the open-time
-// validator. docs/dptree.md ("String keys") says why the leaves are rewritten, not merged in
-// place.
+// validator. docs/dptree.md ("String keys") has the leaf and its in-place merge.
 #pragma once
 
 #include <cstddef>
@@ -65,7 +64,8 @@ class StringDPTree final : public StringIndex {
   void release_key_pages(std::span<const u64> unnamed);
   void upsert_raw(std::string_view k, u64 v);
   std::optional<u64> find(std::string_view k) const;
-  StringLeaf leaf(u64 off) const { return StringLeaf{t_.pool.at(off), t_.pool.base()}; }
+  StringLeaf leaf(u64 off) const { return StringLeaf{t_.pool.at(off), t_.pool.base(), &L_}; }
+  StringMergeSizes merge_sizes() const;
   void check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach, CheckReport& r) const;
 
   TreeParts t_;
@@ -74,11 +74,12 @@ class StringDPTree final : public StringIndex {
   std::unique_ptr<PLog> log_;
   StringBufferTree buffer_;
   Bloom bloom_;
+  StringLeafLayout L_;
   StringBase base_;  // the inner index (DRAM) over the leaves of the current version
   KeyPages key_pages_{t_.pool};
   std::size_t merges_ = 0, failed_merges_ = 0, created_ = 0, freed_ = 0, rewritten_ = 0;
   std::size_t parts_ = 0;  // merge cycles over a part of the buffer (a merge that did not fit)
-  std::size_t key_pages_freed_ = 0;
+  std::size_t key_pages_freed_ = 0, in_place_ = 0;
   MergeBlock merge_block_{t_.pool};
 };
 

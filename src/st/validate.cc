@@ -115,7 +115,9 @@ class Validator {
            "holds " + std::to_string(blk) + ", which is not a live block it owns");
     const u64 type = pool_.allocator().block_size(blk) >= 16 ? word(blk + 8) : 0;
     const bool leaf = type == shape_.leaf_type;
-    const std::size_t need = !leaf ? page_bytes() : shape_.leaf_contents ? 64 : t_.L.bytes;
+    const std::size_t need = !leaf               ? page_bytes()
+                             : shape_.leaf_bytes ? shape_.leaf_bytes
+                                                 : t_.L.bytes;
     if (!leaf && type != kPageType)
       fail("block owned by directory slot " + std::to_string(slot), blk,
            "is neither a leaf nor a log page (type word " + std::to_string(type) + ")");
@@ -124,7 +126,6 @@ class Validator {
     if (word(blk) != slot)
       fail(leaf ? "leaf" : "log page", blk,
            "names owner slot " + std::to_string(word(blk)) + ", not " + std::to_string(slot));
-    if (leaf && shape_.leaf_contents) shape_.leaf_contents(blk);
     (leaf ? leaves_ : pages_).insert(blk);
     leaf_count_ += leaf;
   }
@@ -164,6 +165,7 @@ class Validator {
         fail("leaf list of version " + std::to_string(v) + ": the word", link,
              "points to " + std::to_string(l) + ", which is not a leaf the directory owns");
       if (++n > leaf_count_) cycle(v);
+      if (shape_.leaf_contents) shape_.leaf_contents(l, v);
       if (shape_.rc_mask && (t_.leaf(l).rc(v) & shape_.rc_mask) > root_.restart_count)
         fail("leaf", l, "has a restart count ahead of the root's");
     }

@@ -26,7 +26,9 @@ struct TreeShape {
   // The string form's leaves (format/string_leaf.h); left empty, the integer leaves (layout.h).
   u64 leaf_type = kLeafType;
   std::function<u64(u64 leaf, int v)> next_word = {};  // the offset of a leaf's next word
-  std::function<void(u64 leaf)> leaf_contents = {};    // throws corrupt for a damaged leaf
+  // Throws corrupt for a leaf of the current list (version v) whose contents are damaged.
+  std::function<void(u64 leaf, int v)> leaf_contents = {};
+  std::size_t leaf_bytes = 0;  // the string leaves' block size (0: the integer leaves')
 };
 
 // Throws Error(corrupt) unless `off` is a live block of at least `bytes` bytes whose owner

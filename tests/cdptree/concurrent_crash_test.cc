@@ -86,8 +86,8 @@ TEST(CDPTreeConcurrentCrash, WritersAndParallelMerges) {
   expect_appends_and_merges_crashed(r, true);
 }
 
-// The string form: its keys out of line in leaves rewritten by each merge and in log records,
-// so an image must also keep every key blob reachable exactly once (check()).
+// The string form: its keys in log records that leaf slots name, its leaves merged in place by
+// the merge workers, so an image must also keep every key page counted exactly (check()).
 // The string form's configuration: log pages that hold a 1,024-byte key's record, and room
 // for the log of most of the run (in 2 MiB, one run in a few dozen found the pool full when
 // the writers went on while a merge worker checked an image).
@@ -117,7 +117,7 @@ TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
 }
 
 // The string form merging in parts of 16 entries (the path a merge that does not fit the pool
-// takes): each merge cycle rewrites the leaves of its first 16 entries on the merge workers and
+// takes): each merge cycle merges the leaves of its first 16 entries on the merge workers and
 // moves the rest into the Front, under the writers' shard locks, before its flip. Images inside
 // a part ("/part"): in a worker's leaf writes, in the move's log appends, and at its flip or
 // collection (the single-threaded crash test, cdptree_string_crash_test, captures every phase
@@ -205,8 +205,8 @@ TEST(CDPTreeMergeWorkers, EveryWorkerFencesBeforeTheFlip) {
                                  [&](std::size_t k) { idx->upsert(k * 2654435761u % 1000003, k); });
 }
 
-// The same for the string form, whose workers write new leaves and link them (§3.3 over leaves
-// rewritten out of place).
+// The same for the string form, whose workers merge into leaves in place, write new leaves of
+// splits and link them (§3.3 over string leaves).
 TEST(CDPTreeMergeWorkers, EveryStringWorkerFencesBeforeTheFlip) {
   PmModeScope mode(pm::Mode::sim);
   auto pool = pm::Pool::create_in_memory(8u << 20);

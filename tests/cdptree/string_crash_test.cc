@@ -4,8 +4,9 @@
 // 8-byte units, recoveries crashed at their events, recovered images that keep working.
 // Every image passes check() (leaf key bytes reached exactly once, no leaked block, every
 // shard's log replays to its entries) and holds every acknowledged write. Asserts captures in
-// every phase of the string form's merge (the Front turned Middle with two logs live, leaf
-// rewrites of each partition of 2 leaves, their linking, the partitions reconnected, flip,
+// every phase of the string form's merge (the Front turned Middle with two logs live, the leaf
+// merge of each partition of 2 leaves: slots and next-version metadata of leaves merged in
+// place, leaves split, their linking, the partitions reconnected, flip,
 // garbage collection, log release) and in recovery; the partitions run on the workload thread
 // (merge_threads=1: the capture hook is not thread-safe; the concurrent crash test captures
 // them on merge workers). The second test merges in parts of 5 entries: each part a merge
@@ -26,6 +27,14 @@ namespace {
 
 class CDPTreeStringCrash : public ::testing::TestWithParam<SeedUnit> {};
 
+// The phase, and inside the leaf merge its step ("merge_range/slots"; a recovery or a run the
+// simulator starts inside a step has phases of its own).
+std::string phase_and_step() {
+  const CDPTreePhase ph = cdptree_current_phase();
+  const std::string p = to_string(ph), step = string_merge_step();
+  return step.empty() || ph != CDPTreePhase::merge_range ? p : p + "/" + step;
+}
+
 StringCrashConfig small_run(const SeedUnit& su, std::size_t ops,
                             std::function<std::string()> phase) {
   auto c = crash_config<StringKeys>("cdptree", su, std::move(phase));
@@ -41,21 +50,22 @@ StringCrashConfig small_run(const SeedUnit& su, std::size_t ops,
 }
 
 TEST_P(CDPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
-  auto c =
-      small_run(GetParam(), 260, [] { return std::string(to_string(cdptree_current_phase())); });
+  auto c = small_run(GetParam(), 260, phase_and_step);
+  c.recovery_crash_one_in = 20;  // a recovery writes only after a crash inside a merge
   auto r = expect_crashes_everywhere(
-      c, {"log_append", "merge_start", "merge_range", "flush", "reconnect", "version_flip",
-          "garbage_collection", "log_release", "recovery"});
+      c, {"log_append", "merge_start", "merge_range/slots", "merge_range/meta", "merge_range/split",
+          "flush", "reconnect", "version_flip", "garbage_collection", "log_release", "recovery"});
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["merges"], 5);
   EXPECT_GT(r.extra["merge_partitions"], r.extra["merges"]);
+  EXPECT_GT(r.extra["leaves_merged_in_place"], 5);
 }
 
 // A recovery the simulator runs inside a part is not part of it. One unit (8-byte, the one
 // that tears most), to keep the run short.
 TEST(CDPTreeStringCrashInParts, MergingInPartsEveryImageRecovers) {
   const MergePartLimit limit(5);
-  auto c = small_run({12, pm::Unit::word8}, 160, [] {
+  auto c = small_run({12, pm::Unit::word8}, 240, [] {
     const CDPTreePhase ph = cdptree_current_phase();
     std::string p = to_string(ph);
     return dptree_string_merge_in_part() && ph != CDPTreePhase::recovery ? p + "/part" : p;
@@ -73,20 +83,36 @@ TEST(CDPTreeStringCrashInParts, MergingInPartsEveryImageRecovers) {
 // in each of those phases and in recovery; every image passes check() (each named page kept
 // and counted exactly, none leaked) and holds every acknowledged write.
 TEST_P(CDPTreeStringCrash, KeyPagesKeptAndFreedAtEveryImage) {
-  auto c = small_run({GetParam().seed + 20, GetParam().unit}, 260,
-                     [] { return std::string(to_string(cdptree_current_phase())); });
+  auto c = small_run({GetParam().seed + 20, GetParam().unit}, 260, phase_and_step);
   c.key_space = 32;
   c.pool_bytes = 1u << 20;
   c.recovery_crash_one_in = 10;  // a recovery writes only after a crash inside a merge
   auto r = run_string_crash(c, long_string_key_space(c.key_space));
   ASSERT_FALSE(HasFailure());
   print_images(r);
-  expect_crashed_in({"log_append", "merge_range", "version_flip", "garbage_collection",
-                     "log_release", "key_page_release", "recovery"},
+  expect_crashed_in({"log_append", "merge_range/slots", "merge_range/meta", "version_flip",
+                     "garbage_collection", "log_release", "key_page_release", "recovery"},
                     r.per_phase);
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.extra["key_pages_freed"], 0);
   EXPECT_GT(r.extra["key_pages"], 0);
+}
+
+// Keys of 1 to 8 bytes only (many sharing their prefix word and differing in length alone): each
+// slot holds its key whole and names no record, so the Middle's logs are released whole and no
+// key page is kept. Captures in the leaf merge's steps, the flip, the log release and recovery.
+TEST_P(CDPTreeStringCrash, ShortKeysNeedNoKeyPagesAtEveryImage) {
+  auto c = small_run({GetParam().seed + 30, GetParam().unit}, 260, phase_and_step);
+  c.key_space = 64;
+  c.recovery_crash_one_in = 10;
+  auto r = run_string_crash(c, short_string_key_space(c.key_space));
+  ASSERT_FALSE(HasFailure());
+  print_images(r);
+  expect_crashed_in({"log_append", "merge_range/slots", "merge_range/meta", "merge_range/split",
+                     "version_flip", "garbage_collection", "log_release", "recovery"},
+                    r.per_phase);
+  EXPECT_GT(r.extra["leaves_merged_in_place"], 5);
+  EXPECT_EQ(r.extra["key_pages"], 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Units, CDPTreeStringCrash,

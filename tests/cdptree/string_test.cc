@@ -56,7 +56,11 @@ TEST(CDPTreeStrings, EachFormRefusesTheOthersPool) {
 // merge; once everything is removed a merge fits and writes go on.
 TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
   auto pool = pm::Pool::create_in_memory(1 << 20);
-  auto idx = make_string_index("cdptree", pool.get(), small());
+  // Leaves of 12 slots: with them the pool fills inside a merge (its splits' new leaves), not
+  // at a log append, in this sequence of keys.
+  IndexOptions o = small();
+  o["leaf_capacity"] = "12";
+  auto idx = make_string_index("cdptree", pool.get(), o);
   std::map<std::string, Value> model;
   ASSERT_TRUE(fill_until_full(*idx, model)) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
   expect_same_contents(*idx, model, "full");
@@ -70,12 +74,12 @@ TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
   expect_same_contents(*idx, model, "after removes");
   // A parked merge is retried by recovery too; every acknowledged write is still there.
   idx.reset();
-  idx = make_string_index("cdptree", pool.get(), small());
+  idx = make_string_index("cdptree", pool.get(), o);
   expect_same_contents(*idx, model, "reopened full");
   if (!model.empty()) return;
   expect_writes_once_emptied(*idx, model);
   idx.reset();
-  idx = make_string_index("cdptree", pool.get(), small());
+  idx = make_string_index("cdptree", pool.get(), o);
   expect_same(*idx, model, "reopened");
 }
 
@@ -95,34 +99,79 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& d
                "a damaged pool opened");
 }
 
+// The first leaf of the current version of a pool of small() leaves.
 detail::StringLeaf first_leaf(pm::Pool& p, detail::CRoot& r) {
-  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit].off), p.base()};
+  static const detail::StringLeafLayout L = [] {
+    detail::StringLeafLayout l;
+    l.init(std::stoul(small().at("leaf_capacity")));
+    return l;
+  }();
+  return detail::StringLeaf{p.at(r.base.head[r.base.gv & detail::kVersionBit].off), p.base(), &L};
+}
+// The metadata copy the current version reads in the first leaf.
+int current(pm::Pool& p, detail::CRoot& r) {
+  return static_cast<int>(first_leaf(p, r).h().copy[r.base.gv & detail::kVersionBit]);
+}
+detail::StringEntry& slot_at(pm::Pool& p, detail::CRoot& r, std::size_t i) {
+  const auto lf = first_leaf(p, r);
+  return lf.slots()[lf.order(current(p, r))[i]];
 }
 
+// The validator is the single-threaded form's (dptree_string_model_test damages every field);
+// these cases show the concurrent form's open runs it on its leaves.
 TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
   using namespace detail;  // NOLINT: the layout vocabulary
-  expect_open_corrupt(
-      [](pm::Pool& p, CRoot& r) {
-        StringEntry& e = first_leaf(p, r).entries()[1];
-        e.meta = StringEntry::make_meta(5000, e.rec());
-      },
-      "entry 1 has a key of 5000 bytes");
   // A reference into the middle of a record, and a damaged key byte in a key page.
   expect_open_corrupt(
       [](pm::Pool& p, CRoot& r) {
-        StringEntry& e = first_leaf(p, r).entries()[2];
-        e.meta = StringEntry::make_meta(e.len(), e.rec() + 8);
+        StringEntry& s = slot_at(p, r, 2);
+        s.meta = StringEntry::make_meta(s.len(), s.rec() + 8);
       },
-      "entry 2's record at");
-  expect_open_corrupt(
-      [](pm::Pool& p, CRoot& r) { *p.at<char>(first_leaf(p, r).entries()[3].rec() + 17) ^= 4; },
-      "entry 3's record at");
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).h().count = 100000; },
+      "'s record at");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { *p.at<char>(slot_at(p, r, 3).rec() + 17) ^= 4; },
+                      "'s record at");
+  // The slot's own words: its prefix against its record's key, its value.
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { slot_at(p, r, 1).prefix += 1; },
+                      "'s prefix differs from its record's key");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { slot_at(p, r, 1).value |= kTombstone; },
+                      "holds a remove's value");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).count(current(p, r)) = 100000; },
                       "holds 100000 entries");
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).entries()[0].prefix ^= 1; },
-                      "prefix differs");
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).fps()[2] ^= 0x100; },
-                      "entry 2's fingerprint differs");
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).count(current(p, r)) -= 1; },
+                      "but its bitmap");
+  expect_open_corrupt(
+      [](pm::Pool& p, CRoot& r) { first_leaf(p, r).order(current(p, r))[0] = 4000; },
+      "is past the leaf's");
+  expect_open_corrupt(
+      [](pm::Pool& p, CRoot& r) {
+        const auto lf = first_leaf(p, r);
+        lf.fps(current(p, r))[lf.order(current(p, r))[2]] ^= 0x100;
+      },
+      "'s fingerprint differs");
+}
+
+// Pools of the previous string formats (3: sorted leaves rewritten by each merge; 4: slots of
+// one word) are refused naming both formats, not opened or taken for another index.
+TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  const std::pair<u64, std::string> older[] = {
+      {kCStringRootMagicR2, "format 3 (sorted leaves rewritten by each merge)"},
+      {kCStringRootMagicR3,
+       "format 4 (leaves merged in place, slots of one word naming records of key and value)"}};
+  for (const auto& [magic, says] : older) {
+    auto pool = pm::Pool::create_in_memory(8 << 20);
+    make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
+    pool->at<CRoot>(*pool->root_word())->base.magic = magic;
+    try {
+      make_string_index("cdptree", pool.get(), small());
+      ADD_FAILURE() << "a pool of an earlier string format opened: " << says;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
+      const std::string w = e.what();
+      EXPECT_NE(w.find(says), std::string::npos) << w;
+      EXPECT_NE(w.find("reads format 5"), std::string::npos) << w;
+    }
+  }
 }
 
 TEST(CDPTreeStringsDamaged, LogRecordsAndTablesAreCheckedOnOpen) {

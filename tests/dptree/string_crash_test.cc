@@ -3,7 +3,10 @@
 // capture at every fence and one in 8 flushes, 64-byte and 8-byte units, recoveries crashed at
 // their events, recovered images that keep working. Every image passes check() (leaf key
 // bytes reached exactly once, no leaked block, the log decodes) and holds every acknowledged
-// write. Asserts captures in every phase of the string form's merge and in recovery.
+// write. Asserts captures in every phase of the string form's merge (in its leaf merge: the
+// slots of a leaf merged in place, its next version's metadata, the leaves of a split) and in
+// recovery, over mixed keys, over long keys only (key pages) and over short keys only (slots
+// that name no record).
 // DPTREE_CRASH_SCALE multiplies the workload.
 #include <gtest/gtest.h>
 
@@ -22,6 +25,14 @@ namespace {
 
 class DPTreeStringCrash : public ::testing::TestWithParam<SeedUnit> {};
 
+// The phase, and inside the leaf merge its step ("upsert_merge/slots"; a recovery or a run
+// the simulator starts inside a step has phases of its own).
+std::string phase_and_step() {
+  const DPTreePhase ph = dptree_current_phase();
+  const std::string p = to_string(ph), step = string_merge_step();
+  return step.empty() || ph != DPTreePhase::upsert_merge ? p : p + "/" + step;
+}
+
 // The run both tests make: small leaves in a 2 MiB pool, 160 keys, a recovery crashed in 150
 // images and a run continued from one in 80.
 StringCrashConfig small_run(const SeedUnit& p, std::size_t ops,
@@ -37,12 +48,13 @@ StringCrashConfig small_run(const SeedUnit& p, std::size_t ops,
 }
 
 TEST_P(DPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
-  auto c =
-      small_run(GetParam(), 350, [] { return std::string(to_string(dptree_current_phase())); });
-  auto r = expect_crashes_everywhere(c, {"log_append", "merge_start", "upsert_merge", "flush",
-                                         "version_flip", "garbage_collection", "recovery"});
+  auto c = small_run(GetParam(), 350, phase_and_step);
+  auto r = expect_crashes_everywhere(
+      c, {"log_append", "merge_start", "upsert_merge/slots", "upsert_merge/meta",
+          "upsert_merge/split", "flush", "version_flip", "garbage_collection", "recovery"});
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["merges"], 5);
+  EXPECT_GT(r.extra["leaves_merged_in_place"], 5);
 }
 
 // The same with the buffer merged in parts of 5 entries (the path a merge that does not fit
@@ -71,18 +83,37 @@ TEST_P(DPTreeStringCrash, MergingInPartsEveryImageRecovers) {
 // unnamed key pages and recovery; every image passes check() (each named page kept and counted
 // exactly, none leaked) and holds every acknowledged write.
 TEST_P(DPTreeStringCrash, KeyPagesKeptAndFreedAtEveryImage) {
-  auto c = small_run({GetParam().seed + 20, GetParam().unit}, 300,
-                     [] { return std::string(to_string(dptree_current_phase())); });
+  auto c = small_run({GetParam().seed + 20, GetParam().unit}, 300, phase_and_step);
   c.key_space = 32;
+  c.recovery_crash_one_in = 40;  // a recovery writes only after a crash inside a merge
   auto r = run_string_crash(c, long_string_key_space(c.key_space));
   ASSERT_FALSE(HasFailure());
   print_images(r);
-  expect_crashed_in({"log_append", "upsert_merge", "version_flip", "garbage_collection",
-                     "key_page_release", "recovery"},
+  expect_crashed_in({"log_append", "upsert_merge/slots", "upsert_merge/meta", "version_flip",
+                     "garbage_collection", "key_page_release", "recovery"},
                     r.per_phase);
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.extra["key_pages_freed"], 0);
   EXPECT_GT(r.extra["key_pages"], 0);
+}
+
+// Keys of 1 to 8 bytes only (many sharing their prefix word and differing in length alone): each
+// slot holds its key whole and names no record, so each merge's collection releases the log
+// whole and no key page is kept. Captures in the leaf merge's steps, the flip, the collection
+// and recovery; every image passes check() (no page leaked, none counted) and holds every
+// acknowledged write.
+TEST_P(DPTreeStringCrash, ShortKeysNeedNoKeyPagesAtEveryImage) {
+  auto c = small_run({GetParam().seed + 30, GetParam().unit}, 300, phase_and_step);
+  c.key_space = 64;
+  c.recovery_crash_one_in = 40;
+  auto r = run_string_crash(c, short_string_key_space(c.key_space));
+  ASSERT_FALSE(HasFailure());
+  print_images(r);
+  expect_crashed_in({"log_append", "upsert_merge/slots", "upsert_merge/meta", "upsert_merge/split",
+                     "version_flip", "garbage_collection", "recovery"},
+                    r.per_phase);
+  EXPECT_GT(r.extra["leaves_merged_in_place"], 5);
+  EXPECT_EQ(r.extra["key_pages"], 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Units, DPTreeStringCrash,

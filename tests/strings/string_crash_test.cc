@@ -26,8 +26,8 @@ class StringCrash : public ::testing::TestWithParam<std::string> {};
 std::map<std::string, std::string> crash_options(const std::string& index) {
   if (index == "pactree") return {{"updater", "inline"}};
   if (index == "fptree") return {{"leaf_capacity", "8"}};
-  // Logs of 4 shards of 2 KiB pages fit the 1 MiB pool; leaves of 64 keys split and are
-  // rewritten in merges of about 150 writes.
+  // Logs of 4 shards of 2 KiB pages fit the 1 MiB pool; leaves of 64 slots are merged into
+  // in place, and split, by merges of about 150 writes.
   if (index == "cdptree")
     return {{"log_partitions", "4"},
             {"log_page_size", "2048"},

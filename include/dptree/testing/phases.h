@@ -35,6 +35,10 @@ void set_dptree_string_merge_part(std::size_t entries);
 // Whether the merge running on this thread is a part of its buffer (one that leaves entries
 // in it, or follows such a part), for tests that count crash captures inside parts.
 bool dptree_string_merge_in_part();
+// The step of the string forms' leaf merge running on this thread (both trees): "slots" (a
+// leaf merged in place: its new slots), "meta" (its next version's metadata), "split" (leaves
+// rewritten into new ones), "" outside them.
+const char* string_merge_step();
 
 // What the calling thread is doing inside a CDPTree (crash tests count captures per phase).
 enum class CDPTreePhase : std::uint8_t {

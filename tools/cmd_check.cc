@@ -1,7 +1,8 @@
 // `dptree check POOL`: opens the index in a pool file, and so recovers it, runs its check() and
 // prints what it found with its stats. Exits non-zero on any violation. The index is found
-// through the registry: every persistent index's factory, in either key form, opens the pool if
-// it holds that index's root and refuses it with wrong_index otherwise.
+// through the registry (check_pool, dptree/pool_check.h): every persistent index's factory, in
+// either key form, opens the pool if it holds that index's root and refuses it with wrong_index
+// otherwise.
 //
 // Read-only by default: the pool is mapped copy-on-write (Pool::open with
 // OpenMode::copy_on_write), so recovery runs on private pages and nothing reaches the file; the
@@ -14,14 +15,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "commands.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
-#include "dptree/registry.h"
+#include "dptree/pool_check.h"
 
 namespace {
 
@@ -59,34 +59,6 @@ void report_stats(Found& f, dptree::IndexStats s) {
   for (auto& figure : s.extra) f.stats.push_back(std::move(figure));
 }
 
-bool another_index(const dptree::Error& e) {
-  return e.code() == dptree::Errc::wrong_index;
-}
-
-// One persistent index of the registry in one key form: its factory opens (and so recovers)
-// the index whose root the pool holds and refuses another's with wrong_index, so the first
-// that accepts the pool is its index. Its check() and stats() are reported.
-template <class Create>
-bool check_registered(dptree::pm::Pool& pool, Found& f, const dptree::IndexInfo& info,
-                      const Create& create, const char* keys) {
-  if (!create) return false;
-  dptree::IndexConfig c;
-  c.pool = &pool;
-  std::unique_ptr<std::remove_reference_t<decltype(*create(c))>> t;
-  try {
-    t = create(c);
-  } catch (const dptree::Error& e) {
-    if (another_index(e)) return false;
-    throw;
-  }
-  f.report = t->check();
-  f.index = info.name;
-  f.keys = keys;
-  f.what = fmt::format("{} of {} keys", info.name, keys == std::string("u64") ? "integer" : keys);
-  report_stats(f, t->stats());
-  return true;
-}
-
 // What recovery wrote to the private copy: the lines it would write to the file.
 void print_recovery_writes(const dptree::pm::Pool& pool) {
   auto ranges = pool.changed_ranges();
@@ -106,27 +78,16 @@ void print_recovery_writes(const dptree::pm::Pool& pool) {
   if (ranges.size() > kShown) fmt::print("    ... {} more\n", ranges.size() - kShown);
 }
 
-// The index in `pool`, found through the registry (every persistent index, in either key
-// form, in registration order), checked. A pool whose root word is empty holds no index yet:
-// refused, since a factory would create its index there.
-Found check_pool(dptree::pm::Pool& pool, const std::string& path) {
-  if (*pool.root_word() == 0)
-    throw dptree::Error(dptree::Errc::wrong_index,
-                        "pool '" + path +
-                            "' holds no index: its root word is empty (a pool made but never "
-                            "given an index); nothing to check");
+// The index in `pool`, found and checked through the registry (dptree/pool_check.h).
+Found check(dptree::pm::Pool& pool) {
+  dptree::PoolCheck c = dptree::check_pool(pool);
   Found f;
-  for (const auto& info : dptree::registered_indexes()) {
-    if (!info.persistent) continue;
-    if (check_registered(pool, f, info, info.create, "u64") ||
-        check_registered(pool, f, info, info.create_string, "string"))
-      return f;
-  }
-  throw dptree::Error(dptree::Errc::wrong_index,
-                      "pool '" + path +
-                          "' holds no index of this project's registry (`dptree bench --list`, "
-                          "persistent ones): it was made by another program or its root was "
-                          "damaged");
+  f.index = c.index;
+  f.keys = c.strings ? "string" : "u64";
+  f.what = fmt::format("{} of {} keys", c.index, c.strings ? "string" : "integer");
+  f.report = std::move(c.report);
+  report_stats(f, std::move(c.stats));
+  return f;
 }
 
 void print_text(const Found& f, const std::string& path) {
@@ -201,7 +162,7 @@ const dptree::cli::Registrar reg{
          try {
            auto pool =
                dptree::pm::Pool::open(*path, *repair ? OpenMode::shared : OpenMode::copy_on_write);
-           const Found f = check_pool(*pool, *path);
+           const Found f = check(*pool);
            if (!f.report.ok) dptree::cli::exit_code() = 1;
            if (*json) return print_json(f, *path, *pool, *repair);
            print_text(f, *path);

@@ -42,12 +42,23 @@ struct OptionDoc {
 
 // What the project's shared test suites run on a persistent index, so that adding one needs no
 // list outside its folder: the pool fuzzer (tests/fuzz: damaged pools opened, recovered and
-// checked) and the process-kill test (tests/kill: writers killed by SIGKILL, every
-// acknowledged write present after each kill) open the index with these options, which make
-// its nodes, logs and buffers small, so that a few hundred writes reach its splits, merges and
-// their recovery. An index with no plan for a suite says why in `why_untested`.
+// checked), the process-kill test (tests/kill: writers killed by SIGKILL, every acknowledged
+// write present after each kill) and the model and crash suite (GenericPeer, tests/baselines/
+// generic_peer_fixture.h) open the index with these options, which make its nodes, logs and
+// buffers small, so that a few hundred writes reach its splits, merges and their recovery. An
+// index with no fuzz or kill plan says why in `why_untested`.
 struct TestPlan {
   using Options = std::map<std::string, std::string>;
+  // The peers' model and crash suite (GenericPeer): model runs against std::map with reopens,
+  // bad input, and two crash-simulation runs of 10,000 images between them.
+  struct Generic {
+    Options options = {};
+    std::string grown_stat = {};  // the IndexStats::extra figure that counts the nodes made,
+    double grown_min = 0;         // which a model run must exceed (the structure grew often)
+    bool word8 = false;           // the second crash run in 8-byte units (the index claims
+                                  // only 8-byte failure atomicity), else in 64-byte lines
+    std::size_t crash_ops = 0;    // per crash run: enough for 10,000 images over the two
+  };
   struct Fuzz {
     Options options = {};
     std::size_t seed_pool_bytes = 0;  // the seed pools' size; 0: the fuzzer's default
@@ -59,7 +70,8 @@ struct TestPlan {
   std::optional<Fuzz> fuzz = std::nullopt;          // the integer form
   std::optional<Fuzz> fuzz_strings = std::nullopt;  // the string form (create_string)
   std::optional<Kill> kill = std::nullopt;
-  std::string why_untested = {};  // for each suite above that has no plan
+  std::optional<Generic> generic = std::nullopt;  // the indexes that run GenericPeer
+  std::string why_untested = {};                  // why, for a fuzz or kill plan it lacks
 };
 
 struct IndexInfo {

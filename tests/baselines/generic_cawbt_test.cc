@@ -9,11 +9,7 @@
 namespace dptree::testing {
 namespace {
 
-const Peer kPeers[] = {
-    {"cawbt", {}, "nodes", 500, pm::Unit::line64, 2400},
-};
-
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::Values("cawbt"), IndexParamName());
 
 }  // namespace
 }  // namespace dptree::testing

@@ -16,11 +16,6 @@
 namespace dptree::testing {
 namespace {
 
-const Peer kPeers[] = {
-    {"utree", {{"leaf_slots", "16"}}, "array_leaves", 80, pm::Unit::word8, 3000},
-    {"lbtree", {}, "leaves", 150, pm::Unit::line64, 3500},
-};
-
 // Crashes while several threads write at once (tests/fixtures/concurrent_crash_fixture.h), for
 // the two with fine-grained concurrency (cawbt's global lock is in concurrent_crash_test.cc),
 // in rounds until the test's floor (concurrent_crash_floors.h).
@@ -72,7 +67,8 @@ TEST(ConcurrentWriterCrash, UTreeCrashWhileThreadsWrite) {
   std::printf("utree: %zu concurrent crash images in all\n", images);
 }
 
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::Values("utree", "lbtree"),
+                         IndexParamName());
 
 // IndexConfig::threads = 1: uTree's puts take no lock and link with a plain store and its
 // persist, without the dirty and version bits (no other thread could read a link or a value

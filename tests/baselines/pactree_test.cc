@@ -19,13 +19,7 @@
 namespace dptree::testing {
 namespace {
 
-const Peer kPeers[] = {
-    // The crash fixture checks images against the workload thread's acknowledged writes, so
-    // the anchors go in inline here; pactree_concurrency_test crashes the background updater.
-    {"pactree", {{"updater", "inline"}}, "data_nodes", 20, pm::Unit::word8, 2600},
-};
-
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::Values("pactree"), IndexParamName());
 
 TEST(PacTree, RegisteredConcurrentWithAStringForm) {
   pm::set_mode(pm::Mode::dram);

@@ -19,11 +19,7 @@
 namespace dptree::testing {
 namespace {
 
-const Peer kPeers[] = {
-    {"roart", {}, "leaf_arrays", 20, pm::Unit::word8, 2000},
-};
-
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::Values("roart"), IndexParamName());
 
 TEST(Roart, RegisteredConcurrentWithAStringForm) {
   PmModeScope mode(pm::Mode::dram);

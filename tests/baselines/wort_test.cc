@@ -16,11 +16,7 @@
 namespace dptree::testing {
 namespace {
 
-const Peer kPeers[] = {
-    {"wort", {}, "nodes", 150, pm::Unit::word8, 2600},
-};
-
-INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::ValuesIn(kPeers), PeerName());
+INSTANTIATE_TEST_SUITE_P(Index, GenericPeer, ::testing::Values("wort"), IndexParamName());
 
 TEST(Wort, RegisteredSingleThreaded) {
   PmModeScope mode(pm::Mode::dram);

@@ -17,7 +17,9 @@ void register_cawbt_index() {
       "table, one-line redo log for splits, global write lock; assumes 64-byte atomic writes "
       "(x86 promises 8), so it is not crash-consistent on real hardware",
       true, "its nodes are one cache line",
-      {.fuzz = TestPlan::Fuzz{}, .kill = TestPlan::Kill{2, {}}},
+      {.fuzz = TestPlan::Fuzz{},
+       .kill = TestPlan::Kill{2, {}},
+       .generic = TestPlan::Generic{{}, "nodes", 500, false, 2400}},
       [](pm::Pool& pool, const IndexConfig&) { return std::make_unique<Cawbt>(pool); });
 }
 

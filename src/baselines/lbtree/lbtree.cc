@@ -583,7 +583,10 @@ void register_lbtree_index() {
       "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
       "line reaches PM whole (64-byte unit); concurrent: leaf locks + optimistic leaf reads, "
       "inner nodes under a reader-writer lock (the paper's fallback: no HTM path)",
-      true, "its leaves are 256 bytes", {.fuzz = TestPlan::Fuzz{}, .kill = TestPlan::Kill{2, {}}},
+      true, "its leaves are 256 bytes",
+      {.fuzz = TestPlan::Fuzz{},
+       .kill = TestPlan::Kill{2, {}},
+       .generic = TestPlan::Generic{{}, "leaves", 150, false, 3500}},
       [](pm::Pool& pool, const IndexConfig& cfg) {
         return std::make_unique<baselines::LBTree>(pool, cfg.threads != 1);
       });

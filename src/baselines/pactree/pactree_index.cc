@@ -60,10 +60,14 @@ void register_pactree_index() {
     bool bg = pactree_options().parse(cfg.options).background;
     return std::make_unique<TrieStrings<pactree::PacTree>>("pactree", pool, cfg.threads, bg);
   };
-  // The fuzzer inserts search-layer anchors inline (one execution, one thread).
-  info.tests = {.fuzz = TestPlan::Fuzz{{{"updater", "inline"}}, 640 * 1024},
-                .fuzz_strings = TestPlan::Fuzz{{{"updater", "inline"}}, 768 * 1024},
-                .kill = TestPlan::Kill{2, {}}};
+  // The fuzzer inserts search-layer anchors inline (one execution, one thread), and so does
+  // the crash suite, which checks images against the workload thread's acknowledged writes
+  // (pactree_concurrency_test crashes the background updater).
+  info.tests = {
+      .fuzz = TestPlan::Fuzz{{{"updater", "inline"}}, 640 * 1024},
+      .fuzz_strings = TestPlan::Fuzz{{{"updater", "inline"}}, 768 * 1024},
+      .kill = TestPlan::Kill{2, {}},
+      .generic = TestPlan::Generic{{{"updater", "inline"}}, "data_nodes", 20, true, 2600}};
   add_builtin_index(std::move(info));
 }
 

@@ -44,7 +44,8 @@ void register_roart_index() {
   };
   info.tests = {.fuzz = TestPlan::Fuzz{{}, 512 * 1024},
                 .fuzz_strings = TestPlan::Fuzz{{}, 640 * 1024},
-                .kill = TestPlan::Kill{2, {}}};
+                .kill = TestPlan::Kill{2, {}},
+                .generic = TestPlan::Generic{{}, "leaf_arrays", 20, true, 2000}};
   add_builtin_index(std::move(info));
 }
 

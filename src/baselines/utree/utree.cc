@@ -791,7 +791,8 @@ void register_utree_index() {
       "control) with dirty-bit links",
       true, utree_options().docs(),
       {.fuzz = TestPlan::Fuzz{{{"leaf_slots", "16"}}},
-       .kill = TestPlan::Kill{2, {{"leaf_slots", "16"}}}},
+       .kill = TestPlan::Kill{2, {{"leaf_slots", "16"}}},
+       .generic = TestPlan::Generic{{{"leaf_slots", "16"}}, "array_leaves", 80, true, 3000}},
       [](pm::Pool& pool, const IndexConfig& cfg) -> std::unique_ptr<Index> {
         if (utree_options().parse(cfg.options).leaf_slots == 16)
           return std::make_unique<baselines::UTree<16>>(pool, cfg.threads != 1);

@@ -562,7 +562,9 @@ void register_wort_index() {
       "made durable by one 8-byte store (a split's stale header is fixed by recovery); "
       "single-threaded",
       false, "its nodes have the paper's 16 children",
-      {.fuzz = TestPlan::Fuzz{}, .kill = TestPlan::Kill{1, {}}},
+      {.fuzz = TestPlan::Fuzz{},
+       .kill = TestPlan::Kill{1, {}},
+       .generic = TestPlan::Generic{{}, "nodes", 150, true, 2600}},
       [](pm::Pool& pool, const IndexConfig& cfg) {
         if (cfg.threads > 1)
           throw Error(Errc::invalid_argument,

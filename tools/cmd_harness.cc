@@ -122,10 +122,11 @@ void print_table(const std::vector<Pair>& pairs, const Options& o,
              ">=0.95");
   fmt::print("{:<12} {:<12} {:>13} {:>13} {:>9}\n", "", "", "(median)", "(median)", "loop");
   for (const Pair& p : pairs) {
-    const double r = median(p.ratios());
+    const std::vector<double> ratios = p.ratios();
+    const double r = median(ratios);
     fmt::print("{:<12} {:<12} {:>13.3f} {:>13.3f} {:>9.3f} {:>20} {:>12} {:>7}\n", p.index,
-               p.workload, median(p.bench_mops), median(p.tight_mops), r, interval(p.ratios()),
-               range(p.ratios(), ".2f"), r >= kTarget ? "met" : "MISSED");
+               p.workload, median(p.bench_mops), median(p.tight_mops), r, interval(ratios),
+               range(ratios, ".2f"), r >= kTarget ? "met" : "MISSED");
   }
 }
 
@@ -139,16 +140,18 @@ std::string to_json(const std::vector<Pair>& pairs, const Options& o,
   j["machine"] = dptree::bench::machine_json(m);
   j["pairs"] = nlohmann::ordered_json::array();
   for (const Pair& p : pairs) {
-    const auto ci = median_interval(p.ratios());
+    const std::vector<double> ratios = p.ratios();
+    const double med = median(ratios);
+    const auto ci = median_interval(ratios);
     j["pairs"].push_back({{"index", p.index},
                           {"workload", p.workload},
                           {"runner_mops", p.bench_mops},
                           {"tight_mops", p.tight_mops},
-                          {"ratios", p.ratios()},
-                          {"median_ratio", median(p.ratios())},
+                          {"ratios", ratios},
+                          {"median_ratio", med},
                           {"median_ci95", {ci.low, ci.high}},
                           {"median_ci95_exact", ci.exact},
-                          {"target_met", median(p.ratios()) >= kTarget}});
+                          {"target_met", med >= kTarget}});
   }
   return j.dump(2) + "\n";
 }

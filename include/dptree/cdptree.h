@@ -46,7 +46,7 @@ struct CDPTreeOptions {
   // would trigger a merge of a nearly empty buffer.
   std::size_t min_merge_records = 0;
   unsigned merge_threads = 0;     // merge workers (Algorithm 9); 0: hardware threads
-  unsigned recovery_threads = 0;  // log partitions replayed in parallel; 0: hardware threads
+  unsigned recovery_threads = 0;  // threads of an open (checks, leaf reads, replay); 0: hardware
   std::size_t psize = 64;         // PSize: base leaves per merge partition (§3.3)
   // false: the writer that starts a merge runs it itself, to the end, instead of a
   // background thread (deterministic single-threaded tests; the readers' protocol is the same).

@@ -8,6 +8,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
+#include "st/parallel_chunks.h"
 
 namespace dptree::cdp {
 
@@ -28,21 +29,35 @@ Leaf BaseCtx::leaf(u64 off) const {
 }
 
 BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 count) {
+  std::vector<u64> leaves;
+  for (u64 l = head.off; l; l = cx.leaf(l).next(v).off) leaves.push_back(l);
+  return snapshot_of(cx, std::move(leaves), v, count, 1);
+}
+
+BaseSnapshot* snapshot_of(const BaseCtx& cx, std::vector<u64> leaves, int v, u64 count,
+                          unsigned threads) {
   auto* s = new BaseSnapshot;
   s->v = v;
   s->count = count;
-  for (u64 l = head.off; l; l = cx.leaf(l).next(v).off) {
-    s->max.push_back(cx.leaf(l).max_key(v));
-    s->leaf.push_back(l);
-  }
+  s->leaf = std::move(leaves);
+  const std::size_t n = s->leaf.size();
+  s->max.resize(n);
+  s->tombstoned = std::make_unique<std::atomic<bool>[]>(n);
+  s->fresh = std::make_unique<std::atomic<std::uint8_t>[]>(n);
+  detail::for_chunks(n, threads, [&](std::size_t lo, std::size_t hi) {
+    constexpr std::size_t kAhead = 8;  // leaves whose lines are requested before they are read
+    for (std::size_t i = lo; i < std::min(hi, lo + kAhead); ++i)
+      __builtin_prefetch(&cx.leaf(s->leaf[i]).rc(v));
+    for (std::size_t i = lo; i < hi; ++i) {
+      if (i + kAhead < hi) __builtin_prefetch(&cx.leaf(s->leaf[i + kAhead]).rc(v));
+      const Leaf lf = cx.leaf(s->leaf[i]);
+      s->max[i] = lf.max_key(v);
+      std::atomic_ref<u64> rc(lf.rc(v));
+      s->fresh[i].store(rc.load(std::memory_order_acquire) == cx.restart_count,
+                        std::memory_order_relaxed);
+    }
+  });
   s->search.build(s->max);
-  s->tombstoned = std::make_unique<std::atomic<bool>[]>(s->leaf.size());
-  s->fresh = std::make_unique<std::atomic<std::uint8_t>[]>(s->leaf.size());
-  for (std::size_t i = 0; i < s->leaf.size(); ++i) {
-    std::atomic_ref<u64> rc(cx.leaf(s->leaf[i]).rc(v));
-    s->fresh[i].store(rc.load(std::memory_order_acquire) == cx.restart_count,
-                      std::memory_order_relaxed);
-  }
   s->any_leaf_tombstoned = cx.restarted;
   return s;
 }

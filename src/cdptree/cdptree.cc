@@ -155,10 +155,11 @@ void CDPTree::Impl::create() {
 
 // validate.h's checks, with the log header tables: each owned by its root word and as long
 // as the partition count, each tail word starting a page chain.
-void CDPTree::Impl::validate_open() const {
+std::vector<u64> CDPTree::Impl::validate_open() const {
   TreeShape shape{"cdptree", kCDPTreeGvBits, ~cdp::kRcLock,
                   cdp::log_table_words(*this, *root, opt.log_partitions, "cdptree")};
-  validate_on_open(*this, root->base, shape);
+  shape.threads = recovery_workers();
+  return validate_on_open(*this, root->base, shape);
 }
 
 void CDPTree::Impl::open() {
@@ -176,9 +177,9 @@ void CDPTree::Impl::open() {
   validate_stored([this] { opt.validate(); });
   root = rt;
   attach();
-  validate_open();
+  std::vector<u64> leaves = validate_open();
   restarted.store(true);  // before recovery builds the snapshot: see tombstone_filter
-  recover();
+  recover(std::move(leaves));
 }
 
 // ------------------------------------------------------------------ Impl: reads

@@ -101,10 +101,11 @@ struct CDPTree::Impl : detail::TreeParts {
 
   void create();
   void open();
-  void validate_open() const;  // validate.h, before recovery
+  // validate.h, before recovery: the current version's leaves in list order.
+  std::vector<u64> validate_open() const;
   void attach();
   void ensure_tables();
-  void recover();
+  void recover(std::vector<u64> leaves);
 
   // Operations (cdptree.cc).
   std::optional<u64> lookup_raw(u64 k) const;

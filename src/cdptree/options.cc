@@ -49,8 +49,9 @@ const option_values::OptionTable<CDPTreeOptions>& table() {
     add_merge_options(t, "the Front", "two log pages of records per log partition");
     t.whole("merge_threads", &O::merge_threads, "0..256",
             "merge workers (Algorithm 9); 0: the hardware threads")
-        .whole("recovery_threads", &O::recovery_threads, "0..256",
-               "log partitions replayed in parallel; 0: the hardware threads")
+        .whole(
+            "recovery_threads", &O::recovery_threads, "0..256",
+            "threads of an open: directory checks, leaf reads, log replay; 0: the hardware threads")
         .whole("psize", &O::psize, "1 or more", "PSize: base leaves per merge partition (§3.3)")
         .boolean("background_merge", &O::background_merge,
                  "merge on a background thread (else the writer that fills the Front merges)")

@@ -13,7 +13,7 @@ namespace dptree {
 
 using namespace detail;  // NOLINT: the layout vocabulary
 
-void CDPTree::Impl::recover() {
+void CDPTree::Impl::recover(std::vector<u64> leaves) {
   cdp::PhaseScope ph(CDPTreePhase::recovery);
   auto t0 = std::chrono::steady_clock::now();
   Root& R = root->base;
@@ -36,7 +36,9 @@ void CDPTree::Impl::recover() {
     pm::CategoryScope cat(pm::Category::node);
     pm::persist(&R.restart_count, 8);
   }
-  gp_b.store(cdp::make_snapshot(base_ctx(), R.head[cv()], cv(), R.base_count[cv()]));
+  // The list validate_open walked: lines 2-5 above change only the other version's.
+  gp_b.store(cdp::snapshot_of(base_ctx(), std::move(leaves), cv(), R.base_count[cv()],
+                              recovery_workers()));
   merge_thresh.store(threshold(R.base_count[cv()]));
   // Line 6, in parallel: each worker replays whole partitions (a key's records are all in
   // one partition, in order); the log of version gv first, then the newer one if live.

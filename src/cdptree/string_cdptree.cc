@@ -122,9 +122,10 @@ void StringCDPTree::open() {
   });
   root_ = rt;
   attach();
-  const TreeShape shape = string_tree_shape(t_.pool, kTree, kCDPTreeGvBits,
-                                            log_table_words(t_, *root_, opt_.log_partitions, kTree),
-                                            opt_.leaf_capacity, opt_.log_page_size);
+  TreeShape shape = string_tree_shape(t_.pool, kTree, kCDPTreeGvBits,
+                                      log_table_words(t_, *root_, opt_.log_partitions, kTree),
+                                      opt_.leaf_capacity, opt_.log_page_size);
+  shape.threads = recovery_workers(opt_);
   validate_on_open(t_, root_->base, shape);
   recover();
 }

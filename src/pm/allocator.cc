@@ -380,6 +380,21 @@ std::uint64_t Allocator::owner_of(std::uint64_t block) const {
   return *owner_word(chunk, slot);
 }
 
+void Allocator::owners_of(std::span<const std::uint64_t> blocks, std::span<Owned> out) const {
+  std::lock_guard g(mu_);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    std::size_t chunk = 0, slot = 0;
+    const std::uint64_t b = blocks[i];
+    if (!locate(b, chunk, slot) || reserved_.contains(b) || !busy(chunk, slot)) {
+      out[i] = {};
+      continue;
+    }
+    const int cls = chunks_[chunk].cls;
+    out[i] = {*owner_word(chunk, slot),
+              cls == layout::kLargeClass ? chunks_[chunk].run * kChunkSize : kLayouts[cls].size};
+  }
+}
+
 std::uint64_t Allocator::block_containing(std::uint64_t off) const {
   std::lock_guard g(mu_);
   if (off < heap_off_ || off >= heap_off_ + nchunks_ * kChunkSize) return 0;

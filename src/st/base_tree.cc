@@ -15,14 +15,23 @@ Leaf BaseTree::leaf(u64 off) const {
 }
 
 void BaseTree::rebuild_inner() {
-  max_.clear();
-  leaf_.clear();
-  fresh_.clear();
-  int v = cv();
-  for (u64 l = root_->head[v].off; l; l = leaf(l).next(v).off) {
-    max_.push_back(leaf(l).max_key(v));
-    leaf_.push_back(l);
-    fresh_.push_back(leaf(l).rc(v) == root_->restart_count);
+  std::vector<u64> leaves;
+  for (u64 l = root_->head[cv()].off; l; l = leaf(l).next(cv()).off) leaves.push_back(l);
+  rebuild_inner(std::move(leaves));
+}
+
+void BaseTree::rebuild_inner(std::vector<u64> leaves) {
+  const int v = cv();
+  leaf_ = std::move(leaves);
+  max_.resize(leaf_.size());
+  fresh_.resize(leaf_.size());
+  constexpr std::size_t kAhead = 8;  // leaves whose lines are requested before they are read
+  for (std::size_t i = 0; i < std::min(kAhead, leaf_.size()); ++i)
+    __builtin_prefetch(&leaf(leaf_[i]).rc(v));
+  for (std::size_t i = 0; i < leaf_.size(); ++i) {
+    if (i + kAhead < leaf_.size()) __builtin_prefetch(&leaf(leaf_[i + kAhead]).rc(v));
+    max_[i] = leaf(leaf_[i]).max_key(v);
+    fresh_[i] = leaf(leaf_[i]).rc(v) == root_->restart_count;
   }
   search_.build(max_);
 }

@@ -32,6 +32,9 @@ class BaseTree {
   // Phase 5: the inner index from the max keys of version cv's leaves, and which of them have
   // metadata current for this restart (read from the same line as the max key).
   void rebuild_inner();
+  // The same over `leaves`, the current version's chain in order as open-time validation
+  // walked it: recovery reads each leaf's max key and restart counter without a second walk.
+  void rebuild_inner(std::vector<u64> leaves);
   const std::vector<u64>& leaves() const { return leaf_; }
   const std::vector<u64>& max_keys() const { return max_; }
   // Index (in leaves()) of the leaf whose range holds k; leaves().size() if none.

@@ -62,7 +62,7 @@ struct DPTreeCore::Impl : detail::TreeParts {
   void create(std::size_t kb, std::size_t vb);
   void open(std::size_t kb, std::size_t vb);
   void attach(std::size_t kb, std::size_t vb);
-  void recover();  // recovery.cc
+  void recover(std::vector<detail::u64> leaves);  // recovery.cc: leaves as validate_on_open returns
 
   std::size_t merge_threshold() const;
   void reset_bloom();

@@ -11,7 +11,7 @@ namespace dptree {
 
 using namespace detail;  // NOLINT: the layout vocabulary
 
-void DPTreeCore::Impl::recover() {
+void DPTreeCore::Impl::recover(std::vector<u64> leaves) {
   PhaseScope ph(DPTreePhase::recovery);
   dir->load();
   freed += finish_interrupted_merge(pool, root, *dir, *pending, L);  // lines 2-5
@@ -30,7 +30,9 @@ void DPTreeCore::Impl::recover() {
     pm::CategoryScope cat(pm::Category::node);
     pm::persist(&root->restart_count, 8);
   }
-  base->rebuild_inner();  // after line 7: it notes which leaves' metadata is current
+  // After line 7: it notes which leaves' metadata is current. The list validation walked:
+  // lines 2-5 change only the other version's.
+  base->rebuild_inner(std::move(leaves));
 }
 
 }  // namespace dptree

@@ -1,7 +1,12 @@
 // Open-time checks of a DPTree family pool (validate.h).
 #include "st/validate.h"
 
+#include <array>
+#include <atomic>
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <unordered_set>
 #include <vector>
 
@@ -9,6 +14,7 @@
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pool.h"
 #include "format/dir_blocks.h"
+#include "st/parallel_chunks.h"
 
 namespace dptree::detail {
 
@@ -20,6 +26,19 @@ void throw_corrupt(const pm::Pool& pool, const char* tree, const std::string& wh
                                  "POOL` reports without writing)");
 }
 
+namespace {
+
+void require_block_bytes(const pm::Pool& pool, u64 off, std::size_t size, std::size_t bytes,
+                         const std::string& what) {
+  if (size < bytes)
+    throw Error(Errc::corrupt, "pool '" + pool.name() + "': " + what + " at offset " +
+                                   std::to_string(off) + " is a block of " + std::to_string(size) +
+                                   " bytes, not " + std::to_string(bytes) +
+                                   ": the pool is damaged; restore it from a copy");
+}
+
+}  // namespace
+
 void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t bytes,
                          const std::string& what) {
   const auto& a = pool.allocator();
@@ -28,11 +47,7 @@ void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t b
                                    std::to_string(off) + " is not a live block owned by the word " +
                                    "at offset " + std::to_string(owner) +
                                    ": the pool is damaged; restore it from a copy");
-  if (a.block_size(off) < bytes)
-    throw Error(Errc::corrupt,
-                "pool '" + pool.name() + "': " + what + " at offset " + std::to_string(off) +
-                    " is a block of " + std::to_string(a.block_size(off)) + " bytes, not " +
-                    std::to_string(bytes) + ": the pool is damaged; restore it from a copy");
+  require_block_bytes(pool, off, a.block_size(off), bytes, what);
 }
 
 namespace {
@@ -40,21 +55,35 @@ namespace {
 // A set of block offsets, one bit per 64 bytes of the pool: live blocks are 64-byte aligned
 // (the heap starts on a 4 KiB boundary, blocks are 64 B and up), so an offset that is not, or
 // lies past the pool, is in no set. At 2^27 records a hash set's node per leaf made the
-// directory walk the larger part of an open; a bit costs one line at most.
+// directory walk the larger part of an open; a bit costs one line at most. The words come
+// from calloc: a set of a large pool is fresh zero pages, touched only where a bit is set,
+// not a pass that clears tens of megabytes before the walk.
 class BlockBits {
  public:
-  explicit BlockBits(std::size_t pool_bytes) : bits_(pool_bytes / 64) {}
+  explicit BlockBits(std::size_t pool_bytes)
+      : n_(pool_bytes / 64), words_(static_cast<u64*>(std::calloc(n_ / 64 + 1, sizeof(u64)))) {
+    if (!words_) throw std::bad_alloc();
+  }
   // False when `off` was in already (or cannot be a block).
   bool insert(u64 off) {
-    if (!fits(off) || bits_[off / 64]) return false;
-    bits_[off / 64] = true;
+    if (!fits(off) || contains(off)) return false;
+    words_[off / 64 / 64] |= bit(off);
     return true;
   }
-  bool contains(u64 off) const { return fits(off) && bits_[off / 64]; }
+  // insert() for threads filling one set at once (the directory's chunks).
+  void insert_shared(u64 off) {
+    if (fits(off)) std::atomic_ref<u64>(words_[off / 64 / 64]).fetch_or(bit(off));
+  }
+  bool contains(u64 off) const { return fits(off) && (words_[off / 64 / 64] & bit(off)); }
 
  private:
-  bool fits(u64 off) const { return off % 64 == 0 && off / 64 < bits_.size(); }
-  std::vector<bool> bits_;
+  struct Free {
+    void operator()(u64* p) const { std::free(p); }
+  };
+  static u64 bit(u64 off) { return u64{1} << (off / 64 % 64); }
+  bool fits(u64 off) const { return off % 64 == 0 && off / 64 < n_; }
+  std::size_t n_;
+  std::unique_ptr<u64[], Free> words_;
 };
 
 class Validator {
@@ -68,7 +97,8 @@ class Validator {
         pages_(pool_.size()),
         in_logs_(pool_.size()) {}
 
-  void run() {
+  // The current version's leaves in list order, as leaf_list() walked them.
+  std::vector<u64> run() {
     const u64 root_off = pool_.offset_of(&root_);
     if (root_.gv & ~shape_.gv_bits) fail("root's gv word", root_off, "has unknown bits set");
     directory();
@@ -83,6 +113,7 @@ class Validator {
       fail("root's base count of the other version", root_off, "is larger than the pool");
     old_leaf_list(1 - cv);
     for (u64 head : shape_.logs) log_chain(head);
+    return std::move(list_);
   }
 
  private:
@@ -97,23 +128,49 @@ class Validator {
 
   // Directory blocks, each owned by the word linking it; every slot's block owned by the slot
   // and a leaf or log page that names the slot as its owner.
-  // The walk resolves each link checked (format/dir_blocks.h).
+  // The walk resolves each link checked (format/dir_blocks.h); the slots are then checked by
+  // shape_.threads threads, since each reads a block of its own (one leaf each, millions at
+  // 2^27 records).
   void directory() {
+    std::vector<DirBlockPtr> blocks;
     walk_blocks(pool_, root_.dir, kDirList, [&](DirBlockPtr b, u64 link) {
       require_owned_block(pool_, b.off, link, kDirBlockBytes,
                           std::string(shape_.tree) + " owner directory block");
       dir_blocks_.insert(b.off);
-      for (std::size_t i = 0; i < kDirSlots; ++i) owned(dir_slot(b, i).off);
+      blocks.push_back(b);
     });
+    std::atomic<std::size_t> leaves{0};
+    for_chunks(blocks.size(), shape_.threads, [&](std::size_t lo, std::size_t hi) {
+      std::size_t mine = 0;
+      for (std::size_t i = lo; i < hi; ++i) mine += owned_slots(blocks[i]);
+      leaves += mine;
+    });
+    leaf_count_ = leaves;
   }
 
-  void owned(u64 slot) {
-    u64 blk = word(slot);
-    if (!blk) return;
-    if (pool_.allocator().owner_of(blk) != slot)
+  // The slots of one directory block: their blocks' owners under one allocator lock, and the
+  // header lines of the blocks requested before the first is read. Returns the leaves.
+  std::size_t owned_slots(DirBlockPtr b) {
+    const DirBlock& d = *pool_.get(b);
+    std::array<u64, kDirSlots> blk;
+    std::array<pm::Allocator::Owned, kDirSlots> own;
+    for (std::size_t i = 0; i < kDirSlots; ++i) {
+      blk[i] = d.slot[i].off;
+      if (blk[i] && blk[i] < pool_.size()) __builtin_prefetch(pool_.base() + blk[i]);
+    }
+    pool_.allocator().owners_of(blk, own);
+    std::size_t leaves = 0;
+    for (std::size_t i = 0; i < kDirSlots; ++i)
+      if (blk[i]) leaves += owned(dir_slot(b, i).off, blk[i], own[i]);
+    return leaves;
+  }
+
+  // Whether the block is a leaf (else a log page); throws for anything else.
+  bool owned(u64 slot, u64 blk, pm::Allocator::Owned own) {
+    if (own.owner != slot)
       fail("owner directory slot", slot,
            "holds " + std::to_string(blk) + ", which is not a live block it owns");
-    const u64 type = pool_.allocator().block_size(blk) >= 16 ? word(blk + 8) : 0;
+    const u64 type = own.size >= 16 ? word(blk + 8) : 0;
     const bool leaf = type == shape_.leaf_type;
     const std::size_t need = !leaf               ? page_bytes()
                              : shape_.leaf_bytes ? shape_.leaf_bytes
@@ -121,13 +178,13 @@ class Validator {
     if (!leaf && type != kPageType)
       fail("block owned by directory slot " + std::to_string(slot), blk,
            "is neither a leaf nor a log page (type word " + std::to_string(type) + ")");
-    require_owned_block(pool_, blk, slot, need,
+    require_block_bytes(pool_, blk, own.size, need,
                         std::string(shape_.tree) + (leaf ? " leaf" : " log page"));
     if (word(blk) != slot)
       fail(leaf ? "leaf" : "log page", blk,
            "names owner slot " + std::to_string(word(blk)) + ", not " + std::to_string(slot));
-    (leaf ? leaves_ : pages_).insert(blk);
-    leaf_count_ += leaf;
+    (leaf ? leaves_ : pages_).insert_shared(blk);
+    return leaf;
   }
 
   // The bytes a page's records span (the page size rounded down to whole records).
@@ -165,6 +222,7 @@ class Validator {
         fail("leaf list of version " + std::to_string(v) + ": the word", link,
              "points to " + std::to_string(l) + ", which is not a leaf the directory owns");
       if (++n > leaf_count_) cycle(v);
+      list_.push_back(l);
       if (shape_.leaf_contents) shape_.leaf_contents(l, v);
       if (shape_.rc_mask && (t_.leaf(l).rc(v) & shape_.rc_mask) > root_.restart_count)
         fail("leaf", l, "has a restart count ahead of the root's");
@@ -221,12 +279,13 @@ class Validator {
   std::unordered_set<u64> dir_blocks_;
   BlockBits leaves_, pages_, in_logs_;
   std::size_t leaf_count_ = 0;
+  std::vector<u64> list_;
 };
 
 }  // namespace
 
-void validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape) {
-  Validator(t, root, shape).run();
+std::vector<u64> validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape) {
+  return Validator(t, root, shape).run();
 }
 
 }  // namespace dptree::detail

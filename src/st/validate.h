@@ -29,6 +29,8 @@ struct TreeShape {
   // Throws corrupt for a leaf of the current list (version v) whose contents are damaged.
   std::function<void(u64 leaf, int v)> leaf_contents = {};
   std::size_t leaf_bytes = 0;  // the string leaves' block size (0: the integer leaves')
+  // Threads that check the directory's slots (each reads one leaf or log page).
+  unsigned threads = 1;
 };
 
 // Throws Error(corrupt) unless `off` is a live block of at least `bytes` bytes whose owner
@@ -37,8 +39,11 @@ void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t b
                          const std::string& what);
 
 // Every check above over the tree whose persistent parts are `t` (attached) and root `root`:
-// directory, pendingLeaves, the leaf lists, the logs of `shape.logs`, counts.
-void validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape);
+// directory, pendingLeaves, the leaf lists, the logs of `shape.logs`, counts. Returns the
+// current version's leaves in list order, so that recovery need not walk the list again:
+// recovery changes only the other version's list (Algorithm 4 reclaims a merge's new leaves
+// and collects the old version's garbage).
+std::vector<u64> validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape);
 
 // The format words of a root (leaf capacity, log page size, ...) put into default `Options`
 // must pass Options::validate(); its complaint becomes Error(corrupt): the pool, not the

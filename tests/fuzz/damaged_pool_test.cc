@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <span>
 #include <string>
@@ -173,6 +174,54 @@ void expect_corrupt(const std::function<void()>& fn, std::initializer_list<std::
       EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
           << "expected '" << s << "' in: " << e.what();
   }
+}
+
+// A cdptree pool whose owner directory spans several blocks, opened with two recovery threads,
+// so that open checks the directory's slots in two chunks at once (st/validate.cc): damage in
+// the second chunk is found, and with damage in the first chunk too the refusal names the
+// first, as a check in one thread does. Then the undamaged pool opens with every key.
+TEST(DamagedPool, DirectorySlotsCheckedOnTwoThreadsNameTheFirstDamage) {
+  auto made = pm::Pool::create_in_memory(32 << 20);
+  constexpr u64 kKeys = 12000;
+  const std::map<std::string, std::string> opt = {{"leaf_capacity", "8"},
+                                                  {"recovery_threads", "2"}};
+  {
+    IndexConfig c;
+    c.pool = made.get();
+    c.options = opt;
+    auto t = find_index("cdptree").create(c);
+    for (u64 k = 1; k <= kKeys; ++k) t->upsert(k * 7, k);
+    t->drain();
+  }
+  auto copy = [&] {
+    return pm::Pool::open_image(pm::Image{pm::Buffer::copy_of(
+        std::span(reinterpret_cast<const std::byte*>(made->base()), made->size()))});
+  };
+  auto open = [&](pm::Pool& p) {
+    IndexConfig c;
+    c.pool = &p;
+    c.options = opt;
+    return find_index("cdptree").create(c);
+  };
+  const auto blocks = detail::dir_blocks(*made, dptree_root(*made).dir);
+  ASSERT_GE(blocks.size(), 3U) << "the directory must span chunks";
+  const u64 first = detail::dir_slot(blocks.front(), 5).off;
+  const u64 last = detail::dir_slot(blocks.back(), 5).off;
+  {
+    auto p = copy();
+    word(*p, last) = *p->root_word();  // the root block, owned by the root word
+    expect_corrupt([&] { open(*p); }, {"owner directory slot at offset " + std::to_string(last)});
+  }
+  {
+    auto p = copy();
+    word(*p, last) = *p->root_word();
+    word(*p, first) = *p->root_word();
+    expect_corrupt([&] { open(*p); }, {"owner directory slot at offset " + std::to_string(first)});
+  }
+  auto p = copy();
+  auto t = open(*p);
+  for (u64 k = 1; k <= kKeys; ++k) ASSERT_EQ(t->lookup(k * 7), k) << k;
+  EXPECT_TRUE(t->check().ok) << t->check().problems.front();
 }
 
 // A damaged next word of an owner directory block: outside the pool or misaligned, the

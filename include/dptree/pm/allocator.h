@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_set>
 #include <vector>
 
@@ -72,6 +73,14 @@ class Allocator {
   // when `block` is not the start of a live block. Open-time checks of a pool use it to
   // follow only pointers that own what they point to.
   std::uint64_t owner_of(std::uint64_t block) const;
+  // owner_of and block_size of each of `blocks` (0, 0 for one that is not a live block's
+  // start) under one lock: an open-time walk over millions of directory slots takes the lock
+  // once a batch, not twice a block, and threads walking apart rarely meet on it.
+  struct Owned {
+    std::uint64_t owner = 0;
+    std::size_t size = 0;
+  };
+  void owners_of(std::span<const std::uint64_t> blocks, std::span<Owned> out) const;
   // The live block that holds byte `off` (its start), or 0 when none does: the string form's
   // leaves name key bytes inside log pages by offset and count references per page.
   std::uint64_t block_containing(std::uint64_t off) const;

@@ -219,8 +219,11 @@ class BPlusTree {
   bool insert_or_assign(const K& k, const V& v) { return put(k, v, true); }
   // Finds k, or adds (k, v) when it is absent: returns k's value slot, valid until the tree
   // next changes, and whether k was added. A caller that decides from the old value what to
-  // write searches once instead of twice, unless k's leaf is full and has to split.
-  std::pair<V*, bool> find_or_insert(const K& k, const V& v) {
+  // write searches once instead of twice, unless k's leaf is full and has to split. k may be
+  // any type lookups take (a std::string_view for a std::string tree): the K is made only
+  // when k is added, straight into its slot.
+  template <class Q>
+  requires kLookupKey<Q> std::pair<V*, bool> find_or_insert(const Q& k, const V& v) {
     if (root_) {
       Leaf* l = leaf_for(k);
       const std::uint32_t i = lower(l, k);
@@ -231,8 +234,9 @@ class BPlusTree {
         return {insert_at(l, i, k, v), true};
       }
     }
-    put(k, v, false);
-    return {find(k), true};
+    const K key(k);
+    put(key, v, false);
+    return {find(key), true};
   }
   // Writes v under an existing k; returns false if k is absent.
   bool update(const K& k, const V& v) {
@@ -495,13 +499,17 @@ class BPlusTree {
   }
 
   // Returns the new entry's value slot.
-  static V* insert_at(Leaf* l, std::uint32_t i, const K& k, const V& v) {
+  template <class Q>
+  static V* insert_at(Leaf* l, std::uint32_t i, const Q& k, const V& v) {
     W(l->keys + i, (l->n - i + 1) * sizeof(K));
     W(l->vals + i, (l->n - i + 1) * sizeof(V));
     W1(l->n);
     std::move_backward(l->keys + i, l->keys + l->n, l->keys + l->n + 1);
     std::move_backward(l->vals + i, l->vals + l->n, l->vals + l->n + 1);
-    l->keys[i] = k;
+    if constexpr (std::is_same_v<Q, K>)
+      l->keys[i] = k;
+    else
+      l->keys[i] = K(k);
     l->vals[i] = v;
     ++l->n;
     return &l->vals[i];

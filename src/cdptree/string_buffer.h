@@ -57,27 +57,26 @@ class StringBuffer {
   // nothing changed then.
   template <class F>
   std::optional<u64> upsert_with(std::string_view k, u64 h, F&& decide, std::size_t& entries) {
-    const std::string key(k);
     Shard& s = shards_[shard_of(h)];
     std::unique_lock lk(s.mu);
     // One descent finds k's slot or adds k; no reader sees an added k before the lock is
     // released, and one that gets no value is taken out again. decide() reads only the Middle
     // and the base: the slot stays valid until it is written.
-    auto [cur, added] = s.tree.find_or_insert(key, StringSlot{});
+    auto [cur, added] = s.tree.find_or_insert(k, StringSlot{});  // copies k only if added
     std::optional<u64> out;
     u64 rec = 0;
     try {
       out = decide(added ? nullptr : static_cast<const u64*>(&cur->value));
       if (out) rec = append(s, shard_of(h), k, *out);
     } catch (...) {
-      if (added) s.tree.erase(key);
+      if (added) s.tree.erase(std::string(k));
       throw;
     }
     if (out) {
       *cur = StringSlot{*out, rec};
       bloom_.add_hashed(h);
     } else if (added) {
-      s.tree.erase(key);
+      s.tree.erase(std::string(k));
     }
     entries = s.tree.size();
     return out;

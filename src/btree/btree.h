@@ -217,13 +217,22 @@ class BPlusTree {
   bool insert(const K& k, const V& v) { return put(k, v, false); }
   // Writes v under k whether k exists or not; returns true if k was new.
   bool insert_or_assign(const K& k, const V& v) { return put(k, v, true); }
+  // The K a key k of a lookup type becomes when it is added (find_or_insert's default).
+  struct MakeKey {
+    template <class Q>
+    K operator()(const Q& k) const {
+      return K(k);
+    }
+  };
   // Finds k, or adds (k, v) when it is absent: returns k's value slot, valid until the tree
   // next changes, and whether k was added. A caller that decides from the old value what to
   // write searches once instead of twice, unless k's leaf is full and has to split. k may be
-  // any type lookups take (a std::string_view for a std::string tree): the K is made only
-  // when k is added, straight into its slot.
-  template <class Q>
-  requires kLookupKey<Q> std::pair<V*, bool> find_or_insert(const Q& k, const V& v) {
+  // any type lookups take (a std::string_view for a std::string tree); the K stored is
+  // make(k), made only when k is added (a key whose bytes the caller copies to memory of its
+  // own only then).
+  template <class Q, class Make = MakeKey>
+  requires kLookupKey<Q> std::pair<V*, bool> find_or_insert(const Q& k, const V& v,
+                                                            Make make = {}) {
     if (root_) {
       Leaf* l = leaf_for(k);
       const std::uint32_t i = lower(l, k);
@@ -231,10 +240,10 @@ class BPlusTree {
       if (l->n < LeafSlots) {
         W_header();
         ++size_;
-        return {insert_at(l, i, k, v), true};
+        return {insert_at(l, i, make(k), v), true};
       }
     }
-    const K key(k);
+    const K key = make(k);
     put(key, v, false);
     return {find(key), true};
   }
@@ -499,17 +508,13 @@ class BPlusTree {
   }
 
   // Returns the new entry's value slot.
-  template <class Q>
-  static V* insert_at(Leaf* l, std::uint32_t i, const Q& k, const V& v) {
+  static V* insert_at(Leaf* l, std::uint32_t i, K k, const V& v) {
     W(l->keys + i, (l->n - i + 1) * sizeof(K));
     W(l->vals + i, (l->n - i + 1) * sizeof(V));
     W1(l->n);
     std::move_backward(l->keys + i, l->keys + l->n, l->keys + l->n + 1);
     std::move_backward(l->vals + i, l->vals + l->n, l->vals + l->n + 1);
-    if constexpr (std::is_same_v<Q, K>)
-      l->keys[i] = k;
-    else
-      l->keys[i] = K(k);
+    l->keys[i] = std::move(k);
     l->vals[i] = v;
     ++l->n;
     return &l->vals[i];

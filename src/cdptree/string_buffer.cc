@@ -38,7 +38,7 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
       [&](const u64* w, std::size_t) {
         const std::string_view k = string_record_key(w);
         bloom_.add_hashed(hash_string(k));
-        s.tree.insert_or_assign(std::string(k),
+        s.tree.insert_or_assign(s.keys.keep(ShardKey::of(k)),
                                 StringSlot{string_record_value(w), pool_.offset_of(w)});
       },
       [&](const u64* w) { throw_record_after_end(pool_, tree, w); });
@@ -71,13 +71,13 @@ bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries&
     const Shard& s = shards_[p];
     std::shared_lock lk(s.mu);
     std::size_t got = 0;
-    for (auto it = s.tree.lower_bound(start); it.valid(); ++it) {
-      if (cut && bound < it.key()) break;
+    for (auto it = s.tree.lower_bound(ShardKey::of(start)); it.valid(); ++it) {
+      if (cut && bound < it.key().view()) break;
       if (got == n) {
         lower(all.back().first);  // this shard has more above its last one here
         break;
       }
-      all.emplace_back(it.key(), it.value().value);
+      all.emplace_back(std::string(it.key().view()), it.value().value);
       ++got;
     }
     if (all.size() > 2 * n) keep_smallest();
@@ -94,9 +94,10 @@ BufferedEntries StringBuffer::entries() const {
   std::size_t total = 0;
   for (std::size_t p = 0; p < n_; ++p) {
     std::shared_lock lk(shards_[p].mu);
-    const StringBufferTree& t = shards_[p].tree;
+    const ShardTree& t = shards_[p].tree;
     runs[p].reserve(t.size());
-    for (auto it = t.begin(); it.valid(); ++it) runs[p].emplace_back(it.key(), it.value());
+    for (auto it = t.begin(); it.valid(); ++it)
+      runs[p].emplace_back(std::string(it.key().view()), it.value());
     total += runs[p].size();
   }
   using Cursor = std::pair<std::size_t, std::size_t>;  // run, position
@@ -152,10 +153,9 @@ std::size_t StringBuffer::dram_bytes() const {
   std::size_t b = bloom_.dram_bytes() + n_ * sizeof(Shard);
   for (std::size_t p = 0; p < n_; ++p) {
     std::shared_lock lk(shards_[p].mu);
-    const StringBufferTree& t = shards_[p].tree;
-    b += t.memory_bytes() - sizeof(t);  // the nodes (the tree object is in the Shard), long keys
-    for (auto it = t.begin(); it.valid(); ++it)
-      if (it.key().size() > 15) b += it.key().capacity() + 1;
+    const ShardTree& t = shards_[p].tree;
+    b += t.memory_bytes() - sizeof(t);  // the nodes (the tree object is in the Shard)
+    b += shards_[p].keys.bytes();
   }
   return b;
 }

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "btree/btree.h"
+#include "cdptree/shard_keys.h"
 #include "format/string_leaf.h"
 #include "st/bloom.h"
 #include "st/plog.h"
@@ -26,10 +28,12 @@
 namespace dptree::cdp {
 
 using detail::BufferedEntries;
-using detail::StringBufferTree;
 using detail::StringEntries;
 using detail::StringSlot;
 using detail::u64;
+
+// A shard's tree: its keys' bytes in the shard's KeyArena (shard_keys.h).
+using ShardTree = btree::BPlusTree<ShardKey, StringSlot, 32, 32, ShardKeyLess>;
 
 class StringBuffer {
  public:
@@ -47,7 +51,7 @@ class StringBuffer {
     if (!bloom_.may_contain_hashed(h)) return std::nullopt;
     const Shard& s = shards_[shard_of(h)];
     std::shared_lock lk(s.mu);
-    const StringSlot* v = s.tree.find(k);  // by view: no key copied
+    const StringSlot* v = s.tree.find(ShardKey::of(k));  // no key copied
     if (!v) return std::nullopt;
     return v->value;
   }
@@ -62,21 +66,23 @@ class StringBuffer {
     // One descent finds k's slot or adds k; no reader sees an added k before the lock is
     // released, and one that gets no value is taken out again. decide() reads only the Middle
     // and the base: the slot stays valid until it is written.
-    auto [cur, added] = s.tree.find_or_insert(k, StringSlot{});  // copies k only if added
+    const ShardKey q = ShardKey::of(k);
+    auto [cur, added] =  // k's bytes are copied into the shard's arena only if k is added
+        s.tree.find_or_insert(q, StringSlot{}, [&](const ShardKey& n) { return s.keys.keep(n); });
     std::optional<u64> out;
     u64 rec = 0;
     try {
       out = decide(added ? nullptr : static_cast<const u64*>(&cur->value));
       if (out) rec = append(s, shard_of(h), k, *out);
     } catch (...) {
-      if (added) s.tree.erase(std::string(k));
+      if (added) s.tree.erase(q);
       throw;
     }
     if (out) {
       *cur = StringSlot{*out, rec};
       bloom_.add_hashed(h);
     } else if (added) {
-      s.tree.erase(std::string(k));
+      s.tree.erase(q);
     }
     entries = s.tree.size();
     return out;
@@ -100,14 +106,15 @@ class StringBuffer {
   // but for the key pages `keep` names.
   void release_logs(const detail::PLog::KeepPage& keep);
   // check(): each shard's tree, and whether every key is in its own shard and the bloom filter.
-  const StringBufferTree& tree(std::size_t p) const { return shards_[p].tree; }
+  const ShardTree& tree(std::size_t p) const { return shards_[p].tree; }
   bool bloom_has(u64 h) const { return bloom_.may_contain_hashed(h); }
   std::size_t dram_bytes() const;
 
  private:
   struct alignas(64) Shard {
     mutable std::shared_mutex mu;
-    StringBufferTree tree;
+    ShardTree tree;
+    KeyArena keys;
     std::unique_ptr<detail::PLog> log;
   };
   u64 append(Shard& s, std::size_t p, std::string_view k, u64 v);

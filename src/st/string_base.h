@@ -229,15 +229,37 @@ void check_key_pages(const TreeParts& t, const StringLeafLayout& L, LeafPtr head
                      const KeyPages& pages, const std::unordered_set<u64>& live_logs,
                      std::set<u64>& reach, CheckReport& r);
 
+// A buffer tree's key as bytes (the concurrent form's shard keys have their own key_view).
+inline std::string_view key_view(const std::string& k) {
+  return k;
+}
+
+// check(): a buffer tree (a StringBufferTree, or a shard of the concurrent form's buffer)
+// against the replay of its log: the tree's own structure, and its entries equal to `replay`
+// (failures start with `prefix`; `what` names the entries). Returns the entries, for the
+// caller's checks of each key.
+template <class Tree>
+StringMap checked_buffer_entries(const Tree& tree, const StringSlotMap& replay,
+                                 const std::string& prefix, std::string_view what, CheckReport& r) {
+  for (const auto& p : tree.check()) r.fail(prefix + "buffer tree: " + p);
+  StringMap entries;
+  bool same = replay.size() == tree.size();
+  for (auto it = tree.begin(); it.valid(); ++it) {
+    const std::string_view k = key_view(it.key());
+    entries.emplace(k, it.value().value);
+    auto in = replay.find(k);
+    same = same && in != replay.end() && in->second.value == it.value().value &&
+           in->second.rec == it.value().rec;
+  }
+  if (!same)
+    r.fail(prefix + "replaying the log does not give " + std::string(what) +
+           " (keys, values and records)");
+  return entries;
+}
+
 // check(): one log page chain of version v from `head`: owned pages of flavor v, records that
 // decode (replayed into `replay`), after its end no word of version v. Adds its pages to
 // `reach` and counts pages and records. Returns false when the walk could not go on.
-// check(): a buffer tree against the replay of its log: the tree's own structure, and its
-// entries equal to `replay` (failures start with `prefix`; `what` names the entries). Returns
-// the entries, for the caller's checks of each key.
-StringMap checked_buffer_entries(const StringBufferTree& tree, const StringSlotMap& replay,
-                                 const std::string& prefix, std::string_view what, CheckReport& r);
-
 bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringSlotMap& replay, std::size_t& pages, std::size_t& records,

@@ -197,23 +197,6 @@ void check_key_pages(const TreeParts& t, const StringLeafLayout& L, LeafPtr head
   r.facts.emplace_back("key_pages", static_cast<double>(uses.size()));
 }
 
-StringMap checked_buffer_entries(const StringBufferTree& tree, const StringSlotMap& replay,
-                                 const std::string& prefix, std::string_view what, CheckReport& r) {
-  for (const auto& p : tree.check()) r.fail(prefix + "buffer tree: " + p);
-  StringMap entries;
-  bool same = replay.size() == tree.size();
-  for (auto it = tree.begin(); it.valid(); ++it) {
-    entries.emplace(it.key(), it.value().value);
-    auto in = replay.find(it.key());
-    same = same && in != replay.end() && in->second.value == it.value().value &&
-           in->second.rec == it.value().rec;
-  }
-  if (!same)
-    r.fail(prefix + "replaying the log does not give " + std::string(what) +
-           " (keys, values and records)");
-  return entries;
-}
-
 bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringSlotMap& replay, std::size_t& pages, std::size_t& records,

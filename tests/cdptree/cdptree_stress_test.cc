@@ -139,6 +139,7 @@ TEST(CDPTreeRecovery, OpenChecksTheDirectoryAndReadsTheLeavesOnTwoThreads) {
   {
     auto t = CDPTree::create(*pool, o);
     for (Key k = 0; k < n; ++k) t->upsert(k * 3, k + 1);
+    t->wait_for_merge();  // merge() starts none while one runs
     t->merge();
     ASSERT_GT(t->stats().leaves, 2 * 511u) << "the directory must span several blocks";
   }

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -25,6 +27,7 @@
 #include "dptree/testing/phases.h"
 #include "dptree/tips.h"
 #include "fixtures/concurrent_crash_fixture.h"
+#include "fixtures/named_stats.h"
 
 namespace dptree::testing {
 namespace {
@@ -213,6 +216,64 @@ TEST(ConcurrentCrash, RoartRowexWriters) {
   EXPECT_GE(r.mid_run_images, 100u);
   EXPECT_GT(r.continued_images, 0u);
   EXPECT_GT(r.per_phase["publish"], 0u);
+}
+
+// A split publishes its new node over new leaf arrays with one store, which makes them
+// visible at once but durable only at the fence after it. Another writer that changed one of
+// them and returned in between would lose its write to a crash there (the image still names
+// the old array). Here the splitting writer stops at its publish's flush while a second thread
+// inserts a key that belongs in one of the new arrays: the insert must not return (it starts
+// again) until the split is durable, and an image taken there must hold every insert that had
+// returned. Without the wait the insert returns and the image lacks its key.
+TEST(ConcurrentCrash, RoartWriterWaitsUntilTheSplitItChangesIsDurable) {
+  PmModeScope mode(pm::Mode::sim);
+  auto pool = pm::Pool::create_in_memory(4 << 20);
+  auto idx = make_index("roart", pool.get(), {}, 2);
+  for (Key k = 0; k < 32; ++k) {  // the root's leaf array full: keys 256-287 and 512-543
+    ASSERT_TRUE(idx->insert(256 + k, k));
+    ASSERT_TRUE(idx->insert(512 + k, k));
+  }
+  const Key late = 256 + 40;  // the second thread's key: the new array of byte 6 == 1
+  auto restarts = [&] { return NamedStats(idx->stats().extra)["restarts"]; };
+  const double restarts_before = restarts();
+  std::atomic<bool> stopped{false}, returned{false};
+  bool returned_at_capture = false, restarted = false;
+  std::optional<Value> in_image;
+  std::thread second;
+  const auto splitter = std::this_thread::get_id();
+  pool->sim()->set_hook([&](const pm::Event& e) {
+    if (std::this_thread::get_id() != splitter || e.kind != pm::EventKind::flush ||
+        std::string_view(roart_current_phase()) != "publish" || stopped.exchange(true))
+      return;
+    second = std::thread([&] {
+      idx->insert(late, 7);
+      returned.store(true, std::memory_order_release);
+    });
+    // Until the insert returned or met the new array's mark (no timing is asserted: the bound
+    // only keeps a writer that waits on a lock the split holds from hanging the test).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!returned.load(std::memory_order_acquire) && !restarted &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+      restarted = restarts() > restarts_before;
+    }
+    returned_at_capture = returned.load(std::memory_order_acquire);
+    auto image = pm::Pool::open_image(e.sim->capture(pm::CaptureOptions{1, 0.0, 0.0}));
+    in_image = make_index("roart", image.get(), {}, 1)->lookup(late);
+  });
+  ASSERT_TRUE(idx->insert(256 + 32, 32));  // the 65th key splits the array
+  if (second.joinable()) second.join();
+  pool->sim()->set_hook(nullptr);
+  ASSERT_TRUE(stopped.load()) << "the split raised no flush in its publish";
+  EXPECT_TRUE(returned_at_capture || restarted)
+      << "the second insert neither returned nor started again: it waited on a lock";
+  EXPECT_FALSE(returned_at_capture) << "an insert into a new array returned before the split "
+                                       "that links the array was durable";
+  if (returned_at_capture) {
+    EXPECT_EQ(in_image, std::optional<Value>(7)) << "the image lost an acknowledged insert";
+  }
+  EXPECT_EQ(idx->lookup(late), std::optional<Value>(7));
+  expect_check_ok(*idx, "after the split and the insert");
 }
 
 TEST(ConcurrentCrash, PacTreeBackgroundUpdater) {

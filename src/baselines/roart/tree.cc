@@ -194,10 +194,12 @@ std::size_t Tree::prefix_bytes(u64 w, std::size_t depth, std::string& out) const
   return true;
 }
 
+// A new node or leaf array is handed out marked replaced, so writers that meet it restart,
+// until settle() clears the mark once the publish that links it is durable.
 u64 Tree::take(int arena) {
   Phase ph("alloc");
   return arenas_.take(arena, [&](u64 off) {
-    if (arena <= kArenaArray) locks_->clear_obsolete(off);  // handed out again
+    if (arena <= kArenaArray) locks_->set_obsolete(off);
   });
 }
 
@@ -293,6 +295,33 @@ void Tree::publish(const Slot& s, u64 child) {
   pm::persist(s.word, 8);
 }
 
+// A publish's store makes its new node or array visible at once, but durable only at the
+// fence after it. A writer that changed one in between and returned would lose its write to a
+// crash there (the publish undone), so new slots stay marked replaced (take()) until the
+// publish that linked them is durable: only then does this clear the marks of `child` and of
+// the new slots below it, deepest first, so the words it reads stay as they are (no writer
+// changes a marked node). A new node names only new slots and its holder's live children,
+// whose words change only under that holder's lock, so no child is marked but a new one.
+void Tree::settle(u64 child) {
+  const u64 t = tag_of(child);
+  if (!concurrent_ || (t != kArray && (t < kN4 || t > kN256))) return;
+  if (!locks_->obsolete(off_of(child))) return;  // linked before: settled already
+  if (t != kArray) {
+    settle(child_of(load8(&node<NodeHeader>(child)->end)));
+    for_each_child(child, 0, 256, [&](int, u64 c) {
+      settle(c);
+      return false;
+    });
+  }
+  locks_->clear_obsolete(off_of(child));
+}
+
+// Publishes a new leaf array or node (written back) into slot s and lets other writers at it.
+void Tree::link(const Slot& s, u64 child) {
+  publish(s, child);
+  settle(child);
+}
+
 void Tree::unlink(const Slot& s) {
   Phase ph("unlink");
   pm::store_release(s.word, u64{0});
@@ -318,7 +347,8 @@ IndexStats Tree::stats() const {
              {"leaf_arrays", double(u.used[kArenaArray])},
              {"array_splits", double(array_splits_.load())},
              {"grows", double(grows_.load())},
-             {"prefix_splits", double(prefix_splits_.load())}};
+             {"prefix_splits", double(prefix_splits_.load())},
+             {"restarts", double(restarts_.load())}};
   return s;
 }
 

@@ -157,6 +157,8 @@ class Tree {
   u64* free_word(u64 node, int byte) const;
   void add_child(const Slot& s, int byte, u64 child);
   void publish(const Slot& s, u64 child);
+  void link(const Slot& s, u64 child);
+  void settle(u64 child);
   void unlink(const Slot& s);
   void retire(int arena, u64 off);
   u64 take(int arena);
@@ -219,6 +221,7 @@ class Tree {
   std::unique_ptr<std::atomic<std::uint8_t>[]> ends_;  // leaf arrays' end marks (none over records)
   SpreadCount records_;  // every insert and remove of every thread adds to it
   SpreadCount array_splits_, grows_, prefix_splits_;
+  SpreadCount restarts_;  // writes started again from the root after a failed lock check
 };
 
 }  // namespace dptree::baselines::roart

@@ -58,6 +58,7 @@ bool Tree::put(std::string_view k, Value v, bool may_insert, bool may_update) {
     }
     collect();
     if (r) return *r;
+    ++restarts_;
     std::this_thread::yield();  // a writer replaced what this one had found
   }
 }
@@ -72,7 +73,7 @@ std::optional<bool> Tree::put_once(std::string_view k, Value v, bool may_insert,
       if (!may_insert) return false;
       Locked g(*this, s, 0);
       if (!g) return std::nullopt;
-      publish(s, new_array_of(k, v));
+      link(s, new_array_of(k, v));
       ++records_;
       return true;
     }
@@ -218,7 +219,7 @@ void Tree::split_array(const Slot& s, std::size_t depth, u64 entry) {
   }
   std::vector<std::pair<int, u64>> kids;
   for (const auto& [byte, es] : groups) kids.emplace_back(byte, bottom_of(es));
-  publish(s, new_node(depth, first.substr(depth, b - depth), end, kids));
+  link(s, new_node(depth, first.substr(depth, b - depth), end, kids));
   if (!owner_) retire(kArenaArray, off_of(old));
   ++array_splits_;
 }
@@ -247,8 +248,8 @@ void Tree::split_prefix(const Slot& s, std::size_t depth, std::size_t m, std::st
   std::vector<std::pair<int, u64>> kids{{uc(pfx[m - depth]), copy | tag_of(w)}};
   if (k.size() > m) kids.emplace_back(uc(k[m]), arr);
   std::sort(kids.begin(), kids.end());
-  publish(s, new_node(depth, std::string_view(pfx).substr(0, m - depth), k.size() == m ? arr : 0,
-                      kids));
+  link(s,
+       new_node(depth, std::string_view(pfx).substr(0, m - depth), k.size() == m ? arr : 0, kids));
   retire(arena, off_of(w));
   ++prefix_splits_;
 }
@@ -279,7 +280,7 @@ void Tree::add_child(const Slot& s, int byte, u64 c) {
   u64 w = s.seen;
   if (u64* word = free_word(w, byte)) {
     const bool n256 = tag_of(w) == kN256;  // its words keep no key byte
-    publish(Slot{word, n256 ? 0 : with_byte(byte, 0)}, c);
+    link(Slot{word, n256 ? 0 : with_byte(byte, 0)}, c);
     if (tag_of(w) == kN48) {
       Phase ph("index");  // recovery rebuilds it, so a crash before it loses nothing
       std::uint8_t* idx = &node<N48>(w)->slot[byte];
@@ -295,7 +296,7 @@ void Tree::add_child(const Slot& s, int byte, u64 c) {
   std::size_t depth = meta_depth(h->meta);
   std::string pfx;
   prefix_bytes(w, depth, pfx);
-  publish(s, new_node(depth, pfx, child_of(h->end), kids));
+  link(s, new_node(depth, pfx, child_of(h->end), kids));
   retire(arena_of(w), off_of(w));
   ++grows_;
 }
@@ -315,6 +316,7 @@ bool Tree::remove(std::string_view k) {
       }
     collect();
     if (r) return *r;
+    ++restarts_;
     std::this_thread::yield();
   }
 }

@@ -8,8 +8,10 @@
 // pool rather than in the nodes: a crash leaves no lock held, and recovery resets nothing.
 // Locks are striped by slot offset; a writer takes its two stripes in stripe order, so two
 // writers never wait on each other in a cycle. Obsolete marks are one bit per 64-byte granule
-// of the pool (every node and leaf-array slot is 64-byte aligned); a slot's bit is cleared when
-// it is handed out again, which the epochs (epoch.h) delay until no thread can still hold it.
+// of the pool (every node and leaf-array slot is 64-byte aligned). A slot is marked too when it
+// is handed out (the epochs, epoch.h, delay reuse until no thread can still hold it), and
+// cleared once the publish that links it is durable (Tree::settle): no writer builds on a
+// node or array a crash could still unlink.
 #pragma once
 
 #include <algorithm>

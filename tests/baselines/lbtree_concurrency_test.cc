@@ -4,7 +4,7 @@
 // updates race with lookups and scans. Runs under ThreadSanitizer too (label concurrency).
 #include <gtest/gtest.h>
 
-#include "baselines/stats_watch.h"
+#include "fixtures/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "baselines/pactree/pactree_index.h"
-#include "baselines/stats_watch.h"
+#include "fixtures/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {

@@ -17,11 +17,11 @@
 #include "baselines/roart/arena_set.h"
 #include "baselines/roart/roart.h"
 #include "baselines/slab/slab_arena.h"
-#include "baselines/stats_watch.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "dptree/string_index.h"
 #include "fixtures/named_stats.h"
+#include "fixtures/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {

@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "baselines/stats_watch.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "fixtures/key_kinds.h"
+#include "fixtures/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {

@@ -15,8 +15,7 @@
 
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
-#include "format/layout.h"
-#include "format/string_leaf.h"
+#include "fixtures/pool_damage.h"
 #include "misuse/cli_run.h"
 
 namespace {
@@ -364,21 +363,17 @@ TEST(Cli, CheckVerifiesADPTreePoolAndRefusesBadFiles) {
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "cdptree of string keys, ok")) << r.output;
   // A string pool of a previous format is named as such, not as another index's.
-  namespace d = dptree::detail;
-  const std::pair<d::u64, std::string> older[] = {
-      {d::kStringRootMagicR3, "of string keys in format 3 (sorted leaves rewritten by each merge)"},
-      {d::kStringRootMagicR4,
-       "of string keys in format 4 (leaves merged in place, slots of one word"}};
-  for (const auto& [magic, says] : older) {
+  const std::pair<int, std::string> older[] = {
+      {3, "of string keys in format 3 (sorted leaves rewritten by each merge)"},
+      {4, "of string keys in format 4 (leaves merged in place, slots of one word"}};
+  for (const auto& [format, says] : older) {
     r =
         run("bench --index dptree --key-type string --workload insert_only --records 100 --ops 100 "
             "--quiet --pm-mode dram --keep --pool " +
             pool);
     ASSERT_EQ(r.status, 0) << r.output;
-    {
-      auto p = dptree::pm::Pool::open(pool);
-      p->at<d::Root>(*p->root_word())->magic = magic;
-    }
+    ASSERT_TRUE(
+        dptree::testing::set_root_magic(pool, dptree::testing::older_string_root_magic(format)));
     r = run("check " + pool);
     std::filesystem::remove(pool);
     EXPECT_NE(r.status, 0);

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <thread>
 
-#include "baselines/stats_watch.h"
 #include "dptree/cdptree.h"
 #include "dptree/pm/pool.h"
+#include "fixtures/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {

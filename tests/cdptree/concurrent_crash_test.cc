@@ -19,11 +19,11 @@
 #include <string>
 #include <thread>
 
-#include "baselines/stats_watch.h"
 #include "dptree/cdptree.h"
 #include "dptree/testing/phases.h"
 #include "fixtures/concurrent_crash_fixture.h"
 #include "fixtures/merge_part_limit.h"
+#include "fixtures/stats_watch.h"
 
 namespace dptree::testing {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dptree/pm/pool.h"
-#include "format/layout.h"
+#include "fixtures/pool_damage.h"
 #include "misuse/cli_run.h"
 
 namespace {
@@ -173,27 +173,22 @@ TEST(CliMisuse, APoolHeldByAnotherProcessIsNamedAsSuch) {
 
 namespace {
 
-// `dptree check` of a small DPTree pool file that `damage` changed (through a mapping of the
-// file, the pool and its root given), in a folder named `name`.
-dptree::test::CliResult check_damaged(
-    const std::string& name,
-    const std::function<void(dptree::pm::Pool&, dptree::detail::Root&)>& damage) {
+// `dptree check` of a small DPTree pool file that `damage` changed (given the file's path), in
+// a folder named `name`.
+dptree::test::CliResult check_damaged(const std::string& name,
+                                      const std::function<void(const std::string&)>& damage) {
   TempDir dir(name);
   const std::string pool = dir / "damaged.pool";
   if (!make_dptree_pool(pool)) return {-1, "the pool was not made"};
-  {
-    auto p = dptree::pm::Pool::open(pool);
-    damage(*p, *p->at<dptree::detail::Root>(*p->root_word()));
-  }
+  damage(pool);
   return run_cli({"check", pool});
 }
 
 // A DPTree root whose stored entry widths no DPTree takes: `dptree check` names the width
 // and the damage (the registry's factory refuses the stored setting).
 TEST(CliMisuse, DamagedEntryWidthsAreNamed) {
-  const auto r = check_damaged("cli-widths", [](dptree::pm::Pool&, dptree::detail::Root& root) {
-    ASSERT_EQ(root.key_bytes, 8u);
-    root.key_bytes = 13;
+  const auto r = check_damaged("cli-widths", [](const std::string& pool) {
+    EXPECT_EQ(dptree::testing::set_root_key_bytes(pool, 13), 8u);
   });
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("key_bytes=13 is out of range"), std::string::npos) << r.output;
@@ -203,13 +198,12 @@ TEST(CliMisuse, DamagedEntryWidthsAreNamed) {
 // An owner directory block whose next link points past the end of the file: `dptree check`
 // names the link word by its offset, and what it holds.
 TEST(CliMisuse, DamagedDirectoryLinkIsNamed) {
-  std::string says;
-  const auto r = check_damaged("cli-dir", [&](dptree::pm::Pool& p, dptree::detail::Root& root) {
-    auto* d = p.get(root.dir);
-    ASSERT_NE(d, nullptr);
-    d->next = dptree::detail::DirBlockPtr(p.size() + 4096);
-    says = "the owner directory block link at offset " + std::to_string(root.dir.off) +
-           " holds offset " + std::to_string(p.size() + 4096);
+  std::string says = "(the pool was not damaged)";
+  const auto r = check_damaged("cli-dir", [&](const std::string& pool) {
+    const auto d = dptree::testing::point_dir_link_past_end(pool);
+    ASSERT_TRUE(d);
+    says = "the owner directory block link at offset " + std::to_string(d->link_offset) +
+           " holds offset " + std::to_string(d->points_to);
   });
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find(says), std::string::npos) << r.output;

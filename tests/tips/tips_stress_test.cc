@@ -4,7 +4,7 @@
 // closed, reopened and compared. Also run under ThreadSanitizer (label `concurrency`).
 #include <gtest/gtest.h>
 
-#include "baselines/stats_watch.h"
+#include "fixtures/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
 namespace dptree::testing {

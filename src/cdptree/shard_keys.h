@@ -61,8 +61,8 @@ class KeyArena {
   static constexpr std::size_t kFirstChunk = 4096, kLastChunk = 64 << 10;
   char* take(std::size_t n) {
     if (left_ < n) {
-      const std::size_t grow = std::min(kLastChunk, kFirstChunk << std::min<std::size_t>(
-                                                                     chunks_.size(), 4));
+      const std::size_t grow =
+          std::min(kLastChunk, kFirstChunk << std::min<std::size_t>(chunks_.size(), 4));
       const std::size_t c = std::max(n, grow);
       chunks_.emplace_back(new char[c]);  // not zeroed: every byte handed out is written
       next_ = chunks_.back().get();

@@ -45,17 +45,15 @@ BaseSnapshot* snapshot_of(const BaseCtx& cx, std::vector<u64> leaves, int v, u64
   s->tombstoned = std::make_unique<std::atomic<bool>[]>(n);
   s->fresh = std::make_unique<std::atomic<std::uint8_t>[]>(n);
   detail::for_chunks(n, threads, [&](std::size_t lo, std::size_t hi) {
-    constexpr std::size_t kAhead = 8;  // leaves whose lines are requested before they are read
-    for (std::size_t i = lo; i < std::min(hi, lo + kAhead); ++i)
-      __builtin_prefetch(&cx.leaf(s->leaf[i]).rc(v));
-    for (std::size_t i = lo; i < hi; ++i) {
-      if (i + kAhead < hi) __builtin_prefetch(&cx.leaf(s->leaf[i + kAhead]).rc(v));
-      const Leaf lf = cx.leaf(s->leaf[i]);
-      s->max[i] = lf.max_key(v);
-      std::atomic_ref<u64> rc(lf.rc(v));
-      s->fresh[i].store(rc.load(std::memory_order_acquire) == cx.restart_count,
-                        std::memory_order_relaxed);
-    }
+    detail::for_each_prefetched(
+        lo, hi, [&](std::size_t i) { return &cx.leaf(s->leaf[i]).rc(v); },
+        [&](std::size_t i) {
+          const Leaf lf = cx.leaf(s->leaf[i]);
+          s->max[i] = lf.max_key(v);
+          std::atomic_ref<u64> rc(lf.rc(v));
+          s->fresh[i].store(rc.load(std::memory_order_acquire) == cx.restart_count,
+                            std::memory_order_relaxed);
+        });
   });
   s->search.build(s->max);
   s->any_leaf_tombstoned = cx.restarted;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "dptree/pm/pool.h"
+#include "st/parallel_chunks.h"
 
 namespace dptree::detail {
 
@@ -14,10 +15,18 @@ Leaf BaseTree::leaf(u64 off) const {
   return Leaf{pool_.at(off), &L_};
 }
 
+// After a merge: one walk of the chain reads each leaf's link, max key and restart counter.
 void BaseTree::rebuild_inner() {
-  std::vector<u64> leaves;
-  for (u64 l = root_->head[cv()].off; l; l = leaf(l).next(cv()).off) leaves.push_back(l);
-  rebuild_inner(std::move(leaves));
+  const int v = cv();
+  leaf_.clear();
+  max_.clear();
+  fresh_.clear();
+  for (u64 l = root_->head[v].off; l; l = leaf(l).next(v).off) {
+    leaf_.push_back(l);
+    max_.push_back(leaf(l).max_key(v));
+    fresh_.push_back(leaf(l).rc(v) == root_->restart_count);
+  }
+  search_.build(max_);
 }
 
 void BaseTree::rebuild_inner(std::vector<u64> leaves) {
@@ -25,14 +34,12 @@ void BaseTree::rebuild_inner(std::vector<u64> leaves) {
   leaf_ = std::move(leaves);
   max_.resize(leaf_.size());
   fresh_.resize(leaf_.size());
-  constexpr std::size_t kAhead = 8;  // leaves whose lines are requested before they are read
-  for (std::size_t i = 0; i < std::min(kAhead, leaf_.size()); ++i)
-    __builtin_prefetch(&leaf(leaf_[i]).rc(v));
-  for (std::size_t i = 0; i < leaf_.size(); ++i) {
-    if (i + kAhead < leaf_.size()) __builtin_prefetch(&leaf(leaf_[i + kAhead]).rc(v));
-    max_[i] = leaf(leaf_[i]).max_key(v);
-    fresh_[i] = leaf(leaf_[i]).rc(v) == root_->restart_count;
-  }
+  for_each_prefetched(
+      0, leaf_.size(), [&](std::size_t i) { return &leaf(leaf_[i]).rc(v); },
+      [&](std::size_t i) {
+        max_[i] = leaf(leaf_[i]).max_key(v);
+        fresh_[i] = leaf(leaf_[i]).rc(v) == root_->restart_count;
+      });
   search_.build(max_);
 }
 

@@ -1,7 +1,8 @@
-// for_chunks: a loop over [0, n) cut into contiguous chunks run by a few threads at once, for
-// the passes of an open that read every leaf or directory slot of a large pool (validate.cc,
-// the inner index's rebuild). Their reads are independent, so threads overlap their misses
-// and first-touch page faults, which a single walker pays one after another.
+// Loops for the passes of an open that read every leaf or directory slot of a large pool
+// (validate.cc, the inner index's rebuild from a known leaf list). Their reads are
+// independent, so threads overlap their misses and first-touch page faults (for_chunks), and
+// one thread requests a few leaves' lines ahead of reading them (for_each_prefetched), where a
+// walk of the chain pays one miss after another.
 #pragma once
 
 #include <algorithm>
@@ -38,6 +39,18 @@ void for_chunks(std::size_t n, unsigned threads, F&& f) {
   for (auto& t : helpers) t.join();
   for (auto& e : failed)
     if (e) std::rethrow_exception(e);
+}
+
+// Calls f(i) for i in [lo, hi) in order, having requested the line at addr(i + kAhead) first
+// (and the first kAhead lines before the loop).
+template <class Addr, class F>
+void for_each_prefetched(std::size_t lo, std::size_t hi, Addr&& addr, F&& f) {
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t i = lo; i < std::min(hi, lo + kAhead); ++i) __builtin_prefetch(addr(i));
+  for (std::size_t i = lo; i < hi; ++i) {
+    if (i + kAhead < hi) __builtin_prefetch(addr(i + kAhead));
+    f(i);
+  }
 }
 
 }  // namespace dptree::detail

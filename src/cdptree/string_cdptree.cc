@@ -109,9 +109,9 @@ void StringCDPTree::create() {
 }
 
 void StringCDPTree::open() {
-  auto* rt = static_cast<CRoot*>(open_string_root(t_, kCStringRootMagic, kCStringRootMagicR2,
-                                                  kCStringRootMagicR3, sizeof(CRoot), kCRootMagic,
-                                                  kCDPTreeGvBits, "cdptree"));
+  auto* rt = static_cast<CRoot*>(open_string_root(
+      t_, kCStringRootMagic, {kCStringRootMagicR2, kCStringRootMagicR3, kCStringRootMagicR4},
+      sizeof(CRoot), kCRootMagic, kCDPTreeGvBits, "cdptree"));
   opt_.validate();  // the caller's options, before the stored ones replace three of them
   opt_.leaf_capacity = rt->base.leaf_capacity;
   opt_.log_page_size = rt->base.log_page_size;

@@ -19,6 +19,10 @@ u64 record_check(std::string_view k, u64 v, u64 vbit, u64 off, u64 epoch) {
 }
 }  // namespace
 
+u64 hash_long_string(std::string_view k) {
+  return XXH3_64bits(k.data(), k.size());
+}
+
 void encode_string_record(std::string_view k, u64 v, u64 vbit, u64 off, u64 epoch, u64* out) {
   const std::size_t words = string_record_words(k.size());
   out[0] = record_check(k, v, vbit, off, epoch) << 17 | u64{k.size()} << 1 | vbit;

@@ -69,8 +69,13 @@ long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, 
   auto is_k = [&](std::size_t j) {
     const StringEntry& e = slots[j];
     if (!lf.live(c, j) || e.prefix != kp || e.len() != k.size()) return false;
-    return k.size() <= kStringInlineKey ||
-           std::memcmp(lf.long_key(e.rec()) + 8, k.data() + 8, k.size() - 8) == 0;
+    if (k.size() <= kStringInlineKey) return true;
+    // Every line of the record's key bytes requested before the compare reads the first, so
+    // that a long key costs one miss, not one per line in turn.
+    const char* rk = lf.long_key(e.rec()) + 8;
+    for (std::size_t b = 0; b < k.size() - 8; b += 64) __builtin_prefetch(rk + b);
+    __builtin_prefetch(rk + k.size() - 9);
+    return std::memcmp(rk, k.data() + 8, k.size() - 8) == 0;
   };
 #if defined(__SSE2__)
   // Eight fingerprints a compare; the last load may read up to 14 bytes past hw (inside the
@@ -186,7 +191,8 @@ std::size_t StringBase::dram_bytes() const {
   return b;
 }
 
-void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, u64 r4_magic, std::size_t bytes,
+void* open_string_root(const TreeParts& t, u64 magic,
+                       const std::array<u64, kStringFormat - 3>& older, std::size_t bytes,
                        u64 integer_magic, u64 gv_bits, const char* tree) {
   void* found = nullptr;
   try {
@@ -194,22 +200,23 @@ void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, u64 r4_magic
   } catch (const Error& e) {
     if (e.code() != Errc::wrong_index) throw;
     static const char* const kOlder[] = {
-        "", "leaves without fingerprints", "key bytes in the leaves, records of 63-bit payloads",
+        "",
+        "leaves without fingerprints",
+        "key bytes in the leaves, records of 63-bit payloads",
         "sorted leaves rewritten by each merge",
-        "leaves merged in place, slots of one word naming records of key and value"};
+        "leaves merged in place, slots of one word naming records of key and value",
+        "fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash"};
+    static_assert(std::size(kOlder) == kStringFormat);
     for (std::size_t f = 1; f < kStringFormat; ++f)
-      if (root_if_ours(t.pool,
-                       f < 3    ? string_magic_version(r3_magic, f)
-                       : f == 3 ? r3_magic
-                                : r4_magic,
+      if (root_if_ours(t.pool, f < 3 ? string_magic_version(older[0], f) : older[f - 3],
                        sizeof(Root)))
-        throw Error(
-            Errc::version_mismatch,
-            "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
-                std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
-                std::to_string(kStringFormat) +
-                " (leaves merged in place, each slot holding its key's prefix and value): " +
-                "reload the keys into a new pool (scan it with the build that wrote it)");
+        throw Error(Errc::version_mismatch,
+                    "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
+                        std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
+                        std::to_string(kStringFormat) +
+                        " (leaves merged in place, each slot holding its key's prefix and value, "
+                        "fingerprints of XXH3): " +
+                        "reload the keys into a new pool (scan it with the build that wrote it)");
     if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
       throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +
                                          " of integer keys, not of string keys: open it with "

@@ -6,6 +6,7 @@
 // of one log page chain. The leaf and record formats are format/string_leaf.h.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -188,10 +189,12 @@ std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, 
 
 // open(): the root block of a string form (`magic`, at least `bytes` long, starting with a
 // Root), its format words verified against `gv_bits`. A pool of an earlier string format
-// (`r3_magic`, `r4_magic`: the tree's magics of formats 3 and 4) is version_mismatch naming both
-// formats; a pool of the same tree's integer form (`integer_magic`) is wrong_index naming `tree`
-// and how to open it; other errors as TreeParts::existing_root, a damaged format Error(corrupt).
-void* open_string_root(const TreeParts& t, u64 magic, u64 r3_magic, u64 r4_magic, std::size_t bytes,
+// (`older`: the tree's magics of formats 3, 4, ..., kStringFormat - 1; formats 1 and 2 derive
+// from format 3's) is version_mismatch naming both formats; a pool of the same tree's integer
+// form (`integer_magic`) is wrong_index naming `tree` and how to open it; other errors as
+// TreeParts::existing_root, a damaged format Error(corrupt).
+void* open_string_root(const TreeParts& t, u64 magic,
+                       const std::array<u64, kStringFormat - 3>& older, std::size_t bytes,
                        u64 integer_magic, u64 gv_bits, const char* tree);
 
 // open(): what validate_on_open checks of a string form's pool: string leaves (their next

@@ -56,10 +56,11 @@ TEST(CDPTreeStrings, EachFormRefusesTheOthersPool) {
 // merge; once everything is removed a merge fits and writes go on.
 TEST(CDPTreeStrings, FullPoolParksTheMergeAndTakesRemoves) {
   auto pool = pm::Pool::create_in_memory(1 << 20);
-  // Leaves of 12 slots: with them the pool fills inside a merge (its splits' new leaves), not
-  // at a log append, in this sequence of keys.
+  // Leaves of 20 slots: with them the pool fills inside a merge (its splits' new leaves), not
+  // at a log append, and a leaf's worth of removes fits before a remove is refused, in this
+  // sequence of keys (the keys' shards follow their hash; other sizes fill at an append).
   IndexOptions o = small();
-  o["leaf_capacity"] = "12";
+  o["leaf_capacity"] = "20";
   auto idx = make_string_index("cdptree", pool.get(), o);
   std::map<std::string, Value> model;
   ASSERT_TRUE(fill_until_full(*idx, model)) << "a 1 MiB pool took 100,000 keys of 40-70 bytes";
@@ -151,13 +152,16 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
 }
 
 // Pools of the previous string formats (3: sorted leaves rewritten by each merge; 4: slots of
-// one word) are refused naming both formats, not opened or taken for another index.
+// one word; 5: fingerprints of FNV-1a) are refused naming both formats, not opened or taken
+// for another index.
 TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
   using namespace detail;  // NOLINT: the layout vocabulary
   const std::pair<u64, std::string> older[] = {
       {kCStringRootMagicR2, "format 3 (sorted leaves rewritten by each merge)"},
       {kCStringRootMagicR3,
-       "format 4 (leaves merged in place, slots of one word naming records of key and value)"}};
+       "format 4 (leaves merged in place, slots of one word naming records of key and value)"},
+      {kCStringRootMagicR4,
+       "format 5 (fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash)"}};
   for (const auto& [magic, says] : older) {
     auto pool = pm::Pool::create_in_memory(8 << 20);
     make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
@@ -169,7 +173,7 @@ TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
       EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
       const std::string w = e.what();
       EXPECT_NE(w.find(says), std::string::npos) << w;
-      EXPECT_NE(w.find("reads format 5"), std::string::npos) << w;
+      EXPECT_NE(w.find("reads format 6"), std::string::npos) << w;
     }
   }
 }

@@ -439,20 +439,22 @@ TEST(DPTreeStringsDamaged, PoolsOfEarlierFormatsAreRefusedNamingTheirVersion) {
       {1, "format 1 (leaves without fingerprints)"},
       {2, "format 2 (key bytes in the leaves, records of 63-bit payloads)"},
       {3, "format 3 (sorted leaves rewritten by each merge)"},
-      {4, "format 4 (leaves merged in place, slots of one word naming records of key and value)"}};
+      {4, "format 4 (leaves merged in place, slots of one word naming records of key and value)"},
+      {5, "format 5 (fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash)"}};
   for (const auto& [f, says] : older) {
     auto pool = pm::Pool::create_in_memory(8 << 20);
     make_string_index("dptree", pool.get(), small_string_options())->upsert("k", 1);
     pool->at<Root>(*pool->root_word())->magic = f < 3 ? string_magic_version(kStringRootMagicR3, f)
                                                 : f == 3 ? kStringRootMagicR3
-                                                         : kStringRootMagicR4;
+                                                : f == 4 ? kStringRootMagicR4
+                                                         : kStringRootMagicR5;
     try {
       make_string_index("dptree", pool.get(), small_string_options());
       ADD_FAILURE() << "a pool of string format " << f << " opened";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("reads format 5"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("reads format 6"), std::string::npos) << e.what();
     }
   }
 }

@@ -44,47 +44,46 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
       [&](const u64* w) { throw_record_after_end(pool_, tree, w); });
 }
 
-// Once `cut`, only keys up to `bound` are kept and every key up to it is in `all`: a shard
-// cut at n entries lowers the bound to its last one, and so does keeping only the n smallest
-// whenever 2n gathered (so later shards copy little more than their keys below the bound).
+// Each shard gives its first `per` entries >= start (one lock at a time), copied as ShardKeys:
+// their bytes stay in the shard's arena while the buffer lives, so nothing is allocated for
+// the entries that are not returned. Hashing spreads every key range over the shards evenly,
+// so about n / shards of a shard's entries are among the n smallest, and `per` takes four
+// times that. The runs are merged on a heap up to n entries, but not past `bound`, the lowest
+// last entry of a shard that has more: that shard's later keys were not read.
 bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries& out) const {
-  StringEntries all;
-  bool cut = false;
-  std::string bound;
-  auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
-  auto lower = [&](const std::string& k) {
-    if (!cut || k < bound) bound = k;
-    cut = true;
-  };
-  auto keep_smallest = [&] {
-    std::sort(all.begin(), all.end(), by_key);
-    if (cut)
-      all.erase(std::upper_bound(all.begin(), all.end(), bound,
-                                 [](const std::string& b, const auto& e) { return b < e.first; }),
-                all.end());
-    if (all.size() > n) {
-      all.resize(n);
-      lower(all.back().first);
-    }
-  };
-  for (std::size_t p = 0; p < n_ && n > 0; ++p) {
+  using Entry = std::pair<ShardKey, u64>;
+  const std::size_t per = std::min(n, 4 * n / n_ + 4);
+  const ShardKeyLess less;
+  const ShardKey from = ShardKey::of(start);
+  std::vector<Entry> got;
+  got.reserve(n_ * per);
+  std::vector<std::pair<std::size_t, std::size_t>> heap;  // a run's [next, end) in `got`
+  std::optional<ShardKey> bound;
+  for (std::size_t p = 0; p < n_; ++p) {
     const Shard& s = shards_[p];
+    const std::size_t b = got.size();
     std::shared_lock lk(s.mu);
-    std::size_t got = 0;
-    for (auto it = s.tree.lower_bound(ShardKey::of(start)); it.valid(); ++it) {
-      if (cut && bound < it.key().view()) break;
-      if (got == n) {
-        lower(all.back().first);  // this shard has more above its last one here
-        break;
-      }
-      all.emplace_back(std::string(it.key().view()), it.value().value);
-      ++got;
-    }
-    if (all.size() > 2 * n) keep_smallest();
+    auto it = s.tree.lower_bound(from);
+    for (; it.valid() && got.size() - b < per; ++it) got.emplace_back(it.key(), it.value().value);
+    if (it.valid() && (!bound || less(got.back().first, *bound))) bound = got.back().first;
+    if (got.size() > b) heap.emplace_back(b, got.size());
   }
-  keep_smallest();
-  out.insert(out.end(), std::make_move_iterator(all.begin()), std::make_move_iterator(all.end()));
-  return !cut;
+  auto later = [&](const auto& x, const auto& y) {
+    return less(got[y.first].first, got[x.first].first);
+  };
+  std::make_heap(heap.begin(), heap.end(), later);
+  for (std::size_t taken = 0; !heap.empty(); ++taken) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    auto& run = heap.back();
+    const Entry& e = got[run.first];
+    if (taken == n || (bound && less(*bound, e.first))) return false;
+    out.emplace_back(std::string(e.first.view()), e.second);
+    if (++run.first < run.second)
+      std::push_heap(heap.begin(), heap.end(), later);
+    else
+      heap.pop_back();
+  }
+  return !bound;
 }
 
 // Each shard's entries in key order (read under its lock), then merged on a heap of the

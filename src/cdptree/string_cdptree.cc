@@ -292,23 +292,24 @@ namespace {
 // Entries of the three components merged by key, the lowest index winning a tie (the newest:
 // Front, Middle, base); tombstones hide older entries and are left out. Only keys up to
 // `bound` (when `bounded`) are final. Returns false when `count` pairs are out.
-bool merge_components(const StringEntries (&a)[3], bool bounded, const std::string& bound,
+bool merge_components(StringEntries (&a)[3], bool bounded, const std::string& bound,
                       std::size_t count, std::size_t& got, std::vector<StringKV>& out) {
+  const StringKeyLess less;  // prefixes first: most pairs are one integer compare
   std::size_t pos[3] = {0, 0, 0};
   for (;;) {
     int who = -1;
     for (int i = 0; i < 3; ++i)
-      if (pos[i] < a[i].size() && (!bounded || a[i][pos[i]].first <= bound) &&
-          (who < 0 || a[i][pos[i]].first < a[who][pos[who]].first))
+      if (pos[i] < a[i].size() && (!bounded || !less(bound, a[i][pos[i]].first)) &&
+          (who < 0 || less(a[i][pos[i]].first, a[who][pos[who]].first)))
         who = i;
     if (who < 0) return true;
-    const std::string& best = a[who][pos[who]].first;
-    const u64 v = a[who][pos[who]].second;
-    std::string key = best;
+    auto& [key, v] = a[who][pos[who]];
+    // The other components' entries of this key are older: skipped (no head is below it).
     for (int i = 0; i < 3; ++i)
-      if (pos[i] < a[i].size() && a[i][pos[i]].first == key) ++pos[i];
+      if (i != who && pos[i] < a[i].size() && !less(key, a[i][pos[i]].first)) ++pos[i];
+    ++pos[who];
     if (v & kTombstone) continue;
-    out.emplace_back(std::move(key), v);
+    out.emplace_back(std::move(key), v);  // the batch is not read again
     if (++got == count) return false;
   }
 }

@@ -51,6 +51,47 @@ TEST(CDPTreeStrings, EachFormRefusesTheOthersPool) {
   EXPECT_EQ(make_index("cdptree", ints.get(), {})->lookup(1), std::optional<Value>(2));
 }
 
+// A scan takes a few entries of each buffer shard at a time and must not return a key past
+// the last one it read of a shard that has more. Here the keys of shard 0 (the buffer's shard
+// formula: the top half of hash_string modulo the 64 shards) are all below the other shards'
+// keys, so a scan from the start reads shard 0 far beyond its share; no merge runs, so every
+// key is in the Front.
+TEST(CDPTreeStrings, ScansOverUnevenShardsMissNoKey) {
+  constexpr std::size_t kShards = 64;
+  auto pool = pm::Pool::create_in_memory(32 << 20);
+  auto idx = make_string_index(
+      "cdptree", pool.get(),
+      {{"log_partitions", std::to_string(kShards)}, {"min_merge_records", "1000000"}});
+  std::map<std::string, Value> model;
+  for (int i = 0; i < 200000; ++i) {
+    char b[16];
+    std::snprintf(b, sizeof b, "key%06d", i);
+    const std::string k = b;
+    const bool shard0 = (detail::hash_string(k) >> 32) % kShards == 0;
+    if (i < 100000 ? shard0 : !shard0 && i % 50 == 0) {
+      idx->upsert(k, static_cast<Value>(i));
+      model[k] = static_cast<Value>(i);
+    }
+  }
+  ASSERT_GT(model.size(), 2500u);
+  const std::string starts[] = {"a",         "key000000", "key050000",
+                                "key099999", "key100000", "key150000"};
+  for (const std::string& start : starts)
+    for (std::size_t n : {1, 4, 5, 16, 17, 100, 1000, 5000}) {
+      std::vector<StringKV> out;
+      ASSERT_EQ(idx->scan(start, n, out), out.size());
+      auto m = model.lower_bound(start);
+      std::size_t i = 0;
+      for (; i < out.size() && m != model.end(); ++i, ++m)
+        ASSERT_EQ(out[i], StringKV(m->first, m->second))
+            << "scan of " << n << " from '" << start << "', entry " << i;
+      EXPECT_EQ(i, out.size()) << "scan of " << n << " from '" << start << "' returned too much";
+      EXPECT_TRUE(out.size() == n || m == model.end())
+          << "scan of " << n << " from '" << start << "' stopped early";
+    }
+  EXPECT_EQ(NamedStats(idx->stats().extra)["merges"], 0) << "the keys left the Front";
+}
+
 // A pool too small for the keys: a merge that does not fit is undone and parked, new values
 // are refused with pool_full, every acknowledged key stays, removes are taken and retry the
 // merge; once everything is removed a merge fits and writes go on.

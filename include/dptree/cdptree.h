@@ -82,6 +82,10 @@ struct CDPTreeStats {
   std::size_t free_log_pages = 0;   // pages cached in the freelists
   std::uint64_t restart_count = 0;
   double last_recovery_seconds = 0;
+  // The longest a write waited at the merge trigger (Algorithm 7 lines 6-16: the Front's
+  // hand-over, or all of the merge when merges run inline), apart from any time it was
+  // descheduled elsewhere.
+  double merge_wait_max_ms = 0;
   std::size_t pm_bytes = 0, dram_bytes = 0;
 };
 // The figures the registry's `cdptree` entry reports beside records, pm_bytes and dram_bytes

@@ -46,8 +46,9 @@ struct DPTreeStats {
   std::size_t log_pages = 0;       // pages of the current log
   std::size_t free_log_pages = 0;  // pages cached in the two freelists (§2.1)
   std::uint64_t restart_count = 0;
-  std::size_t pm_bytes = 0;    // allocator bytes of every block the tree holds
-  std::size_t dram_bytes = 0;  // buffer tree, bloom filter, inner index, bookkeeping
+  double merge_wait_max_ms = 0;  // the longest a write waited for a merge (inline: all of it)
+  std::size_t pm_bytes = 0;      // allocator bytes of every block the tree holds
+  std::size_t dram_bytes = 0;    // buffer tree, bloom filter, inner index, bookkeeping
 };
 // The figures above but records, pm_bytes and dram_bytes (IndexStats' own fields), named as
 // `dptree bench` and `dptree check --json` report them.

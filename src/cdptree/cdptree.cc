@@ -223,7 +223,8 @@ std::optional<u64> CDPTree::Impl::write(u64 k, F&& decide) {
     out = f->upsert_with(k, [&](const u64* cur) { return decide(f, cur); });
     size = g.get()->log.approx_size();
   }
-  if (size >= merge_thresh.load(std::memory_order_relaxed)) maybe_start_merge(false);
+  if (size >= merge_thresh.load(std::memory_order_relaxed))
+    merge_wait.time([this] { maybe_start_merge(false); });
   return out;
 }
 
@@ -493,15 +494,17 @@ const CDPTreeOptions& CDPTree::options() const {
 
 std::vector<std::pair<std::string, double>> named_figures(const CDPTreeStats& s) {
   auto d = [](std::size_t x) { return static_cast<double>(x); };
-  return {{"front_entries", d(s.front_entries)},         {"middle_entries", d(s.middle_entries)},
-          {"base_records", d(s.base_records)},           {"leaves", d(s.leaves)},
-          {"leaf_capacity", d(s.leaf_capacity)},         {"merges", d(s.merges)},
-          {"merge_partitions", d(s.merge_partitions)},   {"splits", d(s.splits)},
-          {"consolidations", d(s.consolidations)},       {"leaves_created", d(s.leaves_created)},
-          {"leaves_freed", d(s.leaves_freed)},           {"lazy_rebuilds", d(s.lazy_rebuilds)},
-          {"inplace_updates", d(s.inplace_updates)},     {"log_pages", d(s.log_pages)},
-          {"free_log_pages", d(s.free_log_pages)},       {"restart_count", d(s.restart_count)},
-          {"recovery_seconds", s.last_recovery_seconds}, {"inplace_deletes", d(s.inplace_deletes)}};
+  return {
+      {"front_entries", d(s.front_entries)},       {"middle_entries", d(s.middle_entries)},
+      {"base_records", d(s.base_records)},         {"leaves", d(s.leaves)},
+      {"leaf_capacity", d(s.leaf_capacity)},       {"merges", d(s.merges)},
+      {"merge_partitions", d(s.merge_partitions)}, {"splits", d(s.splits)},
+      {"consolidations", d(s.consolidations)},     {"leaves_created", d(s.leaves_created)},
+      {"leaves_freed", d(s.leaves_freed)},         {"lazy_rebuilds", d(s.lazy_rebuilds)},
+      {"inplace_updates", d(s.inplace_updates)},   {"log_pages", d(s.log_pages)},
+      {"free_log_pages", d(s.free_log_pages)},     {"restart_count", d(s.restart_count)},
+      {"merge_wait_max_ms", s.merge_wait_max_ms},  {"recovery_seconds", s.last_recovery_seconds},
+      {"inplace_deletes", d(s.inplace_deletes)}};
 }
 
 CDPTreeStats CDPTree::stats() const {
@@ -540,6 +543,7 @@ CDPTreeStats CDPTree::stats() const {
   s.inplace_deletes = m.inplace_deletes.load();
   s.failed_merges = m.failed_merges.load();
   s.merge_retries = m.merge_retries.load();
+  s.merge_wait_max_ms = m.merge_wait.ms();
   s.free_log_pages = m.pages->size(0) + m.pages->size(1);
   s.restart_count = m.root->base.restart_count;
   s.last_recovery_seconds = m.last_recovery_seconds;

@@ -74,6 +74,7 @@ struct CDPTree::Impl : detail::TreeParts {
   // retry it (merge_task, retry_merge); new values are refused (refusing) until one fits.
   std::atomic<bool> merge_broken{false}, refusing{false};
   std::atomic<std::size_t> removes_since_fail{0}, retry_after{0}, merge_retries{0};
+  detail::LongestWait merge_wait;  // writers at the merge trigger
   std::atomic<std::size_t> merge_thresh{0};
   // The merge workers (§3.3), from attach() to the destructor; recovery replays on them too.
   std::unique_ptr<cdp::MergePool> workers;

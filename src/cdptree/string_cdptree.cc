@@ -227,7 +227,8 @@ std::optional<u64> StringCDPTree::write(std::string_view k, F&& decide) {
         k, h, [&](const u64* cur) { return decide(f, h, cur); }, entries);
     shards = f->shards();
   }
-  if (entries * shards >= thresh_.load(std::memory_order_relaxed)) maybe_start_merge();
+  if (entries * shards >= thresh_.load(std::memory_order_relaxed))
+    merge_wait_.time([this] { maybe_start_merge(); });
   return out;
 }
 
@@ -414,6 +415,7 @@ IndexStats StringCDPTree::stats() const {
              {"leaf_capacity", d(opt_.leaf_capacity)},
              {"merges", d(merges_.load())},
              {"failed_merges", d(failed_merges_.load())},
+             {"merge_wait_max_ms", merge_wait_.ms()},
              {"merge_retries", d(merge_retries_.load())},
              {"merge_parts", d(parts_.load())},
              {"failed_merge_parts", d(failed_parts_.load())},

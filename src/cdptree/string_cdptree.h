@@ -141,6 +141,7 @@ class StringCDPTree final : public StringIndex {
   std::atomic<std::size_t> merges_{0}, failed_merges_{0}, merge_retries_{0}, created_{0}, freed_{0},
       rewritten_{0}, in_place_{0}, parts_{0}, failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
   double last_recovery_seconds_ = 0;
+  detail::LongestWait merge_wait_;  // writers at the merge trigger
 };
 
 }  // namespace dptree::cdp

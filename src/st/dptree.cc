@@ -387,7 +387,8 @@ std::vector<std::pair<std::string, double>> named_figures(const DPTreeStats& s) 
           {"lazy_rebuilds", d(s.lazy_rebuilds)},
           {"log_pages", d(s.log_pages)},
           {"free_log_pages", d(s.free_log_pages)},
-          {"restart_count", d(s.restart_count)}};
+          {"restart_count", d(s.restart_count)},
+          {"merge_wait_max_ms", s.merge_wait_max_ms}};
 }
 
 DPTreeStats DPTreeCore::stats() const {
@@ -399,6 +400,7 @@ DPTreeStats DPTreeCore::stats() const {
   s.leaves = m.base->leaves().size();
   s.merges = m.merges;
   s.failed_merges = m.failed_merges;
+  s.merge_wait_max_ms = m.merge_block.longest_wait_ms();
   s.undone_leaves = m.undone_leaves;
   s.splits = m.counters.splits;
   s.kept_splits = m.counters.kept_splits;

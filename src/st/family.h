@@ -4,6 +4,9 @@
 // common Index interface over either tree.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -95,6 +98,36 @@ struct LeafWalk {
 // A merge of either DPTree form that runs out of PM (pool_full) is undone; until a merge
 // succeeds, new keys and values are refused before they are logged so the buffer stops
 // growing, removes are taken, and the next write after a remove retries the merge.
+// The longest of the waits timed, in nanoseconds; writers of the concurrent tree time theirs at
+// once. What a write waited for a merge is reported apart from its whole latency, which on a
+// busy machine also holds the time it was descheduled.
+class LongestWait {
+ public:
+  // Runs f and notes how long it took (also when it throws).
+  template <class F>
+  void time(F&& f) {
+    struct Note {
+      LongestWait& w;
+      std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+      ~Note() {
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now() - t0);
+        w.note(static_cast<std::uint64_t>(ns.count()));
+      }
+    } note{*this};
+    f();
+  }
+  void note(std::uint64_t ns) {
+    std::uint64_t cur = max_.load(std::memory_order_relaxed);
+    while (ns > cur && !max_.compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {
+    }
+  }
+  double ms() const { return static_cast<double>(max_.load(std::memory_order_relaxed)) / 1e6; }
+
+ private:
+  std::atomic<std::uint64_t> max_{0};
+};
+
 class MergeBlock {
  public:
   explicit MergeBlock(const pm::Pool& pool) : pool_(pool) {}
@@ -105,7 +138,7 @@ class MergeBlock {
   void before_value(Merge&& merge) {
     if (!blocked_) return;
     if (removes_since_ == 0) throw_merge_blocked(pool_);
-    merge();
+    wait_.time(merge);
   }
   // After a write is durable and visible: while blocked, counts a remove; otherwise merges
   // when due(). A merge that runs out of PM has blocked, and the write stands.
@@ -117,7 +150,7 @@ class MergeBlock {
     }
     if (!due()) return;
     try {
-      merge();
+      wait_.time(merge);
     } catch (const Error& e) {
       if (e.code() != Errc::pool_full) throw;
     }
@@ -125,11 +158,14 @@ class MergeBlock {
   // The merge that ran out of PM (`e`) is undone: blocks, and throws pool_full saying so.
   [[noreturn]] void fail(const Error& e);
   void clear() { blocked_ = false; }
+  // The longest a write waited for the merge it ran (§2.3: inline, the whole merge).
+  double longest_wait_ms() const { return wait_.ms(); }
 
  private:
   const pm::Pool& pool_;
   bool blocked_ = false;
   std::size_t removes_since_ = 0;
+  LongestWait wait_;
 };
 
 // Throws invalid_argument for a value with the tombstone bit (§2); `tree` names the tree.

@@ -298,6 +298,7 @@ IndexStats StringDPTree::stats() const {
              {"leaves", d(base_.leaves.size())},
              {"merges", d(merges_)},
              {"failed_merges", d(failed_merges_)},
+             {"merge_wait_max_ms", merge_block_.longest_wait_ms()},
              {"merge_parts", d(parts_)},
              {"leaves_created", d(created_)},
              {"leaves_freed", d(freed_)},

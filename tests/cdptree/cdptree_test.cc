@@ -85,6 +85,7 @@ TEST(CDPTree, ModelInlineMerges) {
   c.reopen_every = 7000;  // the counters below are the last instance's (6000 ops)
   auto r = run_model(c);
   EXPECT_GT(r.extra["merges"], 8);
+  EXPECT_GT(r.extra["merge_wait_max_ms"], 0) << "a write waits for the merge it runs inline";
   EXPECT_GT(r.extra["merge_partitions"], r.extra["merges"]);  // several partitions each
   EXPECT_GT(r.extra["splits"], 0);
   EXPECT_GT(r.extra["inplace_updates"], 0);

@@ -57,6 +57,7 @@ TEST_P(CDPTreeStringCrash, EveryImageRecoversWithAcknowledgedOps) {
           "flush", "reconnect", "version_flip", "garbage_collection", "log_release", "recovery"});
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["merges"], 5);
+  EXPECT_GT(r.extra["merge_wait_max_ms"], 0) << "a write waits for the merge it runs inline";
   EXPECT_GT(r.extra["merge_partitions"], r.extra["merges"]);
   EXPECT_GT(r.extra["leaves_merged_in_place"], 5);
 }

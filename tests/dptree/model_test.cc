@@ -33,6 +33,7 @@ TEST_P(DPTreeModel, SmallLeavesManyMerges) {
   auto r = run_model(many_merges(GetParam(), 60000, "rebuild"));
   ASSERT_FALSE(HasFailure());
   EXPECT_GT(r.extra["merges"], 100) << "merges happened many times";
+  EXPECT_GT(r.extra["merge_wait_max_ms"], 0) << "a write waits for the merge it runs inline";
   EXPECT_GT(r.extra["splits"], 50);
   EXPECT_EQ(r.extra["kept_splits"], 0) << "the default split=rebuild is Algorithm 2's";
   EXPECT_GT(r.extra["consolidations"], 10);

@@ -4,6 +4,7 @@
 // consolidations, reopening the pool in the middle; bad input and the other form's pools.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <random>
@@ -37,6 +38,7 @@ void model_with_reopens(std::size_t part) {
   std::map<std::string, Value> model;
   std::mt19937_64 rng(5);
   double merges = 0, freed = 0, parts = 0;  // counted per open: summed over the reopens
+  double waited = 0;                        // the longest per open
   for (int op = 0; op < 6000; ++op) {
     const std::string& k = keys[rng() % keys.size()];
     const Value v = rng() % 1000000;
@@ -74,6 +76,7 @@ void model_with_reopens(std::size_t part) {
       expect_same(*idx, model, "before reopen at op " + std::to_string(op));
       NamedStats s(idx->stats().extra);
       merges += s["merges"];
+      waited = std::max(waited, s["merge_wait_max_ms"]);
       freed += s["leaves_freed"];
       parts += s["merge_parts"];
       idx.reset();
@@ -87,6 +90,7 @@ void model_with_reopens(std::size_t part) {
   expect_same(*idx, model, "after drain");
   NamedStats s(idx->stats().extra);
   EXPECT_GT(merges + s["merges"], 30);
+  EXPECT_GT(std::max(waited, s["merge_wait_max_ms"]), 0) << "writes wait for the merges they run";
   EXPECT_GT(s["leaves"], 30);
   EXPECT_GT(freed + s["leaves_freed"], 100);
   EXPECT_GT(s["leaves_merged_in_place"], 10);

@@ -8,7 +8,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
-#include "st/parallel_chunks.h"
+#include "engine/parallel_chunks.h"
 
 namespace dptree::cdp {
 

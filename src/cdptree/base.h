@@ -8,7 +8,7 @@
 //     this clears every lock bit on recovery without touching the leaves;
 //   - §3.4 writes a value in place: values are read and written as 8-byte atomics. A delete
 //     in place writes the tombstone (kTombstone) over the value: readers take such an entry
-//     as absent, and the next merge drops it (st/merge.h, MergeContext::may_hold_tombstone);
+//     as absent, and the next merge drops it (engine/merge.h, MergeContext::may_hold_tombstone);
 //     the snapshot counts and marks these leaves so that merge reads only them.
 // The inner index is an immutable snapshot (max keys and leaves of one version) published
 // through GP_B and retired once no reader holds it (W_BR).
@@ -22,9 +22,9 @@
 #include <optional>
 #include <vector>
 
+#include "engine/base_leaf.h"
+#include "engine/key_search.h"
 #include "format/layout.h"
-#include "st/base_leaf.h"
-#include "st/key_search.h"
 
 namespace dptree::pm {
 class Pool;

@@ -15,7 +15,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
-#include "st/validate.h"
+#include "engine/validate.h"
 
 namespace dptree {
 

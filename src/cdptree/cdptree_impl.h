@@ -30,12 +30,12 @@
 #include "cdptree/sync.h"
 #include "dptree/cdptree.h"
 #include "dptree/pm/pool.h"
+#include "engine/family.h"
+#include "engine/merge.h"
+#include "engine/owner_dir.h"
+#include "engine/plog.h"
 #include "format/cdptree_root.h"
 #include "format/layout.h"
-#include "st/family.h"
-#include "st/merge.h"
-#include "st/owner_dir.h"
-#include "st/plog.h"
 
 namespace dptree {
 

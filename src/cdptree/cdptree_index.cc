@@ -10,10 +10,10 @@
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "engine/family.h"
 #include "format/cdptree_root.h"
 #include "format/verify.h"
 #include "registry/index_table.h"
-#include "st/family.h"
 
 namespace dptree {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "btree/olc_btree.h"
 #include "cdptree/plog.h"
-#include "st/bloom.h"
+#include "engine/bloom.h"
 
 namespace dptree::cdp {
 

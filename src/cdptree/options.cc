@@ -5,10 +5,10 @@
 #include "cdptree/options.h"
 #include "dptree/cdptree.h"
 #include "dptree/error.h"
+#include "engine/merge_settings.h"
 #include "format/verify.h"
 #include "registry/option_table.h"
 #include "registry/option_values.h"
-#include "st/options.h"
 
 namespace dptree {
 

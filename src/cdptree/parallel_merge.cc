@@ -1,5 +1,5 @@
 // Merge initiation (Algorithm 7 lines 6-23) and the parallel tree merge (§3.3, Algorithm 9)
-// over the single-threaded tree's range merge (st/merge.h).
+// over the single-threaded tree's range merge (engine/merge.h).
 #include <algorithm>
 #include <exception>
 #include <mutex>
@@ -7,12 +7,12 @@
 #include <thread>
 
 #include "cdptree/cdptree_impl.h"
+#include "cdptree/overlay.h"
 #include "cdptree/phase.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
-#include "st/overlay.h"
 
 namespace dptree {
 

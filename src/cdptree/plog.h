@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/plog.h"
 #include "format/layout.h"
-#include "st/plog.h"
 
 namespace dptree::pm {
 class Pool;

@@ -7,7 +7,7 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
-#include "st/validate.h"
+#include "engine/validate.h"
 
 namespace dptree::cdp {
 

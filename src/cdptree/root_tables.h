@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "engine/family.h"
 #include "format/cdptree_root.h"
-#include "st/family.h"
 
 namespace dptree::cdp {
 

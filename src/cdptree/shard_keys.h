@@ -32,7 +32,7 @@ struct ShardKey {
   std::string_view view() const { return {bytes, size}; }
 };
 
-// Its bytes (st/string_base.h checked_buffer_entries reads keys so).
+// Its bytes (engine/string_base.h checked_buffer_entries reads keys so).
 inline std::string_view key_view(const ShardKey& k) {
   return k.view();
 }

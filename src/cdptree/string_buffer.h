@@ -20,10 +20,10 @@
 
 #include "btree/btree.h"
 #include "cdptree/shard_keys.h"
+#include "engine/bloom.h"
+#include "engine/plog.h"
+#include "engine/string_base.h"
 #include "format/string_leaf.h"
-#include "st/bloom.h"
-#include "st/plog.h"
-#include "st/string_base.h"
 
 namespace dptree::cdp {
 

@@ -14,9 +14,9 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
+#include "engine/merge.h"
+#include "engine/validate.h"
 #include "format/verify.h"
-#include "st/merge.h"
-#include "st/validate.h"
 
 namespace dptree::cdp {
 

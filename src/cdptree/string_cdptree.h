@@ -1,7 +1,7 @@
 // The concurrent DPTree over byte-string keys (string_index.h; docs/cdptree.md "String keys"):
 // §3's Front / Middle / base with its sync words (sync.h), its two live logs (kTwoLogs), its
 // merge worker pool (the parallel merge of §3.3) and parallel recovery, over the string form's
-// persistent pieces shared with the single-threaded StringDPTree (st/string_base.h: leaves
+// persistent pieces shared with the single-threaded StringDPTree (engine/string_base.h: leaves
 // merged in place, their slots holding each key's prefix and value, the inner index, the log
 // record codec). The buffer is hash-sharded (string_buffer.h).
 //
@@ -25,9 +25,9 @@
 #include "cdptree/sync.h"
 #include "dptree/cdptree.h"
 #include "dptree/string_index.h"
+#include "engine/family.h"
+#include "engine/string_base.h"
 #include "format/cdptree_root.h"
-#include "st/family.h"
-#include "st/string_base.h"
 
 namespace dptree::cdp {
 

@@ -1,5 +1,5 @@
 // check() of the concurrent string form (string_cdptree.h), with writers quiesced: the leaf
-// list of the current version (st/string_base.h: every long key's record whole, in an owned log
+// list of the current version (engine/string_base.h: every long key's record whole, in an owned log
 // page, keys increasing) against the published inner index; the key pages (each named page
 // kept and counted exactly, none leaked); each shard's log (its records whole, after its end no
 // page starting with a whole record, a replay gives the

@@ -1,14 +1,15 @@
 // The merge of the concurrent string form (string_cdptree.h): Algorithm 7's start (the Front
 // becomes the Middle, two logs live until the flip) and its end (the Middle retired after its
-// readers), with the leaves of the Middle's key ranges merged in place or split (st/string_base.h,
-// as the single-threaded string form merges) in partitions of PSize base leaves pulled by the
-// merge workers (§3.3, Algorithm 9), the merge of a first part only when the whole does not
-// fit the pool (the rest moved into the Front), and the parking of a merge that does not fit
-// at all.
+// readers), with the leaves of the Middle's key ranges merged in place or split
+// (engine/string_base.h, as the single-threaded string form merges) in partitions of PSize base
+// leaves pulled by the merge workers (§3.3, Algorithm 9), the merge of a first part only when the
+// whole does not fit the pool (the rest moved into the Front), and the parking of a merge that does
+// not fit at all.
 #include <algorithm>
 #include <thread>
 #include <unordered_set>
 
+#include "cdptree/overlay.h"
 #include "cdptree/phase.h"
 #include "cdptree/string_cdptree.h"
 #include "dptree/error.h"
@@ -16,8 +17,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
-#include "st/merge.h"
-#include "st/overlay.h"
+#include "engine/merge.h"
 
 namespace dptree::cdp {
 

@@ -54,7 +54,7 @@ std::vector<PendingBlockPtr> pending_blocks(const pm::Pool& pool, const PendingB
 
 // The non-null entries of pendingLeaves, in order: the offsets of the directory slots of the
 // leaves the running merge created. Each resolves to a whole slot inside the pool; whether it
-// is a slot of the directory is validation's to prove (st/validate.cc).
+// is a slot of the directory is validation's to prove (engine/validate.cc).
 std::vector<OwnerSlotPtr> pending_entries(const pm::Pool& pool, const PendingBlockPtr& head);
 
 // check(): whether the slot `s` (a leaf's or log page's owner_slot word) lies whole inside the

@@ -21,7 +21,7 @@
 // version flip publishes a merge's slots and copy (§2.2, Algorithm 2: the metadata of the next
 // version in place, selected here through copy[] rather than by the version bit itself). A log
 // page holding a record that a slot names (a key of more than 8 bytes) is a key page: kept, owned
-// by its directory slot, until no slot of a live version names it (st/key_pages.h,
+// by its directory slot, until no slot of a live version names it (engine/key_pages.h,
 // docs/dptree.md "String keys"); a short key's record goes with its log.
 #pragma once
 

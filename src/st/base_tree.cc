@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "dptree/pm/pool.h"
-#include "st/parallel_chunks.h"
+#include "engine/parallel_chunks.h"
 
 namespace dptree::detail {
 

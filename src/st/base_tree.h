@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "dptree/index.h"
+#include "engine/base_leaf.h"
+#include "engine/key_search.h"
 #include "format/layout.h"
-#include "st/base_leaf.h"
-#include "st/key_search.h"
 
 namespace dptree::pm {
 class Pool;

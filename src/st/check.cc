@@ -24,7 +24,7 @@ std::size_t DPTreeCore::Impl::check_leaf(Leaf lf, int v, const LeafWalk& walk,
   const std::string& at = walk.at;
   std::vector<std::pair<u64, std::size_t>> keys;
   for (std::size_t s = 0; s < L.cap; ++s) {
-    // Only the current set: a new leaf's other set is not written back (merge.cc) and
+    // Only the current set: a new leaf's other set is not written back (engine/merge.cc) and
     // may hold anything after a crash until a merge copies the current set over it.
     if (lf.state(v, s) == kBadState) r.fail(at + ": bitmap code 11");
     if (lf.state(v, s) != kOccupied) continue;

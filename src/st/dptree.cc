@@ -1,7 +1,7 @@
 // DPTree, single-threaded (§2): the public class. The parts live in files named after what
-// they hold: plog (§2.1 log), bloom (§2.1 filter over the buffer tree, which is btree.h's
-// B+-tree: dptree_impl.h), base_leaf and base_tree (§2.2), merge (§2.3, Algorithms 1-3), recovery
-// (Algorithm 4), check.
+// they hold: in src/engine, the parts the concurrent DPTree shares, plog (§2.1 log), bloom (§2.1
+// filter over the buffer tree, which is btree.h's B+-tree: dptree_impl.h), base_leaf (§2.2) and
+// merge (§2.3, Algorithms 1-3); here base_tree (§2.2), recovery (Algorithm 4), check.
 #include "dptree/dptree.h"
 
 #include <algorithm>
@@ -14,37 +14,13 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
+#include "engine/phase.h"
+#include "engine/validate.h"
 #include "st/dptree_impl.h"
-#include "st/phase.h"
-#include "st/validate.h"
 
 namespace dptree {
 
 using namespace detail;  // NOLINT: the layout vocabulary
-
-namespace {
-thread_local DPTreePhase g_phase = DPTreePhase::idle;
-thread_local std::size_t g_kept_splits = 0;
-}  // namespace
-
-void detail::note_kept_split() {
-  ++g_kept_splits;
-}
-detail::KeptSplitScope::KeptSplitScope() : saved_(std::exchange(g_kept_splits, 0)) {}
-detail::KeptSplitScope::~KeptSplitScope() {
-  g_kept_splits = saved_;
-}
-std::size_t dptree_merge_kept_splits() {
-  return g_kept_splits;
-}
-
-DPTreePhase detail::exchange_phase(DPTreePhase p) {
-  return std::exchange(g_phase, p);
-}
-
-DPTreePhase dptree_current_phase() {
-  return g_phase;
-}
 
 const char* to_string(DPTreePhase p) {
   switch (p) {

@@ -12,13 +12,13 @@
 #include "btree/node_arena.h"
 #include "dptree/dptree.h"
 #include "dptree/pm/pool.h"
+#include "engine/bloom.h"
+#include "engine/family.h"
+#include "engine/merge.h"
+#include "engine/owner_dir.h"
+#include "engine/plog.h"
 #include "format/layout.h"
 #include "st/base_tree.h"
-#include "st/bloom.h"
-#include "st/family.h"
-#include "st/merge.h"
-#include "st/owner_dir.h"
-#include "st/plog.h"
 
 namespace dptree::detail {
 

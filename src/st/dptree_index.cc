@@ -9,11 +9,11 @@
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "engine/family.h"
 #include "format/layout.h"
 #include "format/string_leaf.h"
 #include "format/verify.h"
 #include "registry/index_table.h"
-#include "st/family.h"
 #include "st/options.h"
 #include "st/string_tree.h"
 

@@ -4,8 +4,8 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
+#include "engine/phase.h"
 #include "st/dptree_impl.h"
-#include "st/phase.h"
 
 namespace dptree {
 

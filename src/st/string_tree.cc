@@ -1,5 +1,5 @@
 // DPTree over byte-string keys (string_tree.h): create / open / recovery and the operations.
-// The merge is in string_merge.cc, check() in string_check.cc.
+// The merge is in string_tree_merge.cc, check() in string_tree_check.cc.
 #include "st/string_tree.h"
 
 #include <algorithm>
@@ -11,10 +11,10 @@
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
+#include "engine/merge.h"
+#include "engine/phase.h"
+#include "engine/validate.h"
 #include "format/verify.h"
-#include "st/merge.h"
-#include "st/phase.h"
-#include "st/validate.h"
 
 namespace dptree::detail {
 

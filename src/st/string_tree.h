@@ -17,11 +17,11 @@
 
 #include "dptree/dptree_options.h"
 #include "dptree/string_index.h"
+#include "engine/bloom.h"
+#include "engine/family.h"
+#include "engine/plog.h"
+#include "engine/string_base.h"
 #include "format/string_leaf.h"
-#include "st/bloom.h"
-#include "st/family.h"
-#include "st/plog.h"
-#include "st/string_base.h"
 
 namespace dptree::detail {
 
@@ -45,7 +45,7 @@ class StringDPTree final : public StringIndex {
   CheckReport check() const override;
 
   // Merges the buffer into the base tree now (§2.3), in key-ordered parts when it does not
-  // fit at once (string_merge.cc); pool_full undoes a part of one entry that does not fit (as
+  // fit at once (string_tree_merge.cc); pool_full undoes a part of one entry that does not fit (as
   // DPTreeCore undoes a merge).
   void merge();
   std::size_t size() const;

@@ -130,7 +130,7 @@ TEST(CDPTreeLockBit, MetadataRebuiltOnceUnderConcurrentReaders) {
 
 // An open with two recovery threads over a directory of several blocks: the owner
 // directory's slots are checked and the leaves' max keys read on both threads at once
-// (st/validate.cc, cdptree/base.cc); every key is found and the tree checks clean.
+// (engine/validate.cc, cdptree/base.cc); every key is found and the tree checks clean.
 TEST(CDPTreeRecovery, OpenChecksTheDirectoryAndReadsTheLeavesOnTwoThreads) {
   auto pool = pm::Pool::create_in_memory(32u << 20);
   CDPTreeOptions o = small_leaves(8);

@@ -17,8 +17,8 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
+#include "engine/base_leaf.h"
 #include "small_options.h"
-#include "st/base_leaf.h"
 
 namespace dptree {
 namespace {

@@ -1,4 +1,4 @@
-// Damage the pool fuzzer found or that open-time checks must catch (src/st/validate.h):
+// Damage the pool fuzzer found or that open-time checks must catch (src/engine/validate.h):
 // each damaged image is refused with Error(corrupt) naming the structure and its offset,
 // never a crash or a hang.
 #include <gtest/gtest.h>
@@ -13,10 +13,10 @@
 #include "cdptree/cdptree_impl.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "engine/plog.h"
 #include "format/dir_blocks.h"
 #include "format/layout.h"
 #include "fuzz/pool_fuzz.h"
-#include "st/plog.h"
 
 namespace dptree::fuzz {
 namespace {
@@ -177,7 +177,7 @@ void expect_corrupt(const std::function<void()>& fn, std::initializer_list<std::
 }
 
 // A cdptree pool whose owner directory spans several blocks, opened with two recovery threads,
-// so that open checks the directory's slots in two chunks at once (st/validate.cc): damage in
+// so that open checks the directory's slots in two chunks at once (engine/validate.cc): damage in
 // the second chunk is found, and with damage in the first chunk too the refusal names the
 // first, as a check in one thread does. Then the undamaged pool opens with every key.
 TEST(DamagedPool, DirectorySlotsCheckedOnTwoThreadsNameTheFirstDamage) {

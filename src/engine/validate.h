@@ -13,7 +13,7 @@
 
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
-#include "st/family.h"
+#include "engine/family.h"
 
 namespace dptree::detail {
 

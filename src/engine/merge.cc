@@ -1,5 +1,5 @@
 // The merge of §2.3 (Algorithms 1-3) over ranges of base leaves; see merge.h.
-#include "st/merge.h"
+#include "engine/merge.h"
 #include "dptree/testing/phases.h"
 
 #include <algorithm>
@@ -10,8 +10,8 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
+#include "engine/phase.h"
 #include "format/string_leaf.h"
-#include "st/phase.h"
 
 namespace dptree::detail {
 

@@ -13,13 +13,13 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
+#include "engine/family.h"
+#include "engine/merge.h"
+#include "engine/owner_dir.h"
+#include "engine/plog.h"
+#include "engine/validate.h"
 #include "format/layout.h"
 #include "format/log_page.h"
-#include "st/family.h"
-#include "st/merge.h"
-#include "st/owner_dir.h"
-#include "st/plog.h"
-#include "st/validate.h"
 
 namespace dptree::detail {
 namespace {

@@ -1,6 +1,6 @@
 // The inner index's static search tree answers as std::lower_bound does, for every array size
 // around the node boundaries and for keys below, between, on and above the stored ones.
-#include "st/key_search.h"
+#include "engine/key_search.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The owner directory and pendingLeaves (owner_dir.h).
-#include "st/owner_dir.h"
+#include "engine/owner_dir.h"
 
 #include <cstddef>
 #include <cstring>

@@ -23,12 +23,12 @@
 #include "btree/btree.h"
 #include "dptree/index.h"
 #include "dptree/pm/pool.h"
+#include "engine/family.h"
+#include "engine/key_pages.h"
+#include "engine/key_search.h"
+#include "engine/merge.h"
+#include "engine/validate.h"
 #include "format/string_leaf.h"
-#include "st/family.h"
-#include "st/key_pages.h"
-#include "st/key_search.h"
-#include "st/merge.h"
-#include "st/validate.h"
 
 namespace dptree::detail {
 

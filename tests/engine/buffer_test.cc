@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "st/bloom.h"
+#include "engine/bloom.h"
 
 namespace dptree::detail {
 namespace {

@@ -15,9 +15,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/owner_dir.h"
 #include "format/layout.h"
 #include "format/log_page.h"
-#include "st/owner_dir.h"
 
 namespace dptree::pm {
 class Pool;

@@ -17,8 +17,8 @@
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
-#include "st/owner_dir.h"  // OwnerDir, PendingLeaves, layout.h, pm::Pool
-#include "st/plog.h"       // LogPageCache, RecordCodec
+#include "engine/owner_dir.h"  // OwnerDir, PendingLeaves, layout.h, pm::Pool
+#include "engine/plog.h"       // LogPageCache, RecordCodec
 
 namespace dptree::detail {
 

@@ -1,5 +1,5 @@
 // Base-tree leaf operations (§2.2, Algorithms 2 and 3); see base_leaf.h.
-#include "st/base_leaf.h"
+#include "engine/base_leaf.h"
 
 #include <algorithm>
 #include <bit>

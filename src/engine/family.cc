@@ -1,5 +1,5 @@
 // What the two DPTrees share (family.h).
-#include "st/family.h"
+#include "engine/family.h"
 
 #include "format/verify.h"
 

@@ -30,9 +30,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/base_leaf.h"
+#include "engine/owner_dir.h"
 #include "format/layout.h"
-#include "st/base_leaf.h"
-#include "st/owner_dir.h"
 
 namespace dptree::pm {
 class Pool;

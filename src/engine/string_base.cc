@@ -1,5 +1,5 @@
 // The base tree's inner index and searches of the string forms (string_base.h).
-#include "st/string_base.h"
+#include "engine/string_base.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,8 +11,8 @@
 
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
+#include "engine/validate.h"
 #include "format/verify.h"
-#include "st/validate.h"
 
 namespace dptree::detail {
 

@@ -1,5 +1,5 @@
 // Open-time checks of a DPTree family pool (validate.h).
-#include "st/validate.h"
+#include "engine/validate.h"
 
 #include <array>
 #include <atomic>
@@ -13,8 +13,8 @@
 #include "dptree/error.h"
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pool.h"
+#include "engine/parallel_chunks.h"
 #include "format/dir_blocks.h"
-#include "st/parallel_chunks.h"
 
 namespace dptree::detail {
 

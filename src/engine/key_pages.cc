@@ -1,12 +1,12 @@
 // The key pages of the string forms (key_pages.h).
-#include "st/key_pages.h"
+#include "engine/key_pages.h"
 
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pool.h"
+#include "engine/owner_dir.h"
+#include "engine/string_base.h"
 #include "format/log_page.h"
 #include "format/string_leaf.h"
-#include "st/owner_dir.h"
-#include "st/string_base.h"
 
 namespace dptree::detail {
 

@@ -1,5 +1,5 @@
 // The write-optimized adaptive PM log (§2.1); see plog.h.
-#include "st/plog.h"
+#include "engine/plog.h"
 
 #include <algorithm>
 #include <cstring>

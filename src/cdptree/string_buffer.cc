@@ -38,27 +38,27 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
       [&](const u64* w, std::size_t) {
         const std::string_view k = string_record_key(w);
         bloom_.add_hashed(hash_string(k));
-        s.tree.insert_or_assign(s.keys.keep(ShardKey::of(k)),
+        s.tree.insert_or_assign(s.keys.keep(BufferKey::of(k)),
                                 StringSlot{string_record_value(w), pool_.offset_of(w)});
       },
       [&](const u64* w) { throw_record_after_end(pool_, tree, w); });
 }
 
-// Each shard gives its first `per` entries >= start (one lock at a time), copied as ShardKeys:
+// Each shard gives its first `per` entries >= start (one lock at a time), copied as BufferKeys:
 // their bytes stay in the shard's arena while the buffer lives, so nothing is allocated for
 // the entries that are not returned. Hashing spreads every key range over the shards evenly,
 // so about n / shards of a shard's entries are among the n smallest, and `per` takes four
 // times that. The runs are merged on a heap up to n entries, but not past `bound`, the lowest
 // last entry of a shard that has more: that shard's later keys were not read.
 bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries& out) const {
-  using Entry = std::pair<ShardKey, u64>;
+  using Entry = std::pair<BufferKey, u64>;
   const std::size_t per = std::min(n, 4 * n / n_ + 4);
-  const ShardKeyLess less;
-  const ShardKey from = ShardKey::of(start);
+  const BufferKeyLess less;
+  const BufferKey from = BufferKey::of(start);
   std::vector<Entry> got;
   got.reserve(n_ * per);
   std::vector<std::pair<std::size_t, std::size_t>> heap;  // a run's [next, end) in `got`
-  std::optional<ShardKey> bound;
+  std::optional<BufferKey> bound;
   for (std::size_t p = 0; p < n_; ++p) {
     const Shard& s = shards_[p];
     const std::size_t b = got.size();

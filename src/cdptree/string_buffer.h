@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "btree/btree.h"
-#include "cdptree/shard_keys.h"
 #include "engine/bloom.h"
+#include "engine/buffer_keys.h"
 #include "engine/plog.h"
 #include "engine/string_base.h"
 #include "format/string_leaf.h"
@@ -32,8 +32,10 @@ using detail::StringEntries;
 using detail::StringSlot;
 using detail::u64;
 
-// A shard's tree: its keys' bytes in the shard's KeyArena (shard_keys.h).
-using ShardTree = btree::BPlusTree<ShardKey, StringSlot, 32, 32, ShardKeyLess>;
+using detail::BufferKey;
+using detail::KeyArena;
+// A shard's tree: the string forms' buffer tree, its keys' bytes in the shard's KeyArena.
+using ShardTree = detail::StringBufferTree;
 
 class StringBuffer {
  public:
@@ -51,7 +53,7 @@ class StringBuffer {
     if (!bloom_.may_contain_hashed(h)) return std::nullopt;
     const Shard& s = shards_[shard_of(h)];
     std::shared_lock lk(s.mu);
-    const StringSlot* v = s.tree.find(ShardKey::of(k));  // no key copied
+    const StringSlot* v = s.tree.find(BufferKey::of(k));  // no key copied
     if (!v) return std::nullopt;
     return v->value;
   }
@@ -66,9 +68,9 @@ class StringBuffer {
     // One descent finds k's slot or adds k; no reader sees an added k before the lock is
     // released, and one that gets no value is taken out again. decide() reads only the Middle
     // and the base: the slot stays valid until it is written.
-    const ShardKey q = ShardKey::of(k);
+    const BufferKey q = BufferKey::of(k);
     auto [cur, added] =  // k's bytes are copied into the shard's arena only if k is added
-        s.tree.find_or_insert(q, StringSlot{}, [&](const ShardKey& n) { return s.keys.keep(n); });
+        s.tree.find_or_insert(q, StringSlot{}, [&](const BufferKey& n) { return s.keys.keep(n); });
     std::optional<u64> out;
     u64 rec = 0;
     try {

@@ -23,6 +23,7 @@
 #include "btree/btree.h"
 #include "dptree/index.h"
 #include "dptree/pm/pool.h"
+#include "engine/buffer_keys.h"
 #include "engine/family.h"
 #include "engine/key_pages.h"
 #include "engine/key_search.h"
@@ -44,10 +45,11 @@ struct StringSlot {
 using BufferedEntry = std::pair<std::string, StringSlot>;
 using BufferedEntries = std::vector<BufferedEntry>;
 using BufferedSpan = std::span<const BufferedEntry>;
-// The single-threaded form's buffer (§2.1): a DRAM B+-tree whose nodes hold the keys (SSO
-// strings: up to 15 bytes inside the node), so a search reads a few lines per level instead of
-// one scattered node per comparison, and the merge walks it leaf by leaf.
-using StringBufferTree = btree::BPlusTree<std::string, StringSlot, 32, 32, StringKeyLess>;
+// The string forms' buffer (§2.1; the concurrent form's shards): a DRAM B+-tree whose nodes
+// hold the keys as BufferKeys (their prefixes, their bytes in the tree's KeyArena), so a search
+// reads a few lines per level instead of one scattered node per comparison, and the merge
+// walks it leaf by leaf.
+using StringBufferTree = btree::BPlusTree<BufferKey, StringSlot, 32, 32, BufferKeyLess>;
 using StringSlotMap = std::map<std::string, StringSlot, StringKeyLess>;
 
 // The next word of a string leaf of version v (merge.h LeafNext).
@@ -232,12 +234,7 @@ void check_key_pages(const TreeParts& t, const StringLeafLayout& L, LeafPtr head
                      const KeyPages& pages, const std::unordered_set<u64>& live_logs,
                      std::set<u64>& reach, CheckReport& r);
 
-// A buffer tree's key as bytes (the concurrent form's shard keys have their own key_view).
-inline std::string_view key_view(const std::string& k) {
-  return k;
-}
-
-// check(): a buffer tree (a StringBufferTree, or a shard of the concurrent form's buffer)
+// check(): a buffer tree (DPTree's, or a shard of the concurrent form's buffer)
 // against the replay of its log: the tree's own structure, and its entries equal to `replay`
 // (failures start with `prefix`; `what` names the entries). Returns the entries, for the
 // caller's checks of each key.

@@ -98,7 +98,7 @@ void StringDPTree::recover() {
                         [this](u64 page) { return key_pages_.named(page); });
   t_.dir->load();
   reset_bloom();
-  buffer_.clear();
+  clear_buffer();
   auto words_of = [&](u64 page, const u64* w, std::size_t room) {
     return replayed_record_words(t_.pool, page, w, room, cv);
   };
@@ -107,8 +107,7 @@ void StringDPTree::recover() {
       [&](const u64* w, std::size_t) {
         const std::string_view k = string_record_key(w);
         bloom_.add_hashed(hash_string(k));
-        buffer_.insert_or_assign(std::string(k),
-                                 StringSlot{string_record_value(w), t_.pool.offset_of(w)});
+        buffer_put(k, StringSlot{string_record_value(w), t_.pool.offset_of(w)});
       },
       [&](const u64* w) { throw_record_after_end(t_.pool, kTree, w); });
   std::unordered_set<u64> in_use(log_->pages().begin(), log_->pages().end());
@@ -153,7 +152,7 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
     PhaseScope ph(DPTreePhase::log_append);
     rec = append_string_record_unfenced(*log_, &root_->log_head[cv], cv, k, v);
   }
-  buffer_.insert_or_assign(std::string(k), StringSlot{v, rec});
+  buffer_put(k, StringSlot{v, rec});
   bloom_.add_hashed(hash_string(k));
   {
     PhaseScope ph(DPTreePhase::log_append);
@@ -168,7 +167,7 @@ std::optional<u64> StringDPTree::find(std::string_view k) const {
   const u64 h = hash_string(k);
   const std::size_t leaf = base_.prefetch_leaf(t_.pool, k);  // loads while the buffer is probed
   if (bloom_.may_contain_hashed(h))
-    if (const StringSlot* s = buffer_.find(k)) {
+    if (const StringSlot* s = buffer_.find(BufferKey::of(k))) {
       if (s->value & kTombstone) return std::nullopt;
       return s->value;
     }
@@ -217,7 +216,7 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
                                std::vector<StringKV>& out) const {
   check_string_key(start, kStringTreeMaxKey, "dptree");
   std::size_t got = 0;
-  auto bi = buffer_.lower_bound(start);
+  auto bi = buffer_.lower_bound(BufferKey::of(start));
   const std::vector<u64>& leaves = base_.leaves;
   std::size_t li = base_.index_of(start), pos = 0;
   if (!leaves.empty()) {
@@ -245,13 +244,13 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
       }
       bk = lf.key_of(*e, buf);
     }
-    if (bi.valid() && (li >= leaves.size() || std::string_view(bi.key()) <= bk)) {
-      if (li < leaves.size() && bi.key() == bk) {  // the buffer's entry is newer
+    if (bi.valid() && (li >= leaves.size() || bi.key().view() <= bk)) {
+      if (li < leaves.size() && bi.key().view() == bk) {  // the buffer's entry is newer
         ++pos;
         settle();
       }
       if (!(bi.value().value & kTombstone)) {
-        out.emplace_back(bi.key(), bi.value().value);
+        out.emplace_back(std::string(bi.key().view()), bi.value().value);
         ++got;
       }
       ++bi;
@@ -269,7 +268,7 @@ std::size_t StringDPTree::size() const {
   const int cv = static_cast<int>(root_->gv & kVersionBit);
   auto n = static_cast<long long>(root_->base_count[cv]);
   for (auto it = buffer_.begin(); it.valid(); ++it) {
-    const std::string& k = it.key();
+    const std::string_view k = it.key().view();
     const u64 v = it.value().value;
     const bool in_base = base_.lookup(t_.pool, k, hash_string(k)).has_value();
     if (v & kTombstone)
@@ -287,9 +286,7 @@ IndexStats StringDPTree::stats() const {
   for (DirBlockPtr b : t_.dir->blocks()) pm += t_.alloc.block_size(b.off);
   t_.dir->for_each_owned([&](u64, u64 blk) { pm += t_.alloc.block_size(blk); });
   s.pm_bytes = pm;  // key pages (the key bytes) are owned by directory slots too
-  std::size_t keys = buffer_.memory_bytes();  // the nodes, and the bytes of keys beyond SSO
-  for (auto it = buffer_.begin(); it.valid(); ++it)
-    if (it.key().size() > 15) keys += it.key().capacity() + 1;
+  const std::size_t keys = buffer_.memory_bytes() + keys_.bytes();  // nodes and key bytes
   const std::size_t inner = base_.dram_bytes();
   s.dram_bytes = sizeof(*this) + keys + bloom_.dram_bytes() + inner + t_.dir->dram_bytes() +
                  t_.pages->dram_bytes() + key_pages_.dram_bytes();

@@ -58,6 +58,16 @@ class StringDPTree final : public StringIndex {
   void rebuild_inner();
   std::size_t merge_threshold() const;
   void reset_bloom();
+  // k's entry in the buffer set to s (k's bytes copied into keys_ only when k is new there).
+  void buffer_put(std::string_view k, const StringSlot& s) {
+    *buffer_
+         .find_or_insert(BufferKey::of(k), s, [this](const BufferKey& n) { return keys_.keep(n); })
+         .first = s;
+  }
+  void clear_buffer() {
+    buffer_.clear();
+    keys_.clear();
+  }
   void write_allowed();
   void merge_part(BufferedEntries& es, std::size_t from, std::size_t to);
   void keep_in_buffer(BufferedSpan rest);
@@ -73,6 +83,7 @@ class StringDPTree final : public StringIndex {
   Root* root_ = nullptr;
   std::unique_ptr<PLog> log_;
   StringBufferTree buffer_;
+  KeyArena keys_;  // the buffered keys' bytes
   Bloom bloom_;
   StringLeafLayout L_;
   StringBase base_;  // the inner index (DRAM) over the leaves of the current version

@@ -39,7 +39,8 @@ void StringDPTree::merge() {
   if (buffer_.empty()) return;
   BufferedEntries es;
   es.reserve(buffer_.size());
-  for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key(), it.value());
+  for (auto it = buffer_.begin(); it.valid(); ++it)
+    es.emplace_back(std::string(it.key().view()), it.value());
   std::size_t part = es.size();
   for (std::size_t from = 0; from < es.size(); from += part) {
     try {
@@ -133,10 +134,10 @@ void StringDPTree::release_key_pages(std::span<const u64> unnamed) {
 
 // The buffer and its filter hold exactly `rest` (the entries a merge part left).
 void StringDPTree::keep_in_buffer(Span rest) {
-  buffer_.clear();
+  clear_buffer();
   reset_bloom();
   for (const auto& [k, s] : rest) {
-    buffer_.insert_or_assign(k, s);
+    buffer_put(k, s);
     bloom_.add_hashed(hash_string(k));
   }
 }

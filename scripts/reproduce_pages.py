@@ -10,11 +10,9 @@ SELECTIVITIES = [0.001, 0.01, 0.1]  # percent of the records per scan (Fig. 8c)
 ENTRY_BYTES = [16, 32, 64]  # 8-byte key + 8/24/56-byte value (Fig. 8d, Fig. 10)
 PROBES = ["linear", "fingerprint", "both"]  # Fig. 10: lp, fp, lp+fp
 PEERS = ["dptree", "fastfair", "fptree"]
-NAMES = {"dptree": "DPTree", "fastfair": "FAST_FAIR", "fptree": "FPTree",
-         "cdptree": "DPTree (concurrent)", "lbtree": "LB+-Tree", "utree": "uTree",
-         "cawbt": "CAWBT", "btree": "B+-tree (DRAM)", "olc-btree": "OLC B+-tree (DRAM)",
-         "absl-btree": "absl::btree_map",
-         "bm-btree": "2-Tier-BM", "wort": "WORT", "roart": "ROART", "pactree": "PACTree", "tips-btree": "TIPS (B+-tree)"}
+# Each index's display name on the pages and plots ("FAST_FAIR" for fastfair): its registry
+# entry's, from `dptree bench --list --json` (set_display_names).
+NAMES = {}
 DRAM_PCTS = [10, 25, 50, 75, 100]  # Fig. 11: the share of 2-Tier-BM's leaves in DRAM
 # The `peers` experiment: every persistent index of the project, then the volatile B+-trees
 # (ours and the absl::btree_map yardstick).
@@ -92,6 +90,13 @@ YARDSTICK_P999 = {("cdptree", 2): 5000}
 MODE_NOTE = ("Modes: `pmem` issues the real flush instruction and `sfence` for every persist "
              "(on this machine's DRAM: there is no Optane here), `dram` issues neither; "
              "flushes and fences are counted in every mode.")
+
+
+def set_display_names(listed):
+    """Takes the display names from the tool's registry: `listed` maps each index's name to its
+    entry of `dptree bench --list --json`."""
+    NAMES.clear()
+    NAMES.update({name: entry["display_name"] for name, entry in listed.items()})
 
 
 def human(n):

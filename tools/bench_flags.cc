@@ -20,7 +20,9 @@ void add_run_flags(CLI::App& app, BenchOptions* o) {
   app.add_option("--index", o->indexes,
                  "Indexes to compare, comma-separated; the table shows each one's throughput "
                  "relative to the first (default: every registered index; see --list)");
-  app.add_flag("--list", o->list, "List the registered indexes and exit");
+  app.add_flag("--list", o->list,
+               "List the registered indexes and exit (with --json: each one's whole registry "
+               "entry as JSON, display name, key forms, options and test plan included)");
   app.add_option("--help-options", o->help_options,
                  "Describe the options (--option) INDEX takes, with defaults and ranges, and exit");
   app.add_option("--workload", o->workloads,
@@ -134,7 +136,13 @@ void add_pm_flags(CLI::App& app, BenchOptions* o) {
 
 // Outputs and the options of runs and indexes.
 void add_output_flags(CLI::App& app, BenchOptions* o) {
-  app.add_option("--json", o->json, "Write the results as JSON to FILE ('-': stdout)");
+  // --json without FILE is stdout: `dptree bench --list --json` prints the registry.
+  app.add_option_function<std::string>(
+         "--json", [o](const std::string& file) { o->json = file.empty() ? "-" : file; },
+         "Write the results (with --list: the registered indexes) as JSON to FILE ('-' or no "
+         "FILE: stdout)")
+      ->type_name("FILE")
+      ->expected(0, 1);
   app.add_option("--csv", o->csv, "Write the results as CSV to FILE ('-': stdout)");
   app.add_flag("--recovery", o->recovery,
                "Persistent indexes: after the run close the pool, reopen it and time the "

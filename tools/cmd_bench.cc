@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -35,6 +36,65 @@ void print_list() {
   for (const auto& i : registered_indexes())
     fmt::print("{:<12} {:<10} {:<10} {:<7} {}\n", i.name, i.persistent ? "yes" : "no",
                i.concurrent ? "yes" : "no", i.create_string ? "yes" : "no", i.description);
+}
+
+// The registry as JSON (`--list --json`, docs/bench.md): each index's entry, in the order of
+// `--list`: its name, display name (the name pages and plots show; scripts/reproduce reads it
+// here), description, key forms, whether it is persistent and concurrent, its options, and
+// what the shared test suites run on it (its test plan; null where it has none).
+nlohmann::ordered_json options_json(const TestPlan::Options& options) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : options) j[key] = value;
+  return j;
+}
+
+nlohmann::ordered_json fuzz_json(const std::optional<TestPlan::Fuzz>& f) {
+  if (!f) return nullptr;
+  return {{"options", options_json(f->options)}, {"seed_pool_bytes", f->seed_pool_bytes}};
+}
+
+nlohmann::ordered_json test_plan_json(const TestPlan& t) {
+  nlohmann::ordered_json j;
+  j["fuzz"] = fuzz_json(t.fuzz);
+  j["fuzz_strings"] = fuzz_json(t.fuzz_strings);
+  j["kill"] = nullptr;
+  if (t.kill)
+    j["kill"] = {{"writers", t.kill->writers}, {"options", options_json(t.kill->options)}};
+  j["generic"] = nullptr;
+  if (t.generic)
+    j["generic"] = {{"options", options_json(t.generic->options)},
+                    {"grown_stat", t.generic->grown_stat},
+                    {"grown_min", t.generic->grown_min},
+                    {"word8", t.generic->word8},
+                    {"crash_ops", t.generic->crash_ops}};
+  j["why_untested"] = t.why_untested;
+  return j;
+}
+
+std::string list_json() {
+  nlohmann::ordered_json indexes = nlohmann::ordered_json::array();
+  for (const auto& i : registered_indexes()) {
+    nlohmann::ordered_json forms = nlohmann::ordered_json::array({"integer"});
+    if (i.create_string) forms.push_back("string");
+    nlohmann::ordered_json options = nlohmann::ordered_json::array();
+    for (const auto& d : i.options)
+      options.push_back({{"key", d.key},
+                         {"kind", d.kind},
+                         {"default", d.dflt},
+                         {"range", d.range},
+                         {"help", d.help}});
+    nlohmann::ordered_json j;
+    j["name"] = i.name;
+    j["display_name"] = i.display_name;
+    j["description"] = i.description;
+    j["key_forms"] = std::move(forms);
+    j["persistent"] = i.persistent;
+    j["concurrent"] = i.concurrent;
+    j["options"] = std::move(options);
+    j["tests"] = test_plan_json(i.tests);
+    indexes.push_back(std::move(j));
+  }
+  return nlohmann::ordered_json{{"indexes", std::move(indexes)}}.dump(2) + "\n";
 }
 
 // The options `index` takes: key, kind, default, accepted values and a line of help each.
@@ -370,7 +430,11 @@ std::string key_description(const bench::KeyFormat& f) {
 void run_bench(const BenchOptions& o) {
   bench::register_reference_indexes();
   if (o.list) {
-    print_list();
+    check_output_path(o.json, "--json");
+    if (o.json.empty())
+      print_list();
+    else
+      write_whole_file(o.json, list_json(), "JSON");
     return;
   }
   if (!o.help_options.empty()) {

@@ -85,13 +85,19 @@ struct IndexInfo {
   // holds one form or the other, and opening it with the other form is a wrong_index error.
   std::function<std::unique_ptr<StringIndex>(const IndexConfig&)> create_string = {};
   TestPlan tests = {};  // persistent indexes: what the shared test suites run on it
+  // The index's name on pages, plots and tables, e.g. "FAST_FAIR" for fastfair; registration
+  // sets an empty one to `name` and refuses one another index has. `dptree bench --list
+  // --json` prints it, and scripts/reproduce takes it from there.
+  std::string display_name = {};
 };
 
 // All registered indexes, in registration order. The first call registers the built-in ones.
 const std::vector<IndexInfo>& registered_indexes();
 // The index called `name`; throws dptree::Error(invalid_argument) listing the known names.
 const IndexInfo& find_index(const std::string& name);
-// Adds an index (used by the built-in registration and by users who plug in their own).
+// Adds an index (used by the built-in registration and by users who plug in their own);
+// throws dptree::Error(invalid_argument) for an empty name, a missing create function, or a
+// name or display name another index has.
 void register_index(IndexInfo info);
 
 }  // namespace dptree

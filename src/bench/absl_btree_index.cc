@@ -44,6 +44,7 @@ void register_reference_indexes() {
           btree::MapIndex<absl::btree_map<std::string, Value, std::less<>>, StringIndex>>(
           "absl-btree", 40 / 0.7);
     };
+    info.display_name = "absl::btree_map";
     register_index(std::move(info));
   });
 }

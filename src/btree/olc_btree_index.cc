@@ -51,13 +51,15 @@ class OlcBTreeIndex final : public Index {
 }  // namespace
 
 void register_olc_btree_index() {
-  add_builtin_index({"olc-btree",
-                     "volatile DRAM B+-tree with Optimistic Lock Coupling (the concurrent DPTree's "
-                     "buffer tree, §3.1); scalable upper bound, no persistence",
-                     false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-                       option_values::refuse_options("olc-btree", cfg.options);
-                       return std::make_unique<OlcBTreeIndex>();
-                     }});
+  IndexInfo info{"olc-btree",
+                 "volatile DRAM B+-tree with Optimistic Lock Coupling (the concurrent DPTree's "
+                 "buffer tree, §3.1); scalable upper bound, no persistence",
+                 false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+                   option_values::refuse_options("olc-btree", cfg.options);
+                   return std::make_unique<OlcBTreeIndex>();
+                 }};
+  info.display_name = "OLC B+-tree (DRAM)";
+  add_builtin_index(std::move(info));
 }
 
 }  // namespace dptree

@@ -77,21 +77,25 @@ class BTreeIndex final : public Index {
 }  // namespace
 
 void register_volatile_indexes() {
-  add_builtin_index(
-      {"btree",
-       "volatile DRAM B+-tree (64-slot sorted nodes, linked leaves), one reader-writer "
-       "lock; upper bound, no persistence",
-       false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-         option_values::refuse_options("btree", cfg.options);
-         return std::make_unique<BTreeIndex>();
-       }});
-  add_builtin_index({"stdmap", "std::map (red-black tree) in DRAM, single-threaded; no persistence",
-                     false, false, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
-                       option_values::refuse_options("stdmap", cfg.options);
-                       // A red-black node (colour + 3 links = 32 B) and the pair, as malloc rounds
-                       // it.
-                       return std::make_unique<btree::MapIndex<std::map<Key, Value>>>("stdmap", 64);
-                     }});
+  IndexInfo btree_info{
+      "btree",
+      "volatile DRAM B+-tree (64-slot sorted nodes, linked leaves), one reader-writer "
+      "lock; upper bound, no persistence",
+      false, true, [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+        option_values::refuse_options("btree", cfg.options);
+        return std::make_unique<BTreeIndex>();
+      }};
+  btree_info.display_name = "B+-tree (DRAM)";
+  add_builtin_index(std::move(btree_info));
+  IndexInfo stdmap_info{
+      "stdmap", "std::map (red-black tree) in DRAM, single-threaded; no persistence", false, false,
+      [](const IndexConfig& cfg) -> std::unique_ptr<Index> {
+        option_values::refuse_options("stdmap", cfg.options);
+        // A red-black node (colour + 3 links = 32 B) and the pair, as malloc rounds it.
+        return std::make_unique<btree::MapIndex<std::map<Key, Value>>>("stdmap", 64);
+      }};
+  stdmap_info.display_name = "std::map";
+  add_builtin_index(std::move(stdmap_info));
 }
 
 }  // namespace dptree

@@ -41,7 +41,7 @@ CDPTreeOptions options_for(const IndexConfig& c) {
 }  // namespace
 
 void register_cdptree_index() {
-  add_builtin_index(IndexInfo{
+  IndexInfo info{
       "cdptree",
       "concurrent DPTree (§3): OLC buffer tree + partitioned PM log, parallel merge "
       "into the PM base tree (in the background from 2 threads on), parallel recovery; "
@@ -94,7 +94,9 @@ void register_cdptree_index() {
                                        {"log_page_size", "1024"},
                                        {"merge_ratio", "0.3"},
                                        {"min_merge_records", "16"},
-                                       {"psize", "2"}}}}});
+                                       {"psize", "2"}}}}};
+  info.display_name = "DPTree (concurrent)";
+  add_builtin_index(std::move(info));
 }
 
 }  // namespace dptree

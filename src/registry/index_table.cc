@@ -29,10 +29,17 @@ void add_builtin_index(IndexInfo info) {
   if (info.name.empty() || !info.create)
     throw Error(Errc::invalid_argument,
                 "register_index: an index needs a non-empty name and a create function");
-  for (const auto& i : t.indexes)
+  if (info.display_name.empty()) info.display_name = info.name;
+  for (const auto& i : t.indexes) {
     if (i.name == info.name)
       throw Error(Errc::invalid_argument, "register_index: an index named '" + info.name +
                                               "' is already registered; pick another name");
+    // Pages and plots tell indexes apart by their display names.
+    if (i.display_name == info.display_name)
+      throw Error(Errc::invalid_argument, "register_index: index '" + i.name +
+                                              "' is already displayed as '" + info.display_name +
+                                              "'; give '" + info.name + "' another display name");
+  }
   t.indexes.push_back(std::move(info));
 }
 
@@ -47,8 +54,9 @@ pm::Pool& require_pool(const IndexConfig& c, const std::string& index) {
   return *c.pool;
 }
 
-void add_persistent_index(const std::string& name, std::string description, bool concurrent,
-                          std::vector<OptionDoc> docs, TestPlan tests, MakeInPool make) {
+void add_persistent_index(const std::string& name, std::string display_name,
+                          std::string description, bool concurrent, std::vector<OptionDoc> docs,
+                          TestPlan tests, MakeInPool make) {
   add_builtin_index({.name = name,
                      .description = std::move(description),
                      .persistent = true,
@@ -56,13 +64,15 @@ void add_persistent_index(const std::string& name, std::string description, bool
                      .create = [name, make = std::move(make)](
                                    const IndexConfig& c) { return make(require_pool(c, name), c); },
                      .options = std::move(docs),
-                     .tests = std::move(tests)});
+                     .tests = std::move(tests),
+                     .display_name = std::move(display_name)});
 }
 
-void add_persistent_index(const std::string& name, std::string description, bool concurrent,
-                          std::string why_none, TestPlan tests, MakeInPool make) {
-  add_persistent_index(name, std::move(description), concurrent, std::vector<OptionDoc>{},
-                       std::move(tests),
+void add_persistent_index(const std::string& name, std::string display_name,
+                          std::string description, bool concurrent, std::string why_none,
+                          TestPlan tests, MakeInPool make) {
+  add_persistent_index(name, std::move(display_name), std::move(description), concurrent,
+                       std::vector<OptionDoc>{}, std::move(tests),
                        [name, why_none = std::move(why_none), make = std::move(make)](
                            pm::Pool& pool, const IndexConfig& c) {
                          option_values::refuse_options(name, c.options, why_none);

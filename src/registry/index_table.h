@@ -24,13 +24,16 @@ const std::vector<IndexInfo>& index_table();
 pm::Pool& require_pool(const IndexConfig& c, const std::string& index);
 
 // Adds a persistent index that takes the options `docs` describes: `make` builds it in the
-// configuration's pool, parsing the configuration's options. `tests`: what the shared test
-// suites run on it (registry.h, TestPlan).
+// configuration's pool, parsing the configuration's options. `display_name`: its name on pages
+// (IndexInfo::display_name); `tests`: what the shared test suites run on it (registry.h,
+// TestPlan).
 using MakeInPool = std::function<std::unique_ptr<Index>(pm::Pool&, const IndexConfig&)>;
-void add_persistent_index(const std::string& name, std::string description, bool concurrent,
-                          std::vector<OptionDoc> docs, TestPlan tests, MakeInPool make);
+void add_persistent_index(const std::string& name, std::string display_name,
+                          std::string description, bool concurrent, std::vector<OptionDoc> docs,
+                          TestPlan tests, MakeInPool make);
 // The same for an index that takes no options (`why_none` says why, in the refusal of one).
-void add_persistent_index(const std::string& name, std::string description, bool concurrent,
-                          std::string why_none, TestPlan tests, MakeInPool make);
+void add_persistent_index(const std::string& name, std::string display_name,
+                          std::string description, bool concurrent, std::string why_none,
+                          TestPlan tests, MakeInPool make);
 
 }  // namespace dptree

@@ -63,9 +63,10 @@ TestPlan test_plan() {
 }  // namespace
 
 void register_dptree_indexes() {
-  add_builtin_index(IndexInfo{
+  IndexInfo info{
       "dptree",
-      "DPTree (§2): DRAM buffer tree + PM log, in-place merged PM base tree; single-threaded", true,
+      "DPTree (§2): DRAM buffer tree + PM log, in-place merged PM base tree; single-threaded",
+      true,
       false,
       [](const IndexConfig& c) -> std::unique_ptr<Index> {
         pm::Pool& pool = require_pool(c, "dptree");
@@ -98,7 +99,9 @@ void register_dptree_indexes() {
                           " bytes, its values 8): leave them out");
         return std::make_unique<StringDPTree>(pool, opt, *pool.root_word() == 0);
       },
-      test_plan()});
+      test_plan()};
+  info.display_name = "DPTree";
+  add_builtin_index(std::move(info));
 }
 
 }  // namespace dptree

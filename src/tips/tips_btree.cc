@@ -57,41 +57,42 @@ class BTreeAdapter final : public tips::Adapter {
 }  // namespace
 
 void register_tips_indexes() {
-  add_builtin_index(
-      IndexInfo{"tips-btree",
-                "TIPS over the volatile B+-tree: DRAM hash cache + per-thread PM OLog, "
-                "background replay into the B+-tree in PM with UNO undo logging; concurrent",
-                true,
-                true,
-                [](const IndexConfig& c) -> std::unique_ptr<Index> {
-                  pm::Pool& pool = require_pool(c, "tips-btree");
-                  tips::Options o = tips::Options::from_map(c.options);
-                  if (!c.options.contains("cache_entries") && c.expected_records)
-                    o.cache_entries = std::max<std::size_t>(c.expected_records / 4, 1 << 16);
-                  if (!c.options.contains("lanes") && c.threads > o.lanes)
-                    o.lanes = std::min(c.threads, 64u);
-                  return tips::make_index(pool, std::make_shared<BTreeAdapter>(), o);
-                },
-                tips::option_docs(),
-                {},
-                // Short lanes, small logs and a tiny cache. The fuzzer replays inline every 12
-                // writes (one execution, one thread); the killed children in the background.
-                TestPlan{.fuzz = TestPlan::Fuzz{{{"replay", "inline"},
-                                                 {"replay_every", "12"},
-                                                 {"partitions", "2"},
-                                                 {"lanes", "1"},
-                                                 {"lane_records", "64"},
-                                                 {"ulog_lines", "256"},
-                                                 {"mlog_entries", "64"},
-                                                 {"cache_entries", "40"}},
-                                                640 * 1024},
-                         .kill = TestPlan::Kill{2,
-                                                {{"replay", "background"},
-                                                 {"partitions", "2"},
-                                                 {"lane_records", "64"},
-                                                 {"ulog_lines", "256"},
-                                                 {"mlog_entries", "64"},
-                                                 {"cache_entries", "40"}}}}});
+  IndexInfo info{"tips-btree",
+                 "TIPS over the volatile B+-tree: DRAM hash cache + per-thread PM OLog, "
+                 "background replay into the B+-tree in PM with UNO undo logging; concurrent",
+                 true,
+                 true,
+                 [](const IndexConfig& c) -> std::unique_ptr<Index> {
+                   pm::Pool& pool = require_pool(c, "tips-btree");
+                   tips::Options o = tips::Options::from_map(c.options);
+                   if (!c.options.contains("cache_entries") && c.expected_records)
+                     o.cache_entries = std::max<std::size_t>(c.expected_records / 4, 1 << 16);
+                   if (!c.options.contains("lanes") && c.threads > o.lanes)
+                     o.lanes = std::min(c.threads, 64u);
+                   return tips::make_index(pool, std::make_shared<BTreeAdapter>(), o);
+                 },
+                 tips::option_docs(),
+                 {},
+                 // Short lanes, small logs and a tiny cache. The fuzzer replays inline every 12
+                 // writes (one execution, one thread); the killed children in the background.
+                 TestPlan{.fuzz = TestPlan::Fuzz{{{"replay", "inline"},
+                                                  {"replay_every", "12"},
+                                                  {"partitions", "2"},
+                                                  {"lanes", "1"},
+                                                  {"lane_records", "64"},
+                                                  {"ulog_lines", "256"},
+                                                  {"mlog_entries", "64"},
+                                                  {"cache_entries", "40"}},
+                                                 640 * 1024},
+                          .kill = TestPlan::Kill{2,
+                                                 {{"replay", "background"},
+                                                  {"partitions", "2"},
+                                                  {"lane_records", "64"},
+                                                  {"ulog_lines", "256"},
+                                                  {"mlog_entries", "64"},
+                                                  {"cache_entries", "40"}}}}};
+  info.display_name = "TIPS (B+-tree)";
+  add_builtin_index(std::move(info));
 }
 
 }  // namespace dptree

@@ -273,7 +273,8 @@ void register_sorted_array() {
                   .create = make_sorted_array,
                   .tests = {.fuzz = TestPlan::Fuzz{},
                             .kill = TestPlan::Kill{1, {}},
-                            .generic = TestPlan::Generic{{}, "array_lines", 100, true, 1600}}});
+                            .generic = TestPlan::Generic{{}, "array_lines", 100, true, 1600}},
+                  .display_name = "sorted array"});
 }
 
 // Registered before the first test runs (not while the program's static objects are made,

@@ -398,6 +398,42 @@ TEST(Registry, ListsTheVolatileIndexes) {
   EXPECT_EQ(&find_index("btree"), find("btree"));
 }
 
+// Pages and plots name an index by its display name (scripts/reproduce takes them from
+// `dptree bench --list --json`): every index has one, and no two share one.
+TEST(Registry, EveryIndexHasADisplayNameOfItsOwn) {
+  std::map<std::string, std::string> by_display_name;
+  for (const auto& i : registered_indexes()) {
+    EXPECT_FALSE(i.display_name.empty()) << i.name;
+    const auto [at, added] = by_display_name.emplace(i.display_name, i.name);
+    EXPECT_TRUE(added) << i.name << " and " << at->second << " are both shown as '"
+                       << i.display_name << "'";
+  }
+  EXPECT_EQ(find_index("btree").display_name, "B+-tree (DRAM)");
+  EXPECT_EQ(find_index("fastfair").display_name, "FAST_FAIR");
+  EXPECT_EQ(find_index("cdptree").display_name, "DPTree (concurrent)");
+}
+
+// An entry registered without a display name shows its name; one that takes another index's
+// display name is refused.
+TEST(Registry, DisplayNamesDefaultToTheNameAndAreNotShared) {
+  const auto make = find_index("btree").create;
+  register_index({"btree-unnamed", "test only: btree without a display name", false, true, make});
+  EXPECT_EQ(find_index("btree-unnamed").display_name, "btree-unnamed");
+  IndexInfo twin{"btree-twin", "test only: btree shown as FAST_FAIR", false, true, make};
+  twin.display_name = "FAST_FAIR";
+  try {
+    register_index(twin);
+    FAIL() << "a second index shown as FAST_FAIR was registered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("fastfair"), std::string::npos) << e.what();
+  }
+  IndexInfo shown_as_a_name{"btree-shown-as-unnamed", "test only", false, true, make};
+  shown_as_a_name.display_name = "btree-unnamed";
+  EXPECT_THROW(register_index(shown_as_a_name), Error);
+  for (const auto& i : registered_indexes()) EXPECT_NE(i.name, "btree-twin");
+}
+
 TEST(Registry, UnknownAndDuplicateNamesAreRefused) {
   try {
     find_index("nope");

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -118,6 +119,92 @@ TEST(Cli, ListShowsTheRegisteredIndexes) {
   EXPECT_TRUE(has(r.output, "stdmap       no         no         no")) << r.output;
   EXPECT_TRUE(has(r.output, "absl-btree   no         no         yes")) << r.output;
   EXPECT_TRUE(has(r.output, "fptree       yes        yes        yes")) << r.output;
+}
+
+// `--list --json`: the registry as JSON, each index's whole entry (scripts/reproduce takes the
+// pages' display names from it); the same indexes as the table of `--list`, in its order, and
+// to a file as to stdout.
+TEST(Cli, ListAsJsonGivesTheRegistry) {
+  Result r = run("bench --list --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  std::vector<std::string> in_json;
+  std::map<std::string, nlohmann::json> by_name;
+  std::set<std::string> display_names;
+  for (const auto& i : j.at("indexes")) {
+    in_json.push_back(i.at("name"));
+    by_name[i.at("name")] = i;
+    const std::string shown = i.at("display_name");
+    EXPECT_FALSE(shown.empty()) << i;
+    EXPECT_TRUE(display_names.insert(shown).second) << shown << " names two indexes";
+    EXPECT_FALSE(i.at("description").get<std::string>().empty()) << i;
+    EXPECT_EQ(i.at("key_forms").at(0), "integer") << i;
+    EXPECT_TRUE(i.at("options").is_array()) << i;
+    for (const char* plan : {"fuzz", "fuzz_strings", "kill", "generic", "why_untested"})
+      EXPECT_TRUE(i.at("tests").contains(plan)) << plan << " in " << i;
+  }
+  ASSERT_TRUE(by_name.count("fastfair") && by_name.count("fptree") && by_name.count("absl-btree") &&
+              by_name.count("dptree") && by_name.count("btree"))
+      << r.output;
+  const auto& ff = by_name["fastfair"];
+  EXPECT_EQ(ff["display_name"], "FAST_FAIR");
+  EXPECT_EQ(ff["key_forms"], nlohmann::json::array({"integer"}));
+  EXPECT_EQ(ff["persistent"], true);
+  EXPECT_EQ(ff["concurrent"], true);
+  EXPECT_EQ(ff["tests"]["kill"]["writers"], 2);
+  EXPECT_EQ(ff["tests"]["kill"]["options"], nlohmann::json({{"node_bytes", "256"}}));
+  EXPECT_EQ(ff["tests"]["fuzz"]["options"], nlohmann::json({{"node_bytes", "256"}}));
+  EXPECT_TRUE(ff["tests"]["generic"].is_null());
+  EXPECT_TRUE(ff["tests"]["fuzz_strings"].is_null());
+  EXPECT_EQ(by_name["fptree"]["key_forms"], nlohmann::json::array({"integer", "string"}));
+  EXPECT_FALSE(by_name["fptree"]["tests"]["fuzz_strings"].is_null());
+  EXPECT_EQ(by_name["cdptree"]["display_name"], "DPTree (concurrent)");
+  EXPECT_FALSE(by_name["wort"]["tests"]["generic"].is_null());
+  EXPECT_EQ(by_name["wort"]["tests"]["generic"]["word8"], true);
+  EXPECT_EQ(by_name["absl-btree"]["display_name"], "absl::btree_map");
+  EXPECT_EQ(by_name["absl-btree"]["persistent"], false);
+  EXPECT_EQ(by_name["btree"]["options"], nlohmann::json::array());
+  EXPECT_TRUE(by_name["btree"]["tests"]["fuzz"].is_null());
+  bool leaf_capacity = false;
+  for (const auto& o : by_name["dptree"]["options"])
+    if (o.at("key") == "leaf_capacity") {
+      leaf_capacity = true;
+      for (const char* field : {"kind", "default", "range", "help"})
+        EXPECT_FALSE(o.at(field).get<std::string>().empty()) << field;
+    }
+  EXPECT_TRUE(leaf_capacity) << by_name["dptree"]["options"];
+
+  std::vector<std::string> listed;
+  std::istringstream table(run("bench --list").output);
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) listed.push_back(line.substr(0, line.find(' ')));
+  EXPECT_EQ(in_json, listed);
+
+  const std::string file = temp("list.json");
+  for (const std::string& to :
+       std::vector<std::string>{"--json " + file, "--json=" + file, "--json -"}) {
+    r = run("bench --list " + to);
+    ASSERT_EQ(r.status, 0) << to << "\n" << r.output;
+    if (to == "--json -") {
+      EXPECT_EQ(nlohmann::json::parse(r.output), j);
+      continue;
+    }
+    EXPECT_EQ(r.output, "") << to;
+    std::ifstream f(file);
+    EXPECT_EQ(nlohmann::json::parse(f), j) << to;
+    std::filesystem::remove(file);
+  }
+}
+
+// --json without FILE before another flag: the results go to stdout, with no table.
+TEST(Cli, JsonWithoutAFileWritesToStdout) {
+  Result r =
+      run("bench --json --index btree --workload read_only --records 1000 --ops 1000 --quiet");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.size(), 1u) << r.output;
+  EXPECT_EQ(j[0]["index"], "btree");
 }
 
 TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {

@@ -42,7 +42,7 @@ namespace dptree {
 
 void register_bm_btree_index() {
   add_persistent_index(
-      "bm-btree",
+      "bm-btree", "2-Tier-BM",
       "2-Tier-BM (DPTree paper §4.3): B+-tree over a DRAM buffer of PM pages with "
       "cache-line-grained loading, mini pages and pointer swizzling (van Renen et al., SIGMOD "
       "2018), physiological redo/undo log on PM, checkpoints when the log fills; "

@@ -12,7 +12,7 @@ namespace dptree {
 void register_cawbt_index() {
   using baselines::cawbt::Cawbt;
   add_persistent_index(
-      "cawbt",
+      "cawbt", "CAWBT",
       "CAWBT (Lee et al., IEICE 2019): 64-byte PM nodes with 4-byte IDs through a DRAM ID "
       "table, one-line redo log for splits, global write lock; assumes 64-byte atomic writes "
       "(x86 promises 8), so it is not crash-consistent on real hardware",

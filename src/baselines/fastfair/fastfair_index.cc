@@ -37,18 +37,20 @@ std::unique_ptr<Index> make_fastfair(const IndexConfig& cfg) {
 namespace dptree {
 
 void register_fastfair_index() {
-  add_builtin_index({"fastfair",
-                     "FAST_FAIR (FAST'18): sorted PM B+-tree, failure-atomic shift and in-place "
-                     "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
-                     "persistence within a cache line; values up to 2^64-3; concurrent: lock-free "
-                     "search, per-node write locks, 8-byte in-place update (DPTree §4.4)",
-                     true,
-                     true,
-                     baselines::make_fastfair,
-                     baselines::fastfair_options().docs(),
-                     {},
-                     TestPlan{.fuzz = TestPlan::Fuzz{{{"node_bytes", "256"}}},
-                              .kill = TestPlan::Kill{2, {{"node_bytes", "256"}}}}});
+  IndexInfo info{"fastfair",
+                 "FAST_FAIR (FAST'18): sorted PM B+-tree, failure-atomic shift and in-place "
+                 "rebalance, instant recovery; assumes 8-byte atomic stores and in-order "
+                 "persistence within a cache line; values up to 2^64-3; concurrent: lock-free "
+                 "search, per-node write locks, 8-byte in-place update (DPTree §4.4)",
+                 true,
+                 true,
+                 baselines::make_fastfair,
+                 baselines::fastfair_options().docs(),
+                 {},
+                 TestPlan{.fuzz = TestPlan::Fuzz{{{"node_bytes", "256"}}},
+                          .kill = TestPlan::Kill{2, {{"node_bytes", "256"}}}}};
+  info.display_name = "FAST_FAIR";
+  add_builtin_index(std::move(info));
 }
 
 }  // namespace dptree

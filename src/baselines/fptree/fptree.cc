@@ -111,6 +111,7 @@ void register_paper_peers() {
   info.tests = {.fuzz = TestPlan::Fuzz{{{"leaf_capacity", "8"}}},
                 .fuzz_strings = TestPlan::Fuzz{{{"leaf_capacity", "8"}}, 512 * 1024},
                 .kill = TestPlan::Kill{2, {{"leaf_capacity", "8"}}}};
+  info.display_name = "FPTree";
   add_builtin_index(std::move(info));
 }
 

@@ -578,7 +578,7 @@ namespace dptree {
 
 void register_lbtree_index() {
   add_persistent_index(
-      "lbtree",
+      "lbtree", "LB+-Tree",
       "LB+-Tree (Liu et al., VLDB 2020): DRAM inner nodes over 256-byte PM leaves (header "
       "line with bitmap and fingerprints), entry moving, log-less split; assumes a flushed "
       "line reaches PM whole (64-byte unit); concurrent: leaf locks + optimistic leaf reads, "

@@ -68,6 +68,7 @@ void register_pactree_index() {
       .fuzz_strings = TestPlan::Fuzz{{{"updater", "inline"}}, 768 * 1024},
       .kill = TestPlan::Kill{2, {}},
       .generic = TestPlan::Generic{{{"updater", "inline"}}, "data_nodes", 20, true, 2600}};
+  info.display_name = "PACTree";
   add_builtin_index(std::move(info));
 }
 

@@ -46,6 +46,7 @@ void register_roart_index() {
                 .fuzz_strings = TestPlan::Fuzz{{}, 640 * 1024},
                 .kill = TestPlan::Kill{2, {}},
                 .generic = TestPlan::Generic{{}, "leaf_arrays", 20, true, 2000}};
+  info.display_name = "ROART";
   add_builtin_index(std::move(info));
 }
 

@@ -784,7 +784,7 @@ const option_values::OptionTable<UTreeOptions>& utree_options() {
 
 void register_utree_index() {
   add_persistent_index(
-      "utree",
+      "utree", "uTree",
       "uTree (Chen et al., VLDB 2020): DRAM B+-tree array layer over a persistent sorted "
       "list of PM key-value nodes; one node write + one 8-byte CAS link per insert; "
       "concurrent: array-leaf locks, lock-free list updates (coordinated concurrency "

@@ -556,7 +556,7 @@ CheckReport Wort::check() const {
 
 void register_wort_index() {
   add_persistent_index(
-      "wort",
+      "wort", "WORT",
       "WORT (Lee et al., FAST 2017): persistent radix tree of 4-bit digits (16 children per "
       "node) with path compression in an 8-byte header; out-of-place leaf records; every change "
       "made durable by one 8-byte store (a split's stale header is fixed by recovery); "

@@ -1034,6 +1034,9 @@ def scale_row(rs, absl, n):
             "lookup_x": ratio(rd["throughput_mops"], a_rd and a_rd["throughput_mops"]),
             "flushes": ins["flushes_per_op"], "pmb": ins.get("pm_bytes_per_record", 0),
             "p9999_us": lat.get("p9999", 0) / 1e3, "max_ms": lat.get("max", 0) / 1e6,
+            # the longest a write waited for a merge (the DPTrees' own figure, over the index's
+            # life): what of the longest insert a merge caused, the rest being time descheduled
+            "merge_wait_ms": ins.get("index_stats", {}).get("merge_wait_max_ms"),
             "recovery_s": rec, "recovery_ns": rec * 1e9 / ins["final_records"]
             if rec is not None and ins.get("final_records") else None,
             "pm_peak_gib": ins.get("pm_peak_bytes", 0) / 2**30,
@@ -1065,8 +1068,10 @@ def scale_verdicts(rows, sizes):
                        f"worse: **{'met' if ok else 'missed'}**)")
         if b["max_ms"] is not None:
             ok = b["max_ms"] <= SCALE_MAX_WAIT_MS
+            waited = ("" if b.get("merge_wait_ms") is None else
+                      f"; the longest wait for a merge {b['merge_wait_ms']:.1f} ms")
             out.append(f"{name}: longest insert at {size_name(hi)} {b['max_ms']:.1f} ms (target <= "
-                       f"{SCALE_MAX_WAIT_MS} ms: **{'met' if ok else 'missed'}**)")
+                       f"{SCALE_MAX_WAIT_MS} ms: **{'met' if ok else 'missed'}**{waited})")
         if i == "dptree" and b["recovery_ns"] is not None:
             ok = b["recovery_ns"] <= SCALE_DP_RECOVERY_NS
             out.append(f"{name}: recovery {b['recovery_ns']:.1f} ns a record at {size_name(hi)} "
@@ -1111,7 +1116,11 @@ def body_scale(d, cfg):
             "insert and PM bytes per record are the insert window's; peak PM is the pool's "
             "high-water mark (`pm_peak_bytes`), peak RSS the process's (`peak_rss_bytes`, the "
             "generated keys included); recovery per record divides by the records held after "
-            "the window. The last column is the 1-minute load before/after the process.\n\n")
+            "the window. Merge wait is the DPTrees' own figure (`merge_wait_max_ms`): the "
+            "longest a write waited for a merge over the index's life, the preload's merges "
+            "included (a merge run inline, or the concurrent tree's Front hand-over); the rest "
+            "of the longest insert is time the writer was descheduled. The last column is the "
+            "1-minute load before/after the process.\n\n")
     rows = {}
     absl = lambda n: [r for r in runs if r["size"] == n and r["index"] == "absl-btree"]
     lines = []
@@ -1130,12 +1139,14 @@ def body_scale(d, cfg):
                             f"{row['lookup']:.3f} ({rx(row['lookup_x'])})",
                             f"{row['flushes']:.2f}", f"{row['pmb']:.1f}",
                             f"{row['p9999_us']:.1f}", f"{row['max_ms']:.2f}",
+                            fmt(row["merge_wait_ms"], ".2f"),
                             fmt(row["recovery_s"], ".3f"), fmt(row["recovery_ns"], ".1f"),
                             f"{row['pm_peak_gib']:.2f}", f"{row['rss_gib']:.2f}", row["load"]])
         if tab:
             text += f"## {size_name(n)} keys\n\n" + table(
                 ["index", "build Mops/s", "insert Mops/s", "lookup Mops/s", "flushes/insert",
-                 "PM B/record", "insert p99.99 us", "insert max ms", "recovery s",
+                 "PM B/record", "insert p99.99 us", "insert max ms", "merge wait max ms",
+                 "recovery s",
                  "recovery ns/record", "peak PM GiB", "peak RSS GiB", "load"], tab) + "\n"
     lines = scale_verdicts(rows, sizes)
     if lines:

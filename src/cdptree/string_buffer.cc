@@ -38,8 +38,8 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
       [&](const u64* w, std::size_t) {
         const std::string_view k = string_record_key(w);
         bloom_.add_hashed(hash_string(k));
-        s.tree.insert_or_assign(s.keys.keep(BufferKey::of(k)),
-                                StringSlot{string_record_value(w), pool_.offset_of(w)});
+        *detail::find_or_add(s.tree, s.keys, k).first =
+            StringSlot{string_record_value(w), pool_.offset_of(w)};
       },
       [&](const u64* w) { throw_record_after_end(pool_, tree, w); });
 }

@@ -68,23 +68,21 @@ class StringBuffer {
     // One descent finds k's slot or adds k; no reader sees an added k before the lock is
     // released, and one that gets no value is taken out again. decide() reads only the Middle
     // and the base: the slot stays valid until it is written.
-    const BufferKey q = BufferKey::of(k);
-    auto [cur, added] =  // k's bytes are copied into the shard's arena only if k is added
-        s.tree.find_or_insert(q, StringSlot{}, [&](const BufferKey& n) { return s.keys.keep(n); });
+    auto [cur, added] = detail::find_or_add(s.tree, s.keys, k);
     std::optional<u64> out;
     u64 rec = 0;
     try {
       out = decide(added ? nullptr : static_cast<const u64*>(&cur->value));
       if (out) rec = append(s, shard_of(h), k, *out);
     } catch (...) {
-      if (added) s.tree.erase(q);
+      if (added) s.tree.erase(BufferKey::of(k));
       throw;
     }
     if (out) {
       *cur = StringSlot{*out, rec};
       bloom_.add_hashed(h);
     } else if (added) {
-      s.tree.erase(q);
+      s.tree.erase(BufferKey::of(k));
     }
     entries = s.tree.size();
     return out;

@@ -50,6 +50,13 @@ using BufferedSpan = std::span<const BufferedEntry>;
 // reads a few lines per level instead of one scattered node per comparison, and the merge
 // walks it leaf by leaf.
 using StringBufferTree = btree::BPlusTree<BufferKey, StringSlot, 32, 32, BufferKeyLess>;
+// k's value slot in a buffer tree and whether k was added (a new slot holds `v`): one descent,
+// and k's bytes copied into `keys`, the tree's arena, only when k is added.
+inline std::pair<StringSlot*, bool> find_or_add(StringBufferTree& t, KeyArena& keys,
+                                                std::string_view k, const StringSlot& v = {}) {
+  return t.find_or_insert(BufferKey::of(k), v,
+                          [&keys](const BufferKey& n) { return keys.keep(n); });
+}
 using StringSlotMap = std::map<std::string, StringSlot, StringKeyLess>;
 
 // The next word of a string leaf of version v (merge.h LeafNext).

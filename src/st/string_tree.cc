@@ -144,8 +144,8 @@ void StringDPTree::write_allowed() {
 
 // As DPTreeCore::upsert_raw, the record is fenced after the buffer has taken the entry, so
 // that the buffer's insert overlaps the record's write-back; the write is acknowledged only
-// after the fence.
-void StringDPTree::upsert_raw(std::string_view k, u64 v) {
+// after the fence. h = hash_string(k), which the caller's lookup has computed already.
+void StringDPTree::upsert_raw(std::string_view k, u64 v, u64 h) {
   const int cv = static_cast<int>(root_->gv & kVersionBit);
   u64 rec;
   {
@@ -153,7 +153,7 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
     rec = append_string_record_unfenced(*log_, &root_->log_head[cv], cv, k, v);
   }
   buffer_put(k, StringSlot{v, rec});
-  bloom_.add_hashed(hash_string(k));
+  bloom_.add_hashed(h);
   {
     PhaseScope ph(DPTreePhase::log_append);
     PLog::fence_append();
@@ -163,8 +163,7 @@ void StringDPTree::upsert_raw(std::string_view k, u64 v) {
                            [this] { merge(); });
 }
 
-std::optional<u64> StringDPTree::find(std::string_view k) const {
-  const u64 h = hash_string(k);
+std::optional<u64> StringDPTree::find(std::string_view k, u64 h) const {
   const std::size_t leaf = base_.prefetch_leaf(t_.pool, k);  // loads while the buffer is probed
   if (bloom_.may_contain_hashed(h))
     if (const StringSlot* s = buffer_.find(BufferKey::of(k))) {
@@ -177,38 +176,41 @@ std::optional<u64> StringDPTree::find(std::string_view k) const {
 
 std::optional<Value> StringDPTree::lookup(std::string_view k) const {
   check_string_key(k, kStringTreeMaxKey, "dptree");
-  return find(k);
+  return find(k, hash_string(k));
 }
 
 void StringDPTree::upsert(std::string_view k, Value v) {
   check_string_key(k, kStringTreeMaxKey, "dptree");
   check_value(v, "DPTree");
   write_allowed();
-  upsert_raw(k, v);
+  upsert_raw(k, v, hash_string(k));
 }
 
 bool StringDPTree::insert(std::string_view k, Value v) {
   check_string_key(k, kStringTreeMaxKey, "dptree");
   check_value(v, "DPTree");
-  if (find(k)) return false;
+  const u64 h = hash_string(k);
+  if (find(k, h)) return false;
   write_allowed();
-  upsert_raw(k, v);
+  upsert_raw(k, v, h);
   return true;
 }
 
 bool StringDPTree::update(std::string_view k, Value v) {
   check_string_key(k, kStringTreeMaxKey, "dptree");
   check_value(v, "DPTree");
-  if (!find(k)) return false;
+  const u64 h = hash_string(k);
+  if (!find(k, h)) return false;
   write_allowed();
-  upsert_raw(k, v);
+  upsert_raw(k, v, h);
   return true;
 }
 
 bool StringDPTree::remove(std::string_view k) {
   check_string_key(k, kStringTreeMaxKey, "dptree");
-  if (!find(k)) return false;
-  upsert_raw(k, kTombstone);
+  const u64 h = hash_string(k);
+  if (!find(k, h)) return false;
+  upsert_raw(k, kTombstone, h);
   return true;
 }
 

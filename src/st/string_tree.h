@@ -60,9 +60,7 @@ class StringDPTree final : public StringIndex {
   void reset_bloom();
   // k's entry in the buffer set to s (k's bytes copied into keys_ only when k is new there).
   void buffer_put(std::string_view k, const StringSlot& s) {
-    *buffer_
-         .find_or_insert(BufferKey::of(k), s, [this](const BufferKey& n) { return keys_.keep(n); })
-         .first = s;
+    *find_or_add(buffer_, keys_, k).first = s;
   }
   void clear_buffer() {
     buffer_.clear();
@@ -72,8 +70,9 @@ class StringDPTree final : public StringIndex {
   void merge_part(BufferedEntries& es, std::size_t from, std::size_t to);
   void keep_in_buffer(BufferedSpan rest);
   void release_key_pages(std::span<const u64> unnamed);
-  void upsert_raw(std::string_view k, u64 v);
-  std::optional<u64> find(std::string_view k) const;
+  // h: hash_string(k), computed once per operation.
+  void upsert_raw(std::string_view k, u64 v, u64 h);
+  std::optional<u64> find(std::string_view k, u64 h) const;
   StringLeaf leaf(u64 off) const { return StringLeaf{t_.pool.at(off), t_.pool.base(), &L_}; }
   StringMergeSizes merge_sizes() const;
   void check_log(const std::unordered_set<u64>& owned, std::set<u64>& reach, CheckReport& r) const;

@@ -1,9 +1,10 @@
 // DPTree over byte-string keys (string_index.h): the single-threaded tree of §2 with each key's
-// bytes written once, in its log record, which the leaves name (format/string_leaf.h). A separate
-// engine beside DPTreeCore, so the integer tree's hot paths are untouched; it shares the persistent
-// pieces (TreeParts: owner directory, pendingLeaves, log page cache and PLog's pages), the merge's
-// begin / commit / garbage collection / recovery of an interrupted merge, and the open-time
-// validator. docs/dptree.md ("String keys") has the leaf and its in-place merge.
+// bytes written once, in its log record, which the leaves name (format/string_leaf.h). A tree of
+// its own beside DPTreeCore, so the integer tree's hot paths are untouched; from the engine layer
+// it shares the persistent pieces (TreeParts: owner directory, pendingLeaves, log page cache and
+// PLog's pages), the merge's begin / commit / garbage collection / recovery of an interrupted
+// merge, and the open-time validator. docs/dptree.md ("String keys") has the leaf and its in-place
+// merge.
 #pragma once
 
 #include <cstddef>

@@ -47,7 +47,12 @@ struct CDPTreeOptions {
   std::size_t min_merge_records = 0;
   unsigned merge_threads = 0;     // merge workers (Algorithm 9); 0: hardware threads
   unsigned recovery_threads = 0;  // threads of an open (checks, leaf reads, replay); 0: hardware
-  std::size_t psize = 64;         // PSize: base leaves per merge partition (§3.3)
+  // The merge workers' nice value (0..19). Above 0 the kernel gives the writers the CPU
+  // first when there are more runnable threads than cores, so a background merge preempts
+  // writes less often (a lower insert p99.99), and it takes longer, so the Front grows further
+  // past the trigger meanwhile (docs/cdptree.md, "Merge workers' priority").
+  unsigned merge_nice = 0;
+  std::size_t psize = 64;  // PSize: base leaves per merge partition (§3.3)
   // false: the writer that starts a merge runs it itself, to the end, instead of a
   // background thread (deterministic single-threaded tests; the readers' protocol is the same).
   bool background_merge = true;
@@ -84,7 +89,7 @@ struct CDPTreeStats {
   double last_recovery_seconds = 0;
   // The longest a write waited at the merge trigger (Algorithm 7 lines 6-16: the Front's
   // hand-over, or all of the merge when merges run inline), apart from any time it was
-  // descheduled elsewhere.
+  // descheduled elsewhere. A write that finds a merge running is not timed.
   double merge_wait_max_ms = 0;
   std::size_t pm_bytes = 0, dram_bytes = 0;
 };

@@ -1,6 +1,10 @@
 // The merge worker pool (merge_pool.h).
 #include "cdptree/merge_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -32,10 +36,10 @@ WorkerFence::~WorkerFence() {
   pm::fence();
 }
 
-MergePool::MergePool(unsigned threads) {
+MergePool::MergePool(unsigned threads, unsigned nice) {
   threads_.reserve(threads);
   try {
-    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { worker(); });
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this, nice] { worker(nice); });
   } catch (...) {  // thread creation failed: stop the ones that started
     {
       std::lock_guard g(mu_);
@@ -87,7 +91,11 @@ void MergePool::pull(std::unique_lock<std::mutex>& lk, Batch& b) {
   if (b.running == 0) done_cv_.notify_all();
 }
 
-void MergePool::worker() {
+void MergePool::worker(unsigned nice) {
+  // Linux's nice is per thread. Lowering one's own priority needs no privilege; should the
+  // call still fail, the worker runs at the process's priority, which is only slower writes.
+  if (nice > 0)
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), static_cast<int>(nice));
   std::unique_lock lk(mu_);
   for (;;) {
     work_cv_.wait(lk, [&] { return stop_ || !tasks_.empty() || can_help(); });

@@ -41,7 +41,8 @@ struct WorkerFence {
 
 class MergePool {
  public:
-  explicit MergePool(unsigned threads);
+  // The threads run at `nice` (0..19): the kernel then runs runnable writers first.
+  MergePool(unsigned threads, unsigned nice);
   ~MergePool();  // runs the posted tasks left, then joins the threads
   MergePool(const MergePool&) = delete;
   MergePool& operator=(const MergePool&) = delete;
@@ -66,7 +67,7 @@ class MergePool {
     return batch_ && batch_->next < batch_->n && batch_->joined < batch_->width;
   }
   void pull(std::unique_lock<std::mutex>& lk, Batch& b);
-  void worker();
+  void worker(unsigned nice);
 
   std::mutex run_mu_;  // one batch at a time
   std::mutex mu_;      // everything below

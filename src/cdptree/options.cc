@@ -32,6 +32,9 @@ void CDPTreeOptions::validate() const {
   if (recovery_threads > 256)
     bad("recovery_threads=" + std::to_string(recovery_threads) +
         " is out of range: use 1..256, or 0 for the hardware threads");
+  if (merge_nice > 19)
+    bad("merge_nice=" + std::to_string(merge_nice) +
+        " is out of range: use 0..19 (a thread may lower its own priority, not raise it)");
   if (psize < 1) bad("psize=0 is out of range: use at least 1 leaf per merge partition");
 }
 
@@ -52,6 +55,8 @@ const option_values::OptionTable<CDPTreeOptions>& table() {
         .whole(
             "recovery_threads", &O::recovery_threads, "0..256",
             "threads of an open: directory checks, leaf reads, log replay; 0: the hardware threads")
+        .whole_in("merge_nice", &O::merge_nice, {0, 19},
+                  "nice value of the merge workers: above 0, writers preempt a background merge")
         .whole("psize", &O::psize, "1 or more", "PSize: base leaves per merge partition (§3.3)")
         .boolean("background_merge", &O::background_merge,
                  "merge on a background thread (else the writer that fills the Front merges)")

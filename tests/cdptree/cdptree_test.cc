@@ -5,11 +5,18 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <random>
 
+#include "cdptree/merge_pool.h"
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
@@ -64,6 +71,27 @@ TEST(CDPTreeOptions, BadOptionsGiveClearErrors) {
   auto o = CDPTreeOptions::from_map({{"recovery_threads", "2"}, {"merge_threads", "3"}});
   EXPECT_EQ(o.recovery_threads, 2u);
   EXPECT_EQ(o.merge_threads, 3u);
+  EXPECT_NE(msg({{"merge_nice", "20"}}).find("0..19"), std::string::npos);
+  CDPTreeOptions direct;
+  direct.merge_nice = 20;
+  EXPECT_THROW(direct.validate(), Error);
+  EXPECT_EQ(CDPTreeOptions::from_map({{"merge_nice", "7"}}).merge_nice, 7u);
+  EXPECT_EQ(CDPTreeOptions{}.merge_nice, 0u);
+}
+
+// merge_nice: the pool's threads run at it, and the caller of a batch keeps its own.
+TEST(CDPTreeMergePool, WorkersRunAtTheNiceAsked) {
+  auto nice_here = [] {
+    errno = 0;
+    return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  };
+  const int mine = nice_here();
+  if (mine > 12) GTEST_SKIP() << "this process already runs at nice " << mine;
+  cdp::MergePool pool(1, static_cast<unsigned>(mine) + 7);
+  std::promise<int> seen;
+  pool.post([&] { seen.set_value(nice_here()); });
+  EXPECT_EQ(seen.get_future().get(), mine + 7);
+  EXPECT_EQ(nice_here(), mine);
 }
 
 TEST(CDPTree, RefusesADPTreePoolAndBadValues) {

@@ -119,8 +119,9 @@ class CDPTree {
   std::optional<Value> lookup(Key k) const;
   std::size_t scan(Key start, std::size_t count, std::vector<KV>& out) const;
 
-  // Starts a merge of the Front now if none runs, or retries one that failed for want of PM
-  // (and waits for it when wait is true: then throws Error(pool_full) if it did not fit).
+  // Starts a merge of the Front now if none runs, or retries one that failed for want of PM.
+  // With wait: first waits for a merge that runs (it may not hold the latest writes), then
+  // for the Front's; throws Error(pool_full) if it did not fit.
   void merge(bool wait = true);
   // Waits until no merge runs.
   void wait_for_merge() const;

@@ -76,11 +76,7 @@ CDPTree::Impl::Impl(pm::Pool& p, const CDPTreeOptions& o)
 
 CDPTree::Impl::~Impl() {
   wait_idle();
-  workers.reset();  // joins the merge workers (a merge task may be in its last lines)
-  cdp::Cpbt* m = gp_m.load();
-  cdp::Cpbt* f = gp_f.load();
-  if (m != f) delete m;
-  delete f;
+  release_buffers();
   delete gp_b.load();
 }
 
@@ -223,11 +219,7 @@ std::optional<u64> CDPTree::Impl::write(u64 k, F&& decide) {
     out = f->upsert_with(k, [&](const u64* cur) { return decide(f, cur); });
     size = g.get()->log.approx_size();
   }
-  // A write past the trigger while a merge runs has nothing to wait for: only the others are
-  // timed, so the figure holds no descheduling of a bare state check.
-  if (size >= merge_thresh.load(std::memory_order_relaxed) &&
-      merge_state.load(std::memory_order_relaxed) != cdp::kMerging)
-    merge_wait.time([this] { maybe_start_merge(false); });
+  after_write(size);
   return out;
 }
 

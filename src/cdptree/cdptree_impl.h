@@ -14,17 +14,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "cdptree/base.h"
 #include "cdptree/cpbt.h"
+#include "cdptree/merge_driver.h"
 #include "cdptree/merge_pool.h"
 #include "cdptree/plog.h"
 #include "cdptree/sync.h"
@@ -45,12 +44,12 @@ using detail::CRoot;
 using detail::kCRootMagic;
 using detail::kTwoLogs;
 
-enum MergeState : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
-
 }  // namespace cdp
 
-// The persistent pieces shared with the single-threaded DPTree are TreeParts (family.h).
-struct CDPTree::Impl : detail::TreeParts {
+// The persistent pieces shared with the single-threaded DPTree are TreeParts (family.h); the
+// merge trigger, hand-over, retirement and parking, shared with the string form, are the
+// MergeDriver's (merge_driver.h), over this form's hooks.
+struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::Cpbt> {
   using u64 = detail::u64;
   Impl(pm::Pool& p, const CDPTreeOptions& o);
   ~Impl();
@@ -59,30 +58,17 @@ struct CDPTree::Impl : detail::TreeParts {
   cdp::CRoot* root = nullptr;
   std::unique_ptr<cdp::LogShared> shared;
 
-  mutable cdp::SyncManager sm;
   // The buffers' node memory, handed from each merged Middle to the next Front
   // (btree/chunk_memory.h).
   mutable btree::NodeChunks node_chunks;
   // The Middle's entries in key order, kept across merges (one merge runs at a time): a fresh
   // vector of 16 bytes an entry was fresh pages, and their first-touch faults, every merge.
   std::vector<detail::KVPair> merge_entries;
-  std::atomic<std::size_t> merge_entries_bytes{0};       // its capacity, for stats() meanwhile
-  std::atomic<cdp::Cpbt*> gp_f{nullptr}, gp_m{nullptr};  // GP_F, GP_M (§3.2)
-  std::atomic<cdp::BaseSnapshot*> gp_b{nullptr};         // GP_B
-  std::atomic<int> merge_state{cdp::kNoMerge};
-  // A merge that failed for want of PM (pool_full) is parked (merge_broken) until removes
-  // retry it (merge_task, retry_merge); new values are refused (refusing) until one fits.
-  std::atomic<bool> merge_broken{false}, refusing{false};
-  std::atomic<std::size_t> removes_since_fail{0}, retry_after{0}, merge_retries{0};
-  detail::LongestWait merge_wait;  // writers at the merge trigger
-  std::atomic<std::size_t> merge_thresh{0};
-  // The merge workers (§3.3), from attach() to the destructor; recovery replays on them too.
-  std::unique_ptr<cdp::MergePool> workers;
-  mutable std::mutex done_mu;
-  mutable std::condition_variable done_cv;
+  std::atomic<std::size_t> merge_entries_bytes{0};  // its capacity, for stats() meanwhile
+  std::atomic<cdp::BaseSnapshot*> gp_b{nullptr};    // GP_B (GP_F, GP_M: the MergeDriver's)
 
-  std::atomic<std::size_t> merges{0}, merge_partitions{0}, splits{0}, consolidations{0}, created{0},
-      freed{0}, lazy_rebuilds{0}, inplace_updates{0}, failed_merges{0}, inplace_deletes{0};
+  std::atomic<std::size_t> merge_partitions{0}, splits{0}, consolidations{0}, created{0}, freed{0},
+      lazy_rebuilds{0}, inplace_updates{0}, inplace_deletes{0};
   // §3.4: true from open() until a merge starts: tombstones written in place before the
   // restart may be in any leaf, so the recovered snapshot marks every leaf (base.h).
   std::atomic<bool> restarted{false};
@@ -125,18 +111,23 @@ struct CDPTree::Impl : detail::TreeParts {
   std::size_t scan(u64 start, std::size_t count, std::vector<KV>& out) const;
   std::size_t count_live() const;
 
-  // Merge (merge.cc of this folder).
-  void maybe_start_merge(bool force);
-  void merge_task(bool retry);
+  // The merge driver's hooks (merge_driver.h; parallel_merge.cc).
+  cdp::Cpbt* new_front(int ver) const { return new_cpbt(ver); }
+  // The Front's log counts a page when it is allocated (Algorithm 5): merged when it is not
+  // empty and, unless forced, still at the threshold (the trigger's size is the same count).
+  bool front_due(const cdp::Cpbt& f, bool force) const;
+  // Line 7: a writer waits out premerge, then may start a merge the winner stepped back from.
+  static constexpr bool kWaitOutPreMerge = true;
+  void front_not_due() {}
+  std::size_t next_threshold() const { return threshold(gp_b.load()->count); }
+  bool run_merge(bool retry);
+  void after_merge();
+  bool merged_in_part() const { return false; }  // a merge is whole or undone
+  cdp::CRoot& croot() const { return *root; }
+  const pm::Pool& pm_pool() const { return pool; }
+  const CDPTreeOptions& options() const { return opt; }
+  // Algorithm 9 over the Middle m (with the Front `newer`'s entries laid over it on a retry).
   void parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer);
-  void merge_now(bool wait);
-  void wait_idle() const;
-  // A full pool (parallel_merge.cc): refuse_values throws pool_full while a failed merge is
-  // parked (after retrying it when a leaf's worth of removes came since it failed);
-  // note_remove counts a remove and retries the merge after the back-off.
-  void refuse_values();
-  void note_remove();
-  bool retry_merge(bool force);
 
   void check(CheckReport& r) const;  // check.cc, with its parts:
   struct LeafCount {

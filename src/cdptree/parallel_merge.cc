@@ -1,15 +1,12 @@
-// Merge initiation (Algorithm 7 lines 6-23) and the parallel tree merge (§3.3, Algorithm 9)
-// over the single-threaded tree's range merge (engine/merge.h).
+// The integer form's merge: the merge driver's hooks (merge_driver.h: Algorithm 7's trigger,
+// hand-over and retirement are shared with the string form) and the parallel tree merge
+// (§3.3, Algorithm 9) over the single-threaded tree's range merge (engine/merge.h).
 #include <algorithm>
 #include <exception>
-#include <mutex>
-#include <string>
-#include <thread>
 
 #include "cdptree/cdptree_impl.h"
 #include "cdptree/overlay.h"
 #include "cdptree/phase.h"
-#include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/store.h"
 #include "dptree/testing/phases.h"
@@ -67,140 +64,30 @@ void partition(const cdp::BaseSnapshot& old, std::size_t ps, const std::vector<K
 
 }  // namespace
 
-// Algorithm 7 lines 6-16: one writer wins MergeState nomerge -> premerge, turns the Front
-// into the Middle, installs a new Front, waits for the writers of the old one and starts the
-// merge.
-void CDPTree::Impl::maybe_start_merge(bool force) {
-  for (;;) {
-    int st = merge_state.load(std::memory_order_seq_cst);
-    if (st == cdp::kPreMerge) {  // line 7
-      std::this_thread::yield();
-      continue;
-    }
-    if (st != cdp::kNoMerge) return;
-    int expect = cdp::kNoMerge;
-    if (merge_state.compare_exchange_strong(expect, cdp::kPreMerge)) break;  // line 8
-  }
-  cdp::Cpbt* f = gp_f.load(std::memory_order_seq_cst);  // line 10
-  std::size_t sz = f->log.approx_size();
-  if (sz == 0 || (!force && sz < merge_thresh.load())) {  // another merge already took it
-    std::lock_guard g(done_mu);
-    merge_state.store(cdp::kNoMerge);
-    done_cv.notify_all();
-    return;
-  }
-  {
-    // Two logs are live from the first write to the new Front until the version flip.
-    cdp::PhaseScope ph(CDPTreePhase::merge_start);
-    pm::CategoryScope cat(pm::Category::node);
-    pm::store(&root->base.gv, root->base.gv | cdp::kTwoLogs);
-    pm::persist(&root->base.gv, 8);
-  }
-  cdp::Cpbt* f2 = new_cpbt(1 - cv());                           // line 9
-  gp_m.store(f, std::memory_order_seq_cst);                     // line 11
-  gp_f.store(f2, std::memory_order_seq_cst);                    // line 12
-  sm.spin_until_no_ref(cdp::kFW, f);                            // line 13
-  merge_thresh.store(threshold(gp_b.load()->count));            // line 14: GP_B.size * R
-  merge_state.store(cdp::kMerging, std::memory_order_seq_cst);  // line 15
-  if (!opt.background_merge) {
-    merge_task(false);
-    return;
-  }
-  workers->post([this] { merge_task(false); });  // line 16: a pool thread, not a new one
+// ------------------------------------------------------------------ the driver's hooks
+
+bool CDPTree::Impl::front_due(const cdp::Cpbt& f, bool force) const {
+  const std::size_t sz = f.log.approx_size();
+  return sz != 0 && (force || sz >= merge_thresh.load());
 }
 
-// Algorithm 7 lines 17-23. `retry`: the Middle's merge failed before (pool_full) and the
-// Front took removes since; the Front's entries are merged too (see parallel_tree_merge).
-void CDPTree::Impl::merge_task(bool retry) {
-  cdp::Cpbt* m = gp_m.load(std::memory_order_seq_cst);
+// Algorithm 7 line 17. `retry`: the Middle's merge failed before (pool_full) and the Front
+// took removes since; the Front's entries are merged too (see entries_to_merge).
+bool CDPTree::Impl::run_merge(bool retry) {
   try {
-    parallel_tree_merge(m, retry ? gp_f.load(std::memory_order_seq_cst) : nullptr);  // line 17
+    parallel_tree_merge(gp_m.load(std::memory_order_seq_cst),
+                        retry ? gp_f.load(std::memory_order_seq_cst) : nullptr);
   } catch (const std::exception&) {
-    // pool_full (merge_range, flush_range, begin_merge): the merge was undone (abort_merge); the
-    // Middle stays readable and durable (two logs stay live; recovery retries the merge too). New
-    // values are refused from now on, so the Front stops growing; removes are taken and retry the
-    // merge (note_remove).
-    failed_merges.fetch_add(1);
-    std::lock_guard g(done_mu);
-    // Back-off: a leaf's worth of removes before the first retry, twice as many before each
-    // next one, at most a merge trigger's worth (so a full pool does not merge on every
-    // remove).
-    std::size_t next = std::max<std::size_t>(L.cap, 2 * retry_after.load());
-    retry_after.store(std::min(next, threshold(gp_b.load()->count)));
-    removes_since_fail.store(0);
-    refusing.store(true);
-    merge_broken.store(true);
-    done_cv.notify_all();
-    return;
+    // pool_full (merge_range, flush_range, begin_merge): the merge was undone (abort_merge).
+    return false;
   }
-  gp_m.store(nullptr, std::memory_order_seq_cst);  // lines 18-19
-  sm.spin_until_no_ref(cdp::kFR, m);               // line 20
-  sm.spin_until_no_ref(cdp::kMR, m);               // line 21
-  delete m;                                        // line 22
-  pages->trim(threshold(gp_b.load()->count) / codec.G.per_page + opt.log_partitions,
-              gp_b.load()->v);
-  merges.fetch_add(1);
-  std::lock_guard g(done_mu);
-  refusing.store(false);
-  retry_after.store(0);
-  merge_state.store(cdp::kNoMerge, std::memory_order_seq_cst);  // line 23
-  done_cv.notify_all();
-}
-
-// ------------------------------------------------------------------ a full pool
-
-void CDPTree::Impl::refuse_values() {
-  if (!refusing.load(std::memory_order_relaxed)) return;
-  // The back-off doubles, so the removes a user makes can stop short of its next step: a
-  // write then restarts the merge, if a leaf's worth of removes (the back-off's floor) came
-  // since it last failed. An inline merge that fits lets this write go ahead; a background
-  // one lets the writes after it.
-  if (removes_since_fail.load() >= L.cap && retry_merge(true) && !refusing.load()) return;
-  throw Error(Errc::pool_full,
-              "pool '" + pool.name() +
-                  "' is full: the last cdptree merge did not fit, so new values are refused "
-                  "(nothing was written); remove keys (a write after enough removes retries "
-                  "the merge, or call merge()) or use a bigger pool");
-}
-
-void CDPTree::Impl::note_remove() {
-  if (!refusing.load(std::memory_order_relaxed)) return;
-  if (removes_since_fail.fetch_add(1) + 1 >= retry_after.load()) retry_merge(false);
-}
-
-// Restarts the merge of the Middle that failed, if it is parked (merge_broken) and, unless
-// forced, enough removes came since (the back-off of merge_task). Returns whether it started.
-bool CDPTree::Impl::retry_merge(bool force) {
-  {
-    std::lock_guard g(done_mu);
-    if (!merge_broken.load()) return false;  // no failed merge, or its retry runs
-    if (!force && removes_since_fail.load() < retry_after.load()) return false;
-    merge_broken.store(false);
-    merge_retries.fetch_add(1);
-  }
-  if (opt.background_merge)
-    workers->post([this] { merge_task(true); });
-  else
-    merge_task(true);
   return true;
 }
 
-// CDPTree::merge: a parked merge is retried, else the Front is merged; pool_full when the
-// merge waited for did not fit.
-void CDPTree::Impl::merge_now(bool wait) {
-  if (!retry_merge(true)) maybe_start_merge(true);
-  if (!wait) return;
-  wait_idle();
-  if (merge_broken.load())
-    throw Error(Errc::pool_full, "pool '" + pool.name() +
-                                     "' is full: the cdptree merge did not fit and was undone "
-                                     "(every write is still in the buffers and their logs); "
-                                     "remove keys or use a bigger pool");
-}
-
-void CDPTree::Impl::wait_idle() const {
-  std::unique_lock lk(done_mu);
-  done_cv.wait(lk, [&] { return merge_state.load() == cdp::kNoMerge || merge_broken.load(); });
+// Cache capacity C_size (§2.1): a merge trigger's worth of pages and one per partition.
+void CDPTree::Impl::after_merge() {
+  pages->trim(threshold(gp_b.load()->count) / codec.G.per_page + opt.log_partitions,
+              gp_b.load()->v);
 }
 
 // Algorithm 9, kept in one function (about 100 lines) so that its numbered lines read in order

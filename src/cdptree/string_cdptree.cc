@@ -1,6 +1,7 @@
 // The concurrent DPTree over string keys (string_cdptree.h): creation, opening and recovery,
-// reads (Algorithm 6), writes (Algorithm 7), scans, stats. Merge: string_merge.cc; check:
-// string_check.cc (this folder).
+// reads (Algorithm 6), writes (Algorithm 7), scans, stats. Merge: merge_driver.cc (its start
+// and end, shared with the integer form) and string_merge.cc; check: string_check.cc (this
+// folder).
 #include "cdptree/string_cdptree.h"
 
 #include <algorithm>
@@ -47,11 +48,7 @@ StringCDPTree::~StringCDPTree() {
 }
 
 void StringCDPTree::release_dram() {
-  workers_.reset();  // joins the merge workers (a merge task may be in its last lines)
-  StringBuffer* m = gp_m_.exchange(nullptr);
-  StringBuffer* f = gp_f_.exchange(nullptr);
-  if (m != f) delete m;
-  delete f;
+  release_buffers();
   delete gp_b_.exchange(nullptr);
 }
 
@@ -64,7 +61,7 @@ void StringCDPTree::attach() {
   const auto cap = static_cast<double>(opt_.leaf_capacity);
   sizes_ = {opt_.leaf_capacity, static_cast<std::size_t>(opt_.fill_rate * cap),
             static_cast<std::size_t>(opt_.consolidate_threshold * cap)};
-  workers_ = std::make_unique<MergePool>(pool_threads(opt_), opt_.merge_nice);
+  workers = std::make_unique<MergePool>(pool_threads(opt_), opt_.merge_nice);
 }
 
 std::size_t StringCDPTree::threshold(u64 base_count) const {
@@ -79,7 +76,7 @@ std::size_t StringCDPTree::threshold(u64 base_count) const {
 StringBuffer* StringCDPTree::new_buffer(int ver) const {
   // The buffer may outgrow the trigger while the previous merge runs: room for twice it.
   return new StringBuffer(t_.pool, t_.codec, *t_.pages, table(ver), ver, opt_.log_partitions,
-                          2 * thresh_.load() + 1, opt_.bloom_error_rate);
+                          2 * merge_thresh.load() + 1, opt_.bloom_error_rate);
 }
 
 StringBase* StringCDPTree::new_base() const {
@@ -103,9 +100,9 @@ void StringCDPTree::create() {
                       opt_.log_partitions);
   attach();
   ensure_log_tables(t_, *root_, opt_.log_partitions);
-  thresh_.store(threshold(0));
+  merge_thresh.store(threshold(0));
   gp_b_.store(new_base());
-  gp_f_.store(new_buffer(cv()));
+  gp_f.store(new_buffer(cv()));
 }
 
 void StringCDPTree::open() {
@@ -153,10 +150,10 @@ void StringCDPTree::recover() {
                             [this](u64 page) { return key_pages_.named(page); });
   }
   t_.dir->load();
-  thresh_.store(threshold(R.base_count[cv()]));
+  merge_thresh.store(threshold(R.base_count[cv()]));
   std::unique_ptr<StringBuffer> older(new_buffer(cv()));
   std::unique_ptr<StringBuffer> newer(two ? new_buffer(1 - cv()) : nullptr);
-  workers_->run(opt_.log_partitions, recovery_workers(opt_), [&](std::size_t p) {
+  workers->run(opt_.log_partitions, recovery_workers(opt_), [&](std::size_t p) {
     older->replay(p, kTree);
     if (newer) newer->replay(p, kTree);
   });
@@ -168,12 +165,12 @@ void StringCDPTree::recover() {
   for (u64 pg : key_pages_.pages()) in_use.push_back(pg);
   t_.pages->sweep({in_use.begin(), in_use.end()});
   if (newer) {
-    gp_m_.store(older.release());
-    gp_f_.store(newer.release());
-    state_.store(kMerging);
+    gp_m.store(older.release());
+    gp_f.store(newer.release());
+    merge_state.store(kMerging);
     merge_task(false);
   } else {
-    gp_f_.store(older.release());
+    gp_f.store(older.release());
   }
   last_recovery_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -185,7 +182,7 @@ std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
                                               const StringBuffer* writing,
                                               SyncManager::Slot& s) const {
   {
-    Guard<StringBuffer> g(s, kMR, gp_m_);
+    Guard<StringBuffer> g(s, kMR, gp_m);
     // A writer holding a shard lock of the buffer that has just become the Middle searched it
     // already and must not wait for its own lock.
     if (g.get() && g.get() != writing)
@@ -198,11 +195,11 @@ std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
 // Redone when a Middle was retired meanwhile: its entries may have moved into the Front after
 // the Front was read (a merge in parts, string_merge.cc).
 std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {
-  auto& s = sm_.mine();
+  auto& s = sm.mine();
   for (;;) {
     const std::size_t retired = retired_.load(std::memory_order_seq_cst);
     {
-      Guard<StringBuffer> g(s, kFR, gp_f_);
+      Guard<StringBuffer> g(s, kFR, gp_f);
       if (auto r = g.get()->find(k, h)) return r;
     }
     auto r = below_front(k, h, nullptr, s);
@@ -211,7 +208,7 @@ std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {
 }
 
 bool StringCDPTree::present_below(std::string_view k, u64 h, const StringBuffer* writing) const {
-  auto r = below_front(k, h, writing, sm_.mine());
+  auto r = below_front(k, h, writing, sm.mine());
   return r && !(*r & kTombstone);
 }
 
@@ -221,17 +218,13 @@ std::optional<u64> StringCDPTree::write(std::string_view k, F&& decide) {
   std::optional<u64> out;
   std::size_t entries = 0, shards = 1;
   {
-    Guard<StringBuffer> g(sm_.mine(), kFW, gp_f_);
+    Guard<StringBuffer> g(sm.mine(), kFW, gp_f);
     StringBuffer* f = g.get();
     out = f->upsert_with(
         k, h, [&](const u64* cur) { return decide(f, h, cur); }, entries);
     shards = f->shards();
   }
-  // A write past the trigger while a merge runs has nothing to wait for: only the others are
-  // timed, so the figure holds no descheduling of a bare state check.
-  if (entries * shards >= thresh_.load(std::memory_order_relaxed) &&
-      state_.load(std::memory_order_relaxed) != kMerging)
-    merge_wait_.time([this] { maybe_start_merge(); });
+  after_write(entries * shards);
   return out;
 }
 
@@ -332,7 +325,7 @@ std::size_t StringCDPTree::scan(std::string_view start, std::size_t count,
 std::size_t StringCDPTree::scan_raw(std::string cur, std::size_t count,
                                     std::vector<StringKV>& out) const {
   std::size_t got = 0;
-  auto& s = sm_.mine();
+  auto& s = sm.mine();
   StringEntries a[3];
   while (got < count) {
     const std::size_t batch = std::max<std::size_t>(count - got, 16);
@@ -340,11 +333,11 @@ std::size_t StringCDPTree::scan_raw(std::string cur, std::size_t count,
     bool complete[3] = {true, true, true};
     for (auto& x : a) x.clear();
     {
-      Guard<StringBuffer> g(s, kFR, gp_f_);
+      Guard<StringBuffer> g(s, kFR, gp_f);
       complete[0] = g.get()->collect(cur, batch, a[0]);
     }
     {
-      Guard<StringBuffer> g(s, kMR, gp_m_);
+      Guard<StringBuffer> g(s, kMR, gp_m);
       if (g.get()) complete[1] = g.get()->collect(cur, batch, a[1]);
     }
     {
@@ -388,16 +381,16 @@ std::size_t StringCDPTree::count_live() const {
 IndexStats StringCDPTree::stats() const {
   IndexStats s;
   s.records = count_live();
-  auto& sync = sm_.mine();
+  auto& sync = sm.mine();
   std::size_t front = 0, middle = 0, leaves = 0, log_pages = 0;
   {
-    Guard<StringBuffer> g(sync, kFR, gp_f_);
+    Guard<StringBuffer> g(sync, kFR, gp_f);
     front = g.get()->size();
     log_pages = g.get()->all_log_pages().size();
     s.dram_bytes += g.get()->dram_bytes();
   }
   {
-    Guard<StringBuffer> g(sync, kMR, gp_m_);
+    Guard<StringBuffer> g(sync, kMR, gp_m);
     if (g.get()) {
       middle = g.get()->size();
       s.dram_bytes += g.get()->dram_bytes();
@@ -416,10 +409,10 @@ IndexStats StringCDPTree::stats() const {
              {"middle_entries", d(middle)},
              {"leaves", d(leaves)},
              {"leaf_capacity", d(opt_.leaf_capacity)},
-             {"merges", d(merges_.load())},
-             {"failed_merges", d(failed_merges_.load())},
-             {"merge_wait_max_ms", merge_wait_.ms()},
-             {"merge_retries", d(merge_retries_.load())},
+             {"merges", d(merges.load())},
+             {"failed_merges", d(failed_merges.load())},
+             {"merge_wait_max_ms", merge_wait.ms()},
+             {"merge_retries", d(merge_retries.load())},
              {"merge_parts", d(parts_.load())},
              {"failed_merge_parts", d(failed_parts_.load())},
              {"merge_partitions", d(partitions_.load())},

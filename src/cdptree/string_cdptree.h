@@ -10,17 +10,15 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "cdptree/merge_pool.h"
+#include "cdptree/merge_driver.h"
 #include "cdptree/string_buffer.h"
 #include "cdptree/sync.h"
 #include "dptree/cdptree.h"
@@ -31,7 +29,9 @@
 
 namespace dptree::cdp {
 
-class StringCDPTree final : public StringIndex {
+// The merge trigger, hand-over, retirement and parking are the MergeDriver's (merge_driver.h),
+// shared with the integer form, over this form's hooks (string_merge.cc).
+class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTree, StringBuffer> {
  public:
   // create: a new tree in an empty pool; otherwise the pool's tree, recovered.
   StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create);
@@ -53,12 +53,12 @@ class StringCDPTree final : public StringIndex {
 
   // Merges the Front now and waits for it; a parked merge (pool_full) is retried, and
   // pool_full thrown if it still does not fit.
-  void merge();
-  void wait_idle() const;
+  void merge() { merge_now(true); }
+  using MergeDriver::wait_idle;
 
  private:
+  friend class MergeDriver<StringCDPTree, StringBuffer>;
   using u64 = detail::u64;
-  enum State : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
 
   void create();
   void open();
@@ -86,11 +86,26 @@ class StringCDPTree final : public StringIndex {
   std::size_t scan_raw(std::string cur, std::size_t count, std::vector<StringKV>& out) const;
   std::size_t count_live() const;
 
-  // Merge (string_merge.cc in this folder).
-  void maybe_start_merge();
+  // The merge driver's hooks (merge_driver.h; string_merge.cc in this folder).
+  StringBuffer* new_front(int ver) const { return new_buffer(ver); }
+  // Writers estimate the Front's size from their own shard (its entries times the shard
+  // count), so a recount could fall short of the threshold that triggered: any non-empty
+  // Front is merged.
+  bool front_due(const StringBuffer& f, bool) const { return f.size() != 0; }
+  // Line 7's wait is skipped: every writer whose shard crosses the estimate at once would stall
+  // while the merge starts, and the winner merges any non-empty Front, so a waiter's CAS could
+  // only fail. (Measured: with the wait, the concurrent crash test's Fronts stayed a few
+  // entries above the trigger, so a merge in parts moved almost nothing to the Front.)
+  static constexpr bool kWaitOutPreMerge = false;
+  void front_not_due() { last_partial_.store(false); }  // nothing left of a merge in parts
+  std::size_t next_threshold() const { return threshold(gp_b_.load()->count); }
   // The Middle merged into the base (retry: with the Front's entries laid over it).
-  void merge_task(bool retry);
   bool run_merge(bool retry);
+  void after_merge();
+  bool merged_in_part() const { return last_partial_.load(); }
+  detail::CRoot& croot() const { return *root_; }
+  const pm::Pool& pm_pool() const { return t_.pool; }
+  const CDPTreeOptions& options() const { return opt_; }
   // One cycle (begin .. flip) over es[0, n); the rest moved to the Front. pool_full: undone.
   void merge_cycle(const detail::BufferedEntries& es, std::size_t n);
   // §3.3: partitions of PSize leaves on the workers, each fenced before it returns.
@@ -101,9 +116,6 @@ class StringCDPTree final : public StringIndex {
   void finish_merge(int old);
   // The pages of the live logs (Front's and Middle's): never freed as key pages.
   std::unordered_set<u64> live_log_pages() const;
-  void refuse_values();
-  void note_remove();
-  bool retry_merge();
 
   // check (string_check.cc in this folder).
   void check_buffer(const StringBuffer& b, const std::unordered_set<u64>& owned,
@@ -119,29 +131,19 @@ class StringCDPTree final : public StringIndex {
   detail::StringLeafLayout L_;
   detail::StringMergeSizes sizes_;  // capacity, FR and CT in entries
 
-  mutable SyncManager sm_;
-  std::atomic<StringBuffer*> gp_f_{nullptr}, gp_m_{nullptr};
-  std::atomic<detail::StringBase*> gp_b_{nullptr};
-  std::atomic<int> state_{kNoMerge};
-  std::atomic<std::size_t> thresh_{0};
-  // A merge that failed for want of PM is parked (broken_) until removes retry it.
-  std::atomic<bool> broken_{false};
+  std::atomic<detail::StringBase*> gp_b_{nullptr};  // GP_B (GP_F, GP_M: the MergeDriver's)
   // The last merge went in parts: the Front holds the Middle's entries it left.
   std::atomic<bool> last_partial_{false};
   // Middles retired so far. A merge in parts moves entries into the Front and then retires
   // the Middle: a read that missed the Front before the move and found no Middle after it
   // must not answer from the base alone, so a read below the Front is redone when this moved.
   std::atomic<std::size_t> retired_{0};
-  std::atomic<std::size_t> removes_since_fail_{0}, retry_after_{0};
-  std::mutex retry_mu_;
-  std::unique_ptr<MergePool> workers_;
-  mutable std::mutex done_mu_;
-  mutable std::condition_variable done_cv_;
+  // The log pages of the Middle just merged: the cache keeps as many (after_merge).
+  std::size_t middle_log_pages_ = 0;
 
-  std::atomic<std::size_t> merges_{0}, failed_merges_{0}, merge_retries_{0}, created_{0}, freed_{0},
-      rewritten_{0}, in_place_{0}, parts_{0}, failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
+  std::atomic<std::size_t> created_{0}, freed_{0}, rewritten_{0}, in_place_{0}, parts_{0},
+      failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
   double last_recovery_seconds_ = 0;
-  detail::LongestWait merge_wait_;  // writers at the merge trigger
 };
 
 }  // namespace dptree::cdp

@@ -51,7 +51,7 @@ CheckReport StringCDPTree::check() const {
   const Root& R = root_->base;
   for (const auto& p : verify_format(R, kCStringRootMagic, kCDPTreeGvBits)) r.fail(p);
   if (!r.ok) return r;
-  const bool parked = broken_.load();
+  const bool parked = merge_broken.load();
   if (parked)
     r.fail("a merge is parked: it did not fit the pool (pool_full); remove keys to retry it");
   if (R.gv & kInMerge) r.fail("in_merge is set outside a merge");
@@ -65,8 +65,8 @@ CheckReport StringCDPTree::check() const {
   if (!check_directory(t_.pool, R.dir, owned, reach, r) ||
       !check_string_leaves(t_, L_, R.head[v], v, R.base_count[v], *base, owned, reach, r) || !r.ok)
     return r;
-  const StringBuffer* f = gp_f_.load();
-  const StringBuffer* m = gp_m_.load();
+  const StringBuffer* f = gp_f.load();
+  const StringBuffer* m = gp_m.load();
   if (f->version() != (m ? 1 - v : v)) r.fail("the Front's log is not of the expected version");
   check_key_pages(t_, L_, R.head[v], v, key_pages_, live_log_pages(), reach, r);
   check_buffer(*f, owned, reach, r);

@@ -1,12 +1,10 @@
-// The merge of the concurrent string form (string_cdptree.h): Algorithm 7's start (the Front
-// becomes the Middle, two logs live until the flip) and its end (the Middle retired after its
-// readers), with the leaves of the Middle's key ranges merged in place or split
-// (engine/string_base.h, as the single-threaded string form merges) in partitions of PSize base
-// leaves pulled by the merge workers (§3.3, Algorithm 9), the merge of a first part only when the
-// whole does not fit the pool (the rest moved into the Front), and the parking of a merge that does
-// not fit at all.
+// The merge body of the concurrent string form (string_cdptree.h) and its hooks for the merge
+// driver (merge_driver.h, which starts, retires and parks the merge for both forms): the leaves
+// of the Middle's key ranges merged in place or split (engine/string_base.h, as the
+// single-threaded string form merges) in partitions of PSize base leaves pulled by the merge
+// workers (§3.3, Algorithm 9), and the merge of a first part only when the whole does not fit
+// the pool (the rest moved into the Front).
 #include <algorithm>
-#include <thread>
 #include <unordered_set>
 
 #include "cdptree/overlay.h"
@@ -49,63 +47,15 @@ std::vector<std::size_t> partition(const StringBase& base, std::size_t ps, Span 
 
 }  // namespace
 
-// Algorithm 7 lines 6-16: one writer wins nomerge -> premerge, persists kTwoLogs, turns the
-// Front into the Middle, installs a new Front, waits for the old Front's writers, and runs or
-// posts the merge.
-void StringCDPTree::maybe_start_merge() {
-  int expect = kNoMerge;
-  if (!state_.compare_exchange_strong(expect, kPreMerge)) return;
-  StringBuffer* f = gp_f_.load(std::memory_order_seq_cst);
-  if (f->size() == 0) {
-    std::lock_guard g(done_mu_);
-    last_partial_.store(false);  // nothing left of a merge in parts
-    state_.store(kNoMerge);
-    done_cv_.notify_all();
-    return;
-  }
-  {
-    // Two logs are live from the first write to the new Front until the version flip.
-    PhaseScope ph(CDPTreePhase::merge_start);
-    pm::CategoryScope cat(pm::Category::node);
-    pm::store(&root_->base.gv, root_->base.gv | kTwoLogs);
-    pm::persist(&root_->base.gv, 8);
-  }
-  StringBuffer* f2 = new_buffer(1 - cv());
-  gp_m_.store(f, std::memory_order_seq_cst);
-  gp_f_.store(f2, std::memory_order_seq_cst);
-  sm_.spin_until_no_ref(kFW, f);
-  state_.store(kMerging, std::memory_order_seq_cst);
-  if (opt_.background_merge)
-    workers_->post([this] { merge_task(false); });
-  else
-    merge_task(false);
-}
-
-// The Middle merged (run_merge); on pool_full the merge was undone and is parked: the Middle
-// stays readable and durable (two logs stay live), new values are refused until removes retry
-// it (note_remove, refuse_values) or merge() does.
-void StringCDPTree::merge_task(bool retry) {
-  if (run_merge(retry)) return;
-  failed_merges_.fetch_add(1);
-  std::lock_guard g(done_mu_);
-  // Back-off: a leaf's worth of removes before the first retry, twice as many before each
-  // next one, at most a merge trigger's worth.
-  const std::size_t next = std::max<std::size_t>(opt_.leaf_capacity, 2 * retry_after_.load());
-  retry_after_.store(std::min(next, threshold(gp_b_.load()->count)));
-  removes_since_fail_.store(0);
-  broken_.store(true);
-  done_cv_.notify_all();
-}
-
 // The merge of the Middle: the whole of it, or when that does not fit the pool (pool_full, the
 // cycle undone) its first part, halved until one fits (docs/dptree.md "A merge that does not
 // fit goes in parts"); the rest goes to the Front. Then the new inner index published after
-// the old one's readers, the garbage collection, and the Middle retired. False when not even
-// a part of one entry fits (undone).
+// the old one's readers, the garbage collection and the Middle's logs released (the driver
+// retires it). False when not even a part of one entry fits (undone).
 bool StringCDPTree::run_merge(bool retry) {
-  StringBuffer* m = gp_m_.load(std::memory_order_seq_cst);
+  StringBuffer* m = gp_m.load(std::memory_order_seq_cst);
   const BufferedEntries es =
-      entries_to_merge(*m, retry ? gp_f_.load(std::memory_order_seq_cst) : nullptr);
+      entries_to_merge(*m, retry ? gp_f.load(std::memory_order_seq_cst) : nullptr);
   const int old = cv();
   std::size_t part = 0;
   try {
@@ -177,7 +127,7 @@ void StringCDPTree::merge_partitions(Span es, int nv, std::vector<StringMergeRes
   const std::vector<std::size_t> at = partition(base, ps, es);
   res.resize(at.size() - 1);
   const bool in_part = dptree_string_merge_in_part();
-  workers_->run(res.size(), merge_workers(opt_), [&](std::size_t i) {
+  workers->run(res.size(), merge_workers(opt_), [&](std::size_t i) {
     const InMergePart ip(in_part);
     WorkerFence fe;
     StringMergeResult& r = res[i];
@@ -211,7 +161,7 @@ void StringCDPTree::reconnect(const std::vector<StringMergeResult>& res, int nv)
 // nv, current after the flip; a crash before it replays the Middle's log and then the
 // Front's, where a moved entry repeats the Middle's value.
 void StringCDPTree::move_to_front(Span rest) {
-  StringBuffer* f = gp_f_.load(std::memory_order_seq_cst);
+  StringBuffer* f = gp_f.load(std::memory_order_seq_cst);
   std::size_t entries = 0;
   for (const auto& [k, s] : rest) {
     const u64 val = s.value;
@@ -224,14 +174,14 @@ void StringCDPTree::move_to_front(Span rest) {
 void StringCDPTree::finish_merge(int old) {
   StringBase* prev = gp_b_.load(std::memory_order_seq_cst);
   gp_b_.store(new_base(), std::memory_order_seq_cst);
-  sm_.spin_until_no_ref(kBR, prev);  // no reader is in a leaf the collection frees
+  sm.spin_until_no_ref(kBR, prev);  // no reader is in a leaf the collection frees
   delete prev;
   {
     PhaseScope ph(CDPTreePhase::garbage_collection);
     freed_ += collect_garbage(t_.pool, &root_->base, *t_.dir, *t_.pending, string_next(t_.pool),
                               old, 1 - old);
   }
-  StringBuffer* m = gp_m_.load(std::memory_order_seq_cst);
+  StringBuffer* m = gp_m.load(std::memory_order_seq_cst);
   const std::size_t pages = m->all_log_pages().size();
   {
     // The key pages no entry names any more are freed, unless a live log holds them.
@@ -245,76 +195,25 @@ void StringCDPTree::finish_merge(int old) {
     unnamed_.clear();
   }
   m->release_logs([this](u64 page) { return key_pages_.named(page); });
-  retired_.fetch_add(1, std::memory_order_seq_cst);  // before a reader can miss the Middle
-  gp_m_.store(nullptr, std::memory_order_seq_cst);
-  sm_.spin_until_no_ref(kFR, m);
-  sm_.spin_until_no_ref(kMR, m);
-  delete m;
-  // Cache capacity C_size (§2.1): the pages the released logs took, as records differ in
-  // length.
-  t_.pages->trim(pages + 2 * opt_.log_partitions, 1 - old);
-  thresh_.store(threshold(gp_b_.load()->count));
-  merges_.fetch_add(1);
-  std::lock_guard g(done_mu_);
-  retry_after_.store(0);
-  broken_.store(false);
-  state_.store(kNoMerge, std::memory_order_seq_cst);
-  done_cv_.notify_all();
+  middle_log_pages_ = pages;
+  // Before the driver retires the Middle (merge_driver.cc): a reader must not miss it.
+  retired_.fetch_add(1, std::memory_order_seq_cst);
 }
 
-// Values are refused while a merge is parked, unless a leaf's worth of removes came since it
-// failed and a retry fits (inline: this write goes ahead; background: the writes after it).
-void StringCDPTree::refuse_values() {
-  if (!broken_.load(std::memory_order_relaxed)) return;
-  if (removes_since_fail_.load() >= opt_.leaf_capacity && retry_merge() && !broken_.load()) return;
-  throw_merge_blocked(t_.pool);
-}
-
-void StringCDPTree::note_remove() {
-  if (!broken_.load(std::memory_order_relaxed)) return;
-  if (removes_since_fail_.fetch_add(1) + 1 >= retry_after_.load()) retry_merge();
-}
-
-// Runs the parked merge again (one retry at a time); returns whether one ran.
-bool StringCDPTree::retry_merge() {
-  std::lock_guard rl(retry_mu_);
-  {
-    std::lock_guard g(done_mu_);
-    if (!broken_.load() || state_.load() != kMerging) return false;
-    broken_.store(false);
-    merge_retries_.fetch_add(1);
-  }
-  merge_task(true);
-  return true;
-}
-
-// A merge that went in parts left entries in the Front: merged too, until a merge is whole.
-void StringCDPTree::merge() {
-  wait_idle();  // a merge another writer started may not hold the latest writes
-  if (!retry_merge()) maybe_start_merge();
-  wait_idle();
-  while (!broken_.load() && last_partial_.load()) {
-    maybe_start_merge();
-    wait_idle();
-  }
-  if (broken_.load())
-    throw Error(Errc::pool_full, "pool '" + t_.pool.name() +
-                                     "' is full: the cdptree merge did not fit and was undone "
-                                     "(every write is still in the buffers and their logs); "
-                                     "remove keys or use a bigger pool");
+// Cache capacity C_size (§2.1): the pages the released logs took, as records differ in length.
+void StringCDPTree::after_merge() {
+  t_.pages->trim(middle_log_pages_ + 2 * opt_.log_partitions, cv());
+  // MergeThresh from the base just merged, before the next Front is made (line 9, which comes
+  // before line 14 and sizes the Front's filter from it).
+  merge_thresh.store(next_threshold());
 }
 
 std::unordered_set<u64> StringCDPTree::live_log_pages() const {
   std::unordered_set<u64> live;
-  for (const StringBuffer* b : {gp_f_.load(), gp_m_.load()})
+  for (const StringBuffer* b : {gp_f.load(), gp_m.load()})
     if (b)
       for (u64 pg : b->all_log_pages()) live.insert(pg);
   return live;
-}
-
-void StringCDPTree::wait_idle() const {
-  std::unique_lock lk(done_mu_);
-  done_cv_.wait(lk, [&] { return state_.load() == kNoMerge || broken_.load(); });
 }
 
 }  // namespace dptree::cdp

@@ -139,6 +139,13 @@ TEST(CDPTreeConcurrentCrash, StringKeysMergingInParts) {
       if (k == "merge_parts" && v > 0) parts.store(true);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   };
+  // Which cycles move entries the Front lacks follows the scheduling: rounds go on until the
+  // images hold one in each phase asserted below.
+  c.phases_reached = [](const std::map<std::string, std::size_t>& p) {
+    auto n = [&](const char* ph) { return p.contains(ph) ? p.at(ph) : std::size_t{0}; };
+    return n("merge_range/part") > 0 && n("log_append/part") > 0 &&
+           n("version_flip/part") + n("garbage_collection/part") > 0;
+  };
   auto r = run_string_concurrent_crash(c);
   ASSERT_FALSE(HasFailure());
   print_images(r);

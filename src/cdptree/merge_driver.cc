@@ -1,0 +1,179 @@
+// The merge driver (merge_driver.h), made for both forms of the concurrent DPTree.
+#include "cdptree/merge_driver.h"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+
+#include "cdptree/cdptree_impl.h"
+#include "cdptree/phase.h"
+#include "cdptree/string_cdptree.h"
+#include "dptree/error.h"
+#include "dptree/pm/persist.h"
+#include "dptree/pm/store.h"
+#include "dptree/testing/phases.h"
+
+namespace dptree::cdp {
+
+// Algorithm 7 lines 6-16: one writer wins MergeState nomerge -> premerge, turns the Front
+// into the Middle, installs a new Front, waits for the writers of the old one and starts the
+// merge.
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::maybe_start_merge(bool force) {
+  for (;;) {
+    int st = merge_state.load(std::memory_order_seq_cst);
+    if (st == kPreMerge) {  // line 7
+      if constexpr (!Form::kWaitOutPreMerge) return;
+      std::this_thread::yield();
+      continue;
+    }
+    if (st != kNoMerge) return;
+    int expect = kNoMerge;
+    if (merge_state.compare_exchange_strong(expect, kPreMerge)) break;  // line 8
+  }
+  Buffer* f = gp_f.load(std::memory_order_seq_cst);  // line 10
+  if (!self().front_due(*f, force)) {                // another merge already took it
+    std::lock_guard g(done_mu);
+    self().front_not_due();
+    merge_state.store(kNoMerge);
+    done_cv.notify_all();
+    return;
+  }
+  {
+    // Two logs are live from the first write to the new Front until the version flip.
+    PhaseScope ph(CDPTreePhase::merge_start);
+    pm::CategoryScope cat(pm::Category::node);
+    detail::Root& R = self().croot().base;
+    pm::store(&R.gv, R.gv | kTwoLogs);
+    pm::persist(&R.gv, 8);
+  }
+  Buffer* f2 = self().new_front(1 - self().cv());          // line 9
+  gp_m.store(f, std::memory_order_seq_cst);                // line 11
+  gp_f.store(f2, std::memory_order_seq_cst);               // line 12
+  sm.spin_until_no_ref(kFW, f);                            // line 13
+  merge_thresh.store(self().next_threshold());             // line 14: GP_B.size * R
+  merge_state.store(kMerging, std::memory_order_seq_cst);  // line 15
+  if (!self().options().background_merge) {
+    merge_task(false);
+    return;
+  }
+  workers->post([this] { merge_task(false); });  // line 16: a pool thread, not a new one
+}
+
+// Algorithm 7 lines 17-23.
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::merge_task(bool retry) {
+  if (!self().run_merge(retry)) {  // line 17
+    park();
+    return;
+  }
+  Buffer* m = gp_m.load(std::memory_order_seq_cst);
+  gp_m.store(nullptr, std::memory_order_seq_cst);  // lines 18-19
+  sm.spin_until_no_ref(kFR, m);                    // line 20
+  sm.spin_until_no_ref(kMR, m);                    // line 21
+  delete m;                                        // line 22
+  self().after_merge();
+  merges.fetch_add(1);
+  std::lock_guard g(done_mu);
+  refusing.store(false);
+  retry_after.store(0);
+  merge_state.store(kNoMerge, std::memory_order_seq_cst);  // line 23
+  done_cv.notify_all();
+}
+
+// ------------------------------------------------------------------ a full pool
+
+// The merge did not fit and was undone: the Middle stays readable and durable (two logs stay
+// live; recovery retries the merge too). New values are refused from now on, so the Front
+// stops growing; removes are taken and retry the merge (note_remove).
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::park() {
+  failed_merges.fetch_add(1);
+  std::lock_guard g(done_mu);
+  // Back-off: a leaf's worth of removes before the first retry, twice as many before each
+  // next one, at most a merge trigger's worth (so a full pool does not merge on every
+  // remove).
+  const std::size_t next =
+      std::max<std::size_t>(self().options().leaf_capacity, 2 * retry_after.load());
+  retry_after.store(std::min(next, self().next_threshold()));
+  removes_since_fail.store(0);
+  refusing.store(true);
+  merge_broken.store(true);
+  done_cv.notify_all();
+}
+
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::refuse_or_retry() {
+  // The back-off doubles, so the removes a user makes can stop short of its next step: a
+  // write then restarts the merge, if a leaf's worth of removes (the back-off's floor) came
+  // since it last failed. An inline merge that fits lets this write go ahead; a background
+  // one lets the writes after it.
+  if (removes_since_fail.load() >= self().options().leaf_capacity && retry_merge(true) &&
+      !refusing.load())
+    return;
+  throw Error(Errc::pool_full,
+              "pool '" + self().pm_pool().name() +
+                  "' is full: the last cdptree merge did not fit, so new values are refused "
+                  "(nothing was written); remove keys (a write after enough removes retries "
+                  "the merge, or call merge()) or use a bigger pool");
+}
+
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::count_remove() {
+  if (removes_since_fail.fetch_add(1) + 1 >= retry_after.load()) retry_merge(false);
+}
+
+template <class Form, class Buffer>
+bool MergeDriver<Form, Buffer>::retry_merge(bool force) {
+  {
+    std::lock_guard g(done_mu);
+    if (!merge_broken.load()) return false;  // no failed merge, or its retry runs
+    if (!force && removes_since_fail.load() < retry_after.load()) return false;
+    merge_broken.store(false);
+    merge_retries.fetch_add(1);
+  }
+  if (self().options().background_merge)
+    workers->post([this] { merge_task(true); });
+  else
+    merge_task(true);
+  return true;
+}
+
+// ------------------------------------------------------------------ merge() and waits
+
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::merge_now(bool wait) {
+  if (wait) wait_idle();  // a merge another writer started may not hold the latest writes
+  if (!retry_merge(true)) maybe_start_merge(true);
+  if (!wait) return;
+  wait_idle();
+  while (!merge_broken.load() && self().merged_in_part()) {
+    maybe_start_merge(true);
+    wait_idle();
+  }
+  if (merge_broken.load())
+    throw Error(Errc::pool_full, "pool '" + self().pm_pool().name() +
+                                     "' is full: the cdptree merge did not fit and was undone "
+                                     "(every write is still in the buffers and their logs); "
+                                     "remove keys or use a bigger pool");
+}
+
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::wait_idle() const {
+  std::unique_lock lk(done_mu);
+  done_cv.wait(lk, [&] { return merge_state.load() == kNoMerge || merge_broken.load(); });
+}
+
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::release_buffers() {
+  workers.reset();
+  Buffer* m = gp_m.exchange(nullptr);
+  Buffer* f = gp_f.exchange(nullptr);
+  if (m != f) delete m;
+  delete f;
+}
+
+template class MergeDriver<CDPTree::Impl, Cpbt>;
+template class MergeDriver<StringCDPTree, StringBuffer>;
+
+}  // namespace dptree::cdp

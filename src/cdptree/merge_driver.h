@@ -1,0 +1,99 @@
+// The merge driver of the concurrent DPTree, written once for both key forms (docs/cdptree.md
+// "One merge driver"): Algorithm 7's trigger (MergeState nomerge -> premerge -> merging), the
+// hand-over of the Front to the Middle (lines 6-16), the merge task posted to the merge pool or
+// run by the writer that started it (background_merge = false), the Middle retired after its
+// readers (lines 17-23), a merge that does not fit the pool parked and retried after removes,
+// merge() / wait_idle(), and the buffers' release when the tree closes. The merge body
+// (Algorithm 9 over the form's leaves) is the form's.
+//
+// A form derives from MergeDriver<Form, Buffer> (its Front / Middle type) and supplies:
+//   Buffer* new_front(int ver)            a new, empty Front logging into version ver (line 9)
+//   bool front_due(const Buffer& f, bool force)  whether the Front the trigger's winner took
+//                                          is merged (else the trigger steps back)
+//   void front_not_due()                   under done_mu, when it is not
+//   std::size_t next_threshold()           MergeThresh from the current base (line 14)
+//   bool run_merge(bool retry)             line 17: the merge of GP_M (retry: with the Front's
+//                                          entries laid over it); false when it did not fit the
+//                                          pool (pool_full) and was undone
+//   void after_merge()                     after the Middle is deleted (log page cache trim)
+//   bool merged_in_part()                  whether merge() goes on with the Front
+//   int cv(), CRoot& croot(), const pm::Pool& pm_pool(), const CDPTreeOptions& options()
+//   static constexpr bool kWaitOutPreMerge  whether a writer that finds a merge starting waits
+//                                          until it has started (line 7) or goes on writing
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+
+#include "cdptree/merge_pool.h"
+#include "cdptree/sync.h"
+#include "engine/family.h"
+
+namespace dptree::cdp {
+
+enum MergeState : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
+
+template <class Form, class Buffer>
+class MergeDriver {
+ public:
+  // Algorithm 7 line 6, after a write whose Front the writer measured at `size` (the form's
+  // measure, compared with MergeThresh): the trigger, its wait timed.
+  // A write past the trigger while a merge runs has nothing to wait for: only the others are
+  // timed, so the figure holds no descheduling of a bare state check.
+  void after_write(std::size_t size) {
+    if (size >= merge_thresh.load(std::memory_order_relaxed) &&
+        merge_state.load(std::memory_order_relaxed) != kMerging)
+      merge_wait.time([this] { maybe_start_merge(false); });
+  }
+  // Before a new value: pool_full while a merge that did not fit is parked (after retrying
+  // it when a leaf's worth of removes came since it failed).
+  void refuse_values() {
+    if (refusing.load(std::memory_order_relaxed)) refuse_or_retry();
+  }
+  // After a remove: while parked, counts it and retries the merge after the back-off.
+  void note_remove() {
+    if (refusing.load(std::memory_order_relaxed)) count_remove();
+  }
+
+  // Algorithm 7 lines 6-16 (force: merge a non-empty Front below the threshold too).
+  void maybe_start_merge(bool force);
+  // Lines 17-23; on pool_full the merge is parked instead (retry: see run_merge).
+  void merge_task(bool retry);
+  // Restarts a parked merge if, unless forced, enough removes came since it failed; returns
+  // whether it started.
+  bool retry_merge(bool force);
+  // merge(): a parked merge retried, else the Front merged; with `wait`, after the merge
+  // running now (which may not hold the latest writes) and until the Front's is done, then
+  // pool_full if it did not fit.
+  void merge_now(bool wait);
+  void wait_idle() const;
+  // Joins the merge workers (a merge task may be in its last lines), then deletes the Front
+  // and the Middle (the destructor, after wait_idle; a failed open).
+  void release_buffers();
+
+  mutable SyncManager sm;
+  std::atomic<Buffer*> gp_f{nullptr}, gp_m{nullptr};  // GP_F, GP_M (§3.2)
+  std::atomic<int> merge_state{kNoMerge};
+  std::atomic<std::size_t> merge_thresh{0};
+  // A merge that failed for want of PM (pool_full) is parked (merge_broken) until removes or
+  // merge() retry it; new values are refused (refusing) until one fits.
+  std::atomic<bool> merge_broken{false}, refusing{false};
+  std::atomic<std::size_t> removes_since_fail{0}, retry_after{0};
+  std::atomic<std::size_t> merges{0}, failed_merges{0}, merge_retries{0};
+  detail::LongestWait merge_wait;  // writers at the merge trigger
+  // The merge workers (§3.3), from attach() to the destructor; recovery replays on them too.
+  std::unique_ptr<MergePool> workers;
+  mutable std::mutex done_mu;
+  mutable std::condition_variable done_cv;
+
+ private:
+  Form& self() { return static_cast<Form&>(*this); }
+  void park();
+  void refuse_or_retry();
+  void count_remove();
+};
+
+}  // namespace dptree::cdp

@@ -194,10 +194,15 @@ void StringCDPTree::finish_merge(int old) {
       }
     unnamed_.clear();
   }
+  // Lines 18-21 here, before the driver's: a lookup or scan in the Middle (or in it as the
+  // Front, entered before the hand-over) compares keys in its log's records, so the log goes
+  // only after those readers left. retired_ first: a reader must not miss the Middle.
+  retired_.fetch_add(1, std::memory_order_seq_cst);
+  gp_m.store(nullptr, std::memory_order_seq_cst);
+  sm.spin_until_no_ref(kFR, m);
+  sm.spin_until_no_ref(kMR, m);
   m->release_logs([this](u64 page) { return key_pages_.named(page); });
   middle_log_pages_ = pages;
-  // Before the driver retires the Middle (merge_driver.cc): a reader must not miss it.
-  retired_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 // Cache capacity C_size (§2.1): the pages the released logs took, as records differ in length.

@@ -151,9 +151,10 @@ INSTANTIATE_TEST_SUITE_P(
              "_" + std::to_string(i.param.seed);
     });
 
-// The experiment switches under the crash simulator (fewer images: the 8 cases above carry
-// the 50,000): out-of-place merges with wide entries (3-line log records), fingerprint
-// probing with 24-byte entries, and kept splits with 40-byte entries.
+// The experiment switches under the crash simulator (fewer images: the 10 DPTreeCrash cases
+// carry the 50,000): out-of-place merges with wide entries (3-line log records), fingerprint
+// probing with 24-byte entries, kept splits with 40-byte entries and pair splits with 64-byte
+// entries.
 struct Variant {
   const char* name;
   std::map<std::string, std::string> extra;

@@ -40,6 +40,9 @@ struct CDPTreeOptions {
   std::size_t log_page_size = 64 * 1024;  // PM log page
   double fill_rate = 0.7;                 // FR (§2.3)
   double consolidate_threshold = 0.34;    // CT (§2.3)
+  // How a leaf too full for its merge entries splits: rebuild (Algorithm 2) or thirds
+  // (dptree_options.h); keep_last is DPTree's only.
+  SplitMode split = SplitMode::rebuild;
   // Floor of the merge trigger (R * base is tiny while the base is small). The buffer size
   // is counted per log page when the page is allocated (Algorithm 5 line 13), so 0 means
   // 2 * log_partitions pages' worth of records: with less, the first page of every partition

@@ -35,11 +35,13 @@ struct DPTreeStats {
   std::size_t base_records = 0;    // live keys in the base tree
   std::size_t leaves = 0;
   std::size_t merges = 0;
-  std::size_t failed_merges = 0;   // merges undone for want of PM (pool_full)
-  std::size_t undone_leaves = 0;   // leaves those merges had created, freed again
-  std::size_t splits = 0;          // leaves replaced by new leaves in an upsert merge
-  std::size_t kept_splits = 0;     // of those, splits that kept the old leaf (split=keep_last)
-  std::size_t consolidations = 0;  // leaves consolidated (merged or rebalanced)
+  std::size_t failed_merges = 0;     // merges undone for want of PM (pool_full)
+  std::size_t undone_leaves = 0;     // leaves those merges had created, freed again
+  std::size_t splits = 0;            // leaves replaced by new leaves in an upsert merge
+  std::size_t kept_splits = 0;       // of those, splits that kept the old leaf (split=keep_last)
+  std::size_t pair_splits = 0;       // of those, splits of a leaf with its neighbour (split=thirds)
+  std::size_t pair_leaves_kept = 0;  // old leaves those kept (0, 1 or 2 a pair split)
+  std::size_t consolidations = 0;    // leaves consolidated (merged or rebalanced)
   std::size_t leaves_created = 0;
   std::size_t leaves_freed = 0;
   std::size_t lazy_rebuilds = 0;   // leaf metadata rebuilt after a restart (§2.2)

@@ -27,10 +27,13 @@ enum class MergeMode : std::uint8_t {
 };
 // How a leaf too full for its merge entries is split (§2.3, Algorithm 2 line 10).
 enum class SplitMode : std::uint8_t {
-  rebuild,   // Algorithm 2: every entry into new leaves filled at FR, the old leaf freed
-  keep_last  // the default: the old leaf keeps the last part of its key range and takes the
-             // buffer's entries there in place; only the first part goes to new leaves
-             // (10% fewer lines written per insert, Table 1's figure; docs/dptree.md)
+  rebuild,    // Algorithm 2: every entry into new leaves filled at FR, the old leaf freed
+  keep_last,  // the default: the old leaf keeps the last part of its key range and takes the
+              // buffer's entries there in place; only the first part goes to new leaves
+              // (10% fewer lines written per insert, Table 1's figure; docs/dptree.md)
+  thirds      // a leaf that must split is rewritten with the next leaf of its merge range as
+              // three leaves of about two-thirds (two when the pair holds less than 2 x FR);
+              // fuller leaves, more lines written (docs/dptree.md "Where the PM bytes go")
 };
 
 struct DPTreeOptions {
@@ -58,7 +61,7 @@ struct DPTreeOptions {
   // Throws dptree::Error(invalid_argument) naming the bad option and its accepted range.
   void validate() const;
   // Reads the keys above from an IndexConfig option map (probe=both|linear|fingerprint,
-  // merge_mode=in_place|out_of_place, split=rebuild|keep_last, numbers otherwise); unknown
+  // merge_mode=in_place|out_of_place, split=rebuild|keep_last|thirds, numbers otherwise); unknown
   // keys are refused.
   static DPTreeOptions from_map(const std::map<std::string, std::string>& m);
 };

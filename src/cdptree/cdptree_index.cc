@@ -64,7 +64,12 @@ void register_cdptree_index() {
       cdptree_option_docs(),
       [](const IndexConfig& c) -> std::unique_ptr<StringIndex> {
         pm::Pool& pool = require_pool(c, "cdptree");
-        return std::make_unique<cdp::StringCDPTree>(pool, options_for(c), *pool.root_word() == 0);
+        const auto opt = options_for(c);
+        if (opt.split != SplitMode::rebuild)
+          throw Error(Errc::invalid_argument,
+                      "cdptree over string keys: split=thirds applies to integer keys only (the "
+                      "string form's merge splits as Algorithm 2): leave it out");
+        return std::make_unique<cdp::StringCDPTree>(pool, opt, *pool.root_word() == 0);
       },
       // Leaves of 8, two log partitions of 1 KiB pages: a merge every few hundred writes. The
       // fuzzer merges in the foreground, with one worker (one execution, one thread); the

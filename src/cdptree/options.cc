@@ -7,6 +7,7 @@
 #include "dptree/error.h"
 #include "engine/merge_settings.h"
 #include "format/verify.h"
+#include "pm/named.h"
 #include "registry/option_table.h"
 #include "registry/option_values.h"
 
@@ -36,9 +37,14 @@ void CDPTreeOptions::validate() const {
     bad("merge_nice=" + std::to_string(merge_nice) +
         " is out of range: use 0..19 (a thread may lower its own priority, not raise it)");
   if (psize < 1) bad("psize=0 is out of range: use at least 1 leaf per merge partition");
+  if (split != SplitMode::rebuild && split != SplitMode::thirds)
+    bad(std::string("split=") + to_string(split) + " is not one of rebuild, thirds");
 }
 
 namespace {
+
+constexpr Named<SplitMode> kCdpSplits[] = {{SplitMode::rebuild, "rebuild"},
+                                           {SplitMode::thirds, "thirds"}};
 
 const option_values::OptionTable<CDPTreeOptions>& table() {
   using O = CDPTreeOptions;
@@ -50,6 +56,9 @@ const option_values::OptionTable<CDPTreeOptions>& table() {
         .whole("leaf_capacity", &O::leaf_capacity, "0 or 4..4096",
                "slots per base leaf; 0: the most that fit leaf_bytes");
     add_merge_options(t, "the Front", "two log pages of records per log partition");
+    t.choice("split", &O::split, kCdpSplits,
+             "rebuild: Algorithm 2, a split leaf's entries into new leaves; thirds: a split leaf "
+             "and its next leaf become three of two-thirds");
     t.whole("merge_threads", &O::merge_threads, "0..256",
             "merge workers (Algorithm 9); 0: the hardware threads")
         .whole(

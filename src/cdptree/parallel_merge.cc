@@ -113,6 +113,7 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
                   cvv,
                   nv};
   cx.may_hold_tombstone = tombstone_filter(*old);  // §3.4 deletes in place (cdptree.cc)
+  cx.split = opt.split;
   // Line 1: partitions of PSize consecutive leaves, each with the buffer entries of its key
   // range [P.MKS, P.MKE).
   const std::size_t nl = old->leaf.size(), ps = opt.psize;

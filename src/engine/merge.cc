@@ -164,9 +164,139 @@ bool split_keep_last(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   return true;
 }
 
+// The next leaf of a range, which a split=thirds split takes with the leaf before it.
+struct PairInput {
+  u64 leaf = 0;                  // none: the leaf splits alone
+  std::span<const KVPair> rest;  // the buffer's entries from that leaf's key range on
+  bool taken = false;            // out: split with it (split_pair)
+  std::size_t used = 0;          // out: the entries of rest that were its
+};
+
+// What a leaf kept by a pair split changes in its version nv to hold `part` (a run of the
+// pair's merged entries): the keys it holds outside the run go (`out`), the run's entries it
+// does not hold with that value come in (`in`), each sorted. `has`: its entries now.
+struct KeptPart {
+  std::vector<u64> out;
+  std::vector<KVPair> in;
+};
+KeptPart kept_part(std::span<const KVPair> has, std::span<const KVPair> part) {
+  KeptPart kp;
+  const u64 lo = part.front().first, hi = part.back().first;
+  for (const KVPair& e : has)
+    if (e.first < lo || e.first > hi) kp.out.push_back(e.first);
+  auto h = has.begin();
+  for (const KVPair& e : part) {
+    while (h != has.end() && h->first < e.first) ++h;
+    if (h == has.end() || h->first != e.first || h->second != e.second) kp.in.push_back(e);
+  }
+  return kp;
+}
+
+// Slots a kept leaf may take new entries in this merge: those no entry of version cv holds,
+// less one left empty (as split_keep_last).
+std::size_t kept_room(Leaf lf, int cv) {
+  const std::size_t c = lf.count(cv), cap = lf.L->cap;
+  return c + 1 < cap ? cap - c - 1 : 0;
+}
+
+// Version nv of a kept leaf (its metadata already copied from cv): `kp` applied as an
+// in-place merge applies its entries (Algorithm 2 lines 6-8), new entries in slots neither
+// version uses; the deleted slots no probe crosses are emptied (as split_keep_last).
+void apply_kept_part(Leaf lf, int nv, const KeptPart& kp, LeafDirty& d) {
+  if (!kp.out.empty()) leaf_delete(lf, nv, kp.out);
+  if (!kp.in.empty()) leaf_upsert(lf, nv, kp.in, d.slots);
+  leaf_clear_unreached_deleted(lf, nv);
+}
+
+// split=thirds: a leaf that must split is split together with `nxt`, the next leaf of its
+// range: the two leaves' entries and their buffer entries (`all`) are cut into k equal parts
+// filled at FR, three of about two-thirds when the two hold nearly two leaves' worth, two
+// when the neighbour has room. A split in halves leaves two half-full leaves beside a
+// neighbour that splits in halves soon after (the leaves of a range fill at the same rate);
+// three of two-thirds start fuller.
+//
+// The old leaves are kept where they can be, as split_keep_last keeps one: cur takes the
+// first part and nxt the last, each in its version nv only (the keys that leave are marked
+// deleted, the entries that come go into slots neither version uses, as Algorithm 2 lines
+// 6-8 put a merge's entries); the other parts go to new leaves, recorded in pendingLeaves.
+// Version cv of a kept leaf is untouched and it stays in L_nv, so a crash finds version cv
+// as it was and the garbage collection keeps it (§2.3's argument for the in-place merge). A
+// leaf whose free slots cannot take its part's new entries is not kept: its part goes to a
+// new leaf too, and the leaf leaves L_nv and is freed by the collection (Algorithm 2's split).
+//
+// `es` holds cur's buffer entries (no tombstone); `rest` the buffer's entries from nxt's key
+// range on, tombstones included (the delete merge applies them afterwards). Returns the
+// range's last leaf so far and sets `used` to the entries of `rest` that were nxt's.
+u64 split_pair(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur, u64 nxt,
+               std::span<const KVPair> es, std::span<const KVPair> rest, std::size_t& used) {
+  const int cvv = cx.cv, nv = cx.nv;
+  Leaf lf = cx.leaf(cur), nl = cx.leaf(nxt);
+  r.counters.lazy_rebuilds += ensure_leaf_meta(nl, cvv, cx.restart_count);
+  const u64 mk = nl.max_key(cvv);
+  used = static_cast<std::size_t>(
+      std::upper_bound(rest.begin(), rest.end(), mk,
+                       [](u64 key, const KVPair& e) { return key < e.first; }) -
+      rest.begin());
+  // Both leaves' entries (cur's version nv: cv's less dropped tombstones; nxt's version cv
+  // less its tombstones, what its version nv would hold), then both leaves' buffer entries.
+  std::vector<KVPair> has_cur, has_nxt, old, add, all;
+  leaf_entries(lf, nv, has_cur);
+  leaf_entries(nl, cvv, has_nxt);
+  const bool tomb = cx.may_hold_tombstone && cx.may_hold_tombstone(nxt);
+  if (tomb)
+    has_nxt.erase(std::remove_if(has_nxt.begin(), has_nxt.end(),
+                                 [](const KVPair& e) { return (e.second & kTombstone) != 0; }),
+                  has_nxt.end());
+  old = has_cur;
+  old.insert(old.end(), has_nxt.begin(), has_nxt.end());
+  add.assign(es.begin(), es.end());
+  for (const KVPair& e : rest.first(used))
+    if (!(e.second & kTombstone)) add.push_back(e);
+  all.reserve(old.size() + add.size());
+  merge_sorted(old, add, all);
+  const std::size_t n = all.size();
+  const auto per = std::max<std::size_t>(
+      1, static_cast<std::size_t>(cx.fill_rate * static_cast<double>(cx.L.cap)));
+  const std::size_t k = std::max<std::size_t>(2, (n + per - 1) / per);
+  // Part i is all[i n / k, (i + 1) n / k), as build_leaves cuts.
+  const std::size_t first_end = n / k, last_begin = (k - 1) * n / k;
+  const std::span<const KVPair> whole(all);
+  KeptPart kc = kept_part(has_cur, whole.first(first_end));
+  KeptPart kn = kept_part(has_nxt, whole.subspan(last_begin));
+  const bool keep_cur = first_end > 0 && kc.in.size() <= kept_room(lf, cvv);
+  const bool keep_nxt = last_begin < n && kn.in.size() <= kept_room(nl, cvv);
+  ++r.counters.splits;
+  ++r.counters.pair_splits;
+  r.counters.pair_leaves_kept += keep_cur + keep_nxt;
+  note_pair_split();
+  // The parts of new leaves: all but the first if cur stays, all but the last if nxt stays.
+  const std::size_t from = keep_cur ? first_end : 0, to = keep_nxt ? last_begin : n;
+  std::vector<u64> out;
+  if (from < to)
+    out = build_leaves(cx, r, whole.subspan(from, to - from), keep_nxt ? all[to - 1].first : mk,
+                       cx.fill_rate, k - keep_cur - keep_nxt);
+  // What follows the new leaves (or cur, when none) in version nv.
+  const LeafPtr after = keep_nxt ? LeafPtr(nxt) : nl.next(cvv);
+  if (!out.empty()) pm::store(&cx.leaf(out.back()).next(nv), after);
+  const LeafPtr first_new = out.empty() ? after : LeafPtr(out.front());
+  if (keep_cur) {
+    apply_kept_part(lf, nv, kc, r.dirty[cur]);  // cur's metadata nv: copied by the caller
+    pm::store(&lf.max_key(nv), all[first_end - 1].first);
+    pm::store(&lf.next(nv), first_new);
+  } else {
+    pm::store(link_of(cx, r, prev), first_new);
+  }
+  if (!keep_nxt) return out.back();
+  auto& dn = r.dirty[nxt];
+  nl.copy_meta(cvv, nv);
+  if (tomb) drop_tombstoned(nl, nv);
+  apply_kept_part(nl, nv, kn, dn);
+  return nxt;  // its next and max key of version nv: cv's, copied
+}
+
 // Algorithm 2: LeafUpsertMerge. es holds no tombstone. Returns the range's last leaf so far.
 u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
-                      std::span<const KVPair> es) {
+                      std::span<const KVPair> es, PairInput& pair) {
   const int cvv = cx.cv, nv = cx.nv;
   Leaf lf = cx.leaf(cur);
   // Phase 4 writes all of version nv's crash-consistent metadata back, even a line that ends
@@ -185,6 +315,10 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   if (fits && (!keep || !cx.split_early || 2 * (freeslots - es.size()) >= es.size())) {
     if (!es.empty()) leaf_upsert(lf, nv, es, d.slots);  // Algorithm 2 lines 6-8
     return cur;
+  }
+  if (cx.split == SplitMode::thirds && pair.leaf) {
+    pair.taken = true;
+    return split_pair(cx, r, prev, cur, pair.leaf, es, pair.rest, pair.used);
   }
   // Split (Figure 4): the leaf's entries merged with es (es wins) into new leaves at FR.
   std::vector<KVPair> old, all;
@@ -288,8 +422,19 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
         else
           sel.push_back(es[it]);
       }
-      prev = leaf_upsert_merge(cx, r, prev, cur, sel);
+      PairInput pair;
+      if (cx.split == SplitMode::thirds && i + 1 < r.nleaves) {
+        pair.leaf = nxt;
+        pair.rest = es.subspan(it);
+      }
+      prev = leaf_upsert_merge(cx, r, prev, cur, sel, pair);
       cur = nxt;
+      if (pair.taken) {  // nxt was split with cur: its entries are used, its successor is next
+        for (const KVPair& e : pair.rest.first(pair.used)) deletes |= (e.second & kTombstone) != 0;
+        it += pair.used;
+        cur = cx.leaf(nxt).next(cvv).off;
+        if (++i + 1 < r.nleaves) prefetch_leaf(cx, cur);
+      }
     }
     r.end = r.nleaves ? cur : 0;
     // Line 11: entries beyond every leaf (only when the base tree is empty).

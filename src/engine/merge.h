@@ -57,7 +57,8 @@ struct MergeContext {
   u64 restart_count = 0;
   int cv = 0, nv = 1;
   // rebuild: Algorithm 2 as written (the default here, so callers that do not set it keep
-  // it); keep_last: a split keeps the old leaf for the last part of its range (merge.cc).
+  // it); keep_last: a split keeps the old leaf for the last part of its range; thirds: a
+  // split rewrites the leaf with the next one of its range (merge.cc).
   SplitMode split = SplitMode::rebuild;
   // keep_last only: split a leaf one merge early (merge.cc). Off for a merge retried after
   // pool_full: an early split takes a new leaf that an in-place merge would not need.
@@ -77,11 +78,15 @@ struct LeafDirty {
 
 struct MergeCounters {
   std::size_t splits = 0, consolidations = 0, created = 0;
-  std::size_t lazy_rebuilds = 0;  // leaves whose metadata the merge rebuilt (§2.2)
-  std::size_t kept_splits = 0;    // splits that kept the old leaf (SplitMode::keep_last)
+  std::size_t lazy_rebuilds = 0;     // leaves whose metadata the merge rebuilt (§2.2)
+  std::size_t kept_splits = 0;       // splits that kept the old leaf (SplitMode::keep_last)
+  std::size_t pair_splits = 0;       // splits of a leaf with its neighbour (SplitMode::thirds)
+  std::size_t pair_leaves_kept = 0;  // old leaves those kept (0, 1 or 2 each)
   MergeCounters& operator+=(const MergeCounters& o) {
     splits += o.splits;
     kept_splits += o.kept_splits;
+    pair_splits += o.pair_splits;
+    pair_leaves_kept += o.pair_leaves_kept;
     lazy_rebuilds += o.lazy_rebuilds;
     consolidations += o.consolidations;
     created += o.created;

@@ -23,9 +23,11 @@ class PhaseScope {
   DPTreePhase saved_;
 };
 
-// dptree_merge_kept_splits() of this thread: counted by the merge, zeroed for the scope of
-// one merge and restored after it (a test may run a second tree inside a crash capture).
+// dptree_merge_kept_splits() and dptree_merge_pair_splits() of this thread: counted by the
+// merge, zeroed for the scope of one merge and restored after it (a test may run a second
+// tree inside a crash capture).
 void note_kept_split();
+void note_pair_split();
 class KeptSplitScope {
  public:
   KeptSplitScope();
@@ -34,7 +36,7 @@ class KeptSplitScope {
   KeptSplitScope& operator=(const KeptSplitScope&) = delete;
 
  private:
-  std::size_t saved_;
+  std::size_t saved_, saved_pairs_;
 };
 
 }  // namespace dptree::detail

@@ -357,6 +357,8 @@ std::vector<std::pair<std::string, double>> named_figures(const DPTreeStats& s) 
           {"merges", d(s.merges)},
           {"splits", d(s.splits)},
           {"kept_splits", d(s.kept_splits)},
+          {"pair_splits", d(s.pair_splits)},
+          {"pair_leaves_kept", d(s.pair_leaves_kept)},
           {"consolidations", d(s.consolidations)},
           {"leaves_created", d(s.leaves_created)},
           {"leaves_freed", d(s.leaves_freed)},
@@ -380,6 +382,8 @@ DPTreeStats DPTreeCore::stats() const {
   s.undone_leaves = m.undone_leaves;
   s.splits = m.counters.splits;
   s.kept_splits = m.counters.kept_splits;
+  s.pair_splits = m.counters.pair_splits;
+  s.pair_leaves_kept = m.counters.pair_leaves_kept;
   s.consolidations = m.counters.consolidations;
   s.leaves_created = m.counters.created;
   s.leaves_freed = m.freed;

@@ -97,6 +97,10 @@ void register_dptree_indexes() {
                       "keys are 1.." +
                           std::to_string(kStringTreeMaxKey) +
                           " bytes, its values 8): leave them out");
+        if (opt.split == SplitMode::thirds)
+          throw Error(Errc::invalid_argument,
+                      "dptree over string keys: split=thirds applies to integer keys only (the "
+                      "string form's merge splits on its own): leave it out");
         return std::make_unique<StringDPTree>(pool, opt, *pool.root_word() == 0);
       },
       test_plan()};

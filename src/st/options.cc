@@ -26,7 +26,8 @@ constexpr Named<ProbeMode> kProbes[] = {{ProbeMode::both, "both"},
 constexpr Named<MergeMode> kMergeModes[] = {{MergeMode::in_place, "in_place"},
                                             {MergeMode::out_of_place, "out_of_place"}};
 constexpr Named<SplitMode> kSplits[] = {{SplitMode::keep_last, "keep_last"},
-                                        {SplitMode::rebuild, "rebuild"}};
+                                        {SplitMode::rebuild, "rebuild"},
+                                        {SplitMode::thirds, "thirds"}};
 }  // namespace
 
 const char* to_string(ProbeMode p) {
@@ -59,8 +60,8 @@ void DPTreeOptions::validate() const {
     bad("probe is not one of both, linear, fingerprint");
   if (merge_mode != MergeMode::in_place && merge_mode != MergeMode::out_of_place)
     bad("merge_mode is not one of in_place, out_of_place");
-  if (split != SplitMode::rebuild && split != SplitMode::keep_last)
-    bad("split is not one of rebuild, keep_last");
+  if (split != SplitMode::rebuild && split != SplitMode::keep_last && split != SplitMode::thirds)
+    bad("split is not one of rebuild, keep_last, thirds");
 }
 
 namespace {
@@ -79,7 +80,8 @@ const option_values::OptionTable<DPTreeOptions>& table() {
                 "the §2.3 merge, or one that rewrites the whole base tree (Figure 8d)")
         .choice("split", &O::split, kSplits,
                 "keep_last: a split leaf keeps its last part; rebuild: Algorithm 2, every entry "
-                "into new leaves")
+                "into new leaves; thirds: a split leaf and its next leaf become three of "
+                "two-thirds")
         .whole("key_bytes", &O::key_bytes, "8..56, a multiple of 8",
                "key field width in PM (0: the type's); the key is its first 8 bytes")
         .whole("value_bytes", &O::value_bytes, "8..56, a multiple of 8",

@@ -212,9 +212,12 @@ TEST(Cli, HelpOptionsDescribesAnIndexsOptions) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "leaf_capacity          whole number  default 352      4..4096"))
       << r.output;
-  EXPECT_TRUE(has(r.output, "split") && has(r.output, "keep_last or rebuild")) << r.output;
+  EXPECT_TRUE(has(r.output, "split") && has(r.output, "keep_last, rebuild or thirds")) << r.output;
   r = run("bench --help-options cdptree");
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(
+      has(r.output, "split                  choice        default rebuild  rebuild or thirds"))
+      << r.output;
   EXPECT_TRUE(has(r.output, "inplace_delete         boolean       default 1")) << r.output;
   r = run("bench --help-options fptree");
   ASSERT_EQ(r.status, 0) << r.output;

@@ -10,6 +10,7 @@
 
 #include "dptree/cdptree.h"
 #include "dptree/pm/pool.h"
+#include "dptree/testing/phases.h"
 #include "fixtures/stats_watch.h"
 #include "fixtures/stress_fixture.h"
 
@@ -42,6 +43,26 @@ TEST_P(CDPTreeStress, ReadsAreFreshAndTheFinalStateIsAWriteOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, CDPTreeStress, ::testing::Values(2u, 4u, 8u));
+
+// split=thirds while merges run all the time: pairs of leaves rewritten by the parallel merge
+// workers while readers and writers go on.
+TEST(CDPTreeStress, SplitInThirdsUnderReadersAndWriters) {
+  StressConfig c;
+  c.index = "cdptree";
+  c.options = busy();
+  c.options["split"] = "thirds";
+  c.pool_bytes = 32u << 20;
+  c.threads = 4;
+  c.ops_per_thread = 15000;
+  c.key_space = 3000;
+  c.seed = 14;
+  c.during = watch_during({}, std::chrono::milliseconds(2));
+  const std::size_t pairs_before = dptree_pair_splits_total();
+  auto r = run_stress(c);
+  EXPECT_EQ(r.failures, 0u);
+  EXPECT_GE(r.live_extra["merges"], 2) << "merges must run during the stress";
+  EXPECT_GT(dptree_pair_splits_total(), pairs_before) << "no leaf split with its neighbour";
+}
 
 TEST(CDPTreeStress, ForcedMergesFromAnotherThread) {
   StressConfig c;

@@ -20,6 +20,7 @@
 #include "dptree/error.h"
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
+#include "dptree/testing/phases.h"
 #include "fixtures/model_fixture.h"
 
 namespace dptree::testing {
@@ -132,6 +133,29 @@ TEST(CDPTree, ModelBackgroundParallelMerges) {
   c.reopen_every = 7000;
   auto r = run_model(c);
   EXPECT_GT(r.extra["merges"], 2);
+}
+
+// split=thirds against the model, merges inline and in the background on three workers, with
+// reopens, removes in place and partitions of 4 leaves (most leaves have a neighbour to split
+// with): pair splits counted on every thread (the workers' too).
+TEST(CDPTree, ModelSplittingInThirds) {
+  for (const char* background : {"0", "1"}) {
+    SCOPED_TRACE(std::string("background_merge=") + background);
+    ModelConfig c;
+    c.index = "cdptree";
+    c.options = small({{"split", "thirds"},
+                       {"psize", "4"},
+                       {"background_merge", background},
+                       {"merge_threads", "3"},
+                       {"merge_ratio", "0.1"}});
+    c.ops = 20000;
+    c.reopen_every = 7000;
+    const std::size_t pairs_before = dptree_pair_splits_total();
+    auto r = run_model(c);
+    EXPECT_GT(r.extra["merges"], 2);
+    EXPECT_GT(r.extra["splits"], 0);
+    EXPECT_GT(dptree_pair_splits_total(), pairs_before) << "no leaf split with its neighbour";
+  }
 }
 
 // One §3.4 path switched off: the model holds, the path is never taken, the other one is.

@@ -86,6 +86,21 @@ TEST(CDPTreeConcurrentCrash, WritersAndParallelMerges) {
   expect_appends_and_merges_crashed(r, true);
 }
 
+// split=thirds under the same writers and background merges, on partitions of three leaves
+// (PSize 1 above would leave no leaf a neighbour to split with).
+TEST(CDPTreeConcurrentCrash, WritersAndParallelMergesSplittingInThirds) {
+  auto c = config("24", "3");
+  c.options["split"] = "thirds";
+  c.options["psize"] = "3";
+  c.ops_per_thread = 1500;
+  c.recovery_crash_one_in = 40;
+  const std::size_t pairs_before = dptree_pair_splits_total();
+  auto r = run_concurrent_crash(c);
+  ASSERT_FALSE(HasFailure());
+  expect_appends_and_merges_crashed(r, true);
+  EXPECT_GT(dptree_pair_splits_total(), pairs_before) << "no leaf split with its neighbour";
+}
+
 // The string form: its keys in log records that leaf slots name, its leaves merged in place by
 // the merge workers, so an image must also keep every key page counted exactly (check()).
 // The string form's configuration: log pages that hold a 1,024-byte key's record, and room

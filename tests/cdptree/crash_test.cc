@@ -70,6 +70,45 @@ INSTANTIATE_TEST_SUITE_P(Images, CDPTreeCrash,
                                            SeedUnit{2, pm::Unit::word8}),
                          seed_unit_name);
 
+// split=thirds: a leaf that must split is rewritten with the next leaf of its partition
+// (PSize 4 here, so most leaves have one). The same workload and phases as above; captures
+// inside merges that rewrote a pair are counted from the merge's start (the merges run on
+// this thread, and its count of pair splits only grows) and asserted in each phase from the
+// partition merge to the collection of the replaced leaves.
+class CDPTreeCrashThirds : public ::testing::TestWithParam<SeedUnit> {};
+
+TEST_P(CDPTreeCrashThirds, EveryImageRecoversWithAcknowledgedOps) {
+  std::size_t pairs_at_start = 0;
+  std::map<std::string, std::size_t> in_pair_merges;
+  auto c = crash_config("cdptree", GetParam(), [&] {
+    const CDPTreePhase p = cdptree_current_phase();
+    const std::size_t n = dptree_merge_pair_splits();
+    if (p == CDPTreePhase::merge_start) pairs_at_start = n;
+    if (n > pairs_at_start &&
+        (p == CDPTreePhase::merge_range || p == CDPTreePhase::flush ||
+         p == CDPTreePhase::version_flip || p == CDPTreePhase::garbage_collection))
+      ++in_pair_merges[to_string(p)];
+    return std::string(to_string(p));
+  });
+  c.options = small();
+  c.options["split"] = "thirds";
+  c.options["psize"] = "4";
+  c.ops = 500;
+  c.key_space = 200;
+  c.continue_one_in = 400;
+  const std::size_t pairs_before = dptree_pair_splits_total();
+  expect_crashes_everywhere(c, {"log_append", "merge_start", "merge_range", "flush", "version_flip",
+                                "garbage_collection", "recovery"});
+  EXPECT_GT(dptree_pair_splits_total(), pairs_before) << "no leaf split with its neighbour";
+  for (const char* p : {"merge_range", "flush", "version_flip", "garbage_collection"})
+    EXPECT_GT(in_pair_merges[p], 0u) << "no crash captured in " << p << " of a pair split merge";
+}
+
+INSTANTIATE_TEST_SUITE_P(Images, CDPTreeCrashThirds,
+                         ::testing::Values(SeedUnit{3, pm::Unit::line64},
+                                           SeedUnit{4, pm::Unit::word8}),
+                         seed_unit_name);
+
 // A merge on the background merge worker (background_merge=1; merge_threads=1, so one pool
 // thread runs the whole merge and its events come in one order): while the writer waits,
 // the merge is crashed at each of its flush and fence events, every image opened and

@@ -16,7 +16,7 @@ namespace {
 struct Param {
   std::uint64_t seed;
   pm::Unit unit;
-  const char* split;  // Algorithm 2 (rebuild) or keep_last: each in both units
+  const char* split;  // Algorithm 2 (rebuild), keep_last or thirds: each in both units
 };
 
 class DPTreeCrash : public ::testing::TestWithParam<Param> {};
@@ -42,22 +42,43 @@ CrashConfig small_config(std::uint64_t seed, pm::Unit unit, std::size_t ops,
 }
 
 // The phase, with "/kept_split" when the merge running has kept an old leaf in a split
-// (split=keep_last): captures inside such merges are counted apart. Only merge phases: a
+// (split=keep_last), "/pair_split" when it has rewritten a leaf with its neighbour
+// (split=thirds): captures inside such merges are counted apart. Only merge phases: a
 // recovery or write run inside a capture sees the outer merge's count.
 std::string phase_label() {
   auto p = dptree_current_phase();
   std::string s = to_string(p);
   bool merging = p != DPTreePhase::idle && p != DPTreePhase::log_append &&
                  p != DPTreePhase::recovery && p != DPTreePhase::merge_start;
-  return merging && dptree_merge_kept_splits() ? s + "/kept_split" : s;
+  if (merging && dptree_merge_kept_splits()) return s + "/kept_split";
+  if (merging && dptree_merge_pair_splits()) return s + "/pair_split";
+  return s;
 }
 
-// Captures of phase p, with or without a kept split.
+// Captures of phase p, with or without a kept or pair split.
 std::size_t in_phase(const CrashResult& r, const std::string& p) {
   std::size_t n = 0;
   for (auto& [k, c] : r.per_phase)
-    if (k == p || k == p + "/kept_split") n += c;
+    if (k == p || k == p + "/kept_split" || k == p + "/pair_split") n += c;
   return n;
+}
+
+// The split mode's own captures: inside merges that kept a leaf (keep_last) or rewrote a pair
+// (thirds), in every phase from the leaves' writes to the collection of the old ones; none
+// of the other kind.
+void expect_split_captures(const CrashResult& r, const std::string& split) {
+  for (const char* p : {"upsert_merge", "flush", "version_flip", "garbage_collection"})
+    for (const char* kind : {"keep_last", "thirds"}) {
+      const std::string key =
+          std::string(p) + (std::string(kind) == "keep_last" ? "/kept_split" : "/pair_split");
+      auto it = r.per_phase.find(key);
+      const std::size_t n = it == r.per_phase.end() ? 0 : it->second;
+      if (split == kind)
+        EXPECT_GT(n, 0u) << "no crash captured in phase " << p << " of a merge with a " << kind
+                         << " split";
+      else
+        EXPECT_EQ(n, 0u) << key;
+    }
 }
 
 TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
@@ -69,17 +90,18 @@ TEST_P(DPTreeCrash, EveryImageRecoversWithAcknowledgedOps) {
   expect_crashed_in({"log_append", "merge_start", "upsert_merge", "delete_merge", "consolidation",
                      "flush", "version_flip", "garbage_collection", "recovery"},
                     [&](const std::string& p) { return in_phase(r, p); });
-  // split=keep_last keeps old leaves: crashes while their new version nv is being built and
-  // written back, and at the flip that publishes it.
-  for (const char* p : {"upsert_merge", "flush", "version_flip", "garbage_collection"})
-    if (std::string(GetParam().split) == "keep_last")
-      EXPECT_GT(r.per_phase[std::string(p) + "/kept_split"], 0u)
-          << "no crash captured in phase " << p << " of a merge with a kept split";
-    else
-      EXPECT_EQ(r.per_phase[std::string(p) + "/kept_split"], 0u);
+  // split=keep_last keeps old leaves, split=thirds rewrites pairs: crashes while version nv
+  // is being built and written back, at the flip that publishes it, and while the leaves it
+  // replaced are freed.
+  expect_split_captures(r, GetParam().split);
+  if (std::string(GetParam().split) == "thirds") {
+    // Both ways of a pair split ran: keeping an old leaf, and rewriting one.
+    EXPECT_GT(r.extra["pair_leaves_kept"], 0.0);
+    EXPECT_LT(r.extra["pair_leaves_kept"], 2 * r.extra["pair_splits"]);
+  }
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.continued_images, 0u);
-  EXPECT_GE(r.images, 6250u);  // 8 cases: at least 50,000 images in all
+  EXPECT_GE(r.images, 6250u);  // 10 cases: at least 50,000 images in all
 }
 
 // DPTree at its default leaf size: 352 slots, a multiple of 16, so every lookup and merge
@@ -108,24 +130,31 @@ TEST_P(DPTreeCrashDefaultLeaf, EveryImageRecoversWithAcknowledgedOps) {
       [&](const std::string& p) { return in_phase(r, p); });
   EXPECT_GE(r.extra["leaves"], 3.0);
   EXPECT_GE(r.extra["merges"], 3.0);
-  EXPECT_GE(r.extra["splits"], 2.0) << "merges must split default-size leaves";
+  if (std::string(GetParam().split) == "thirds") {
+    // Fuller leaves split less often: one split of a leaf with its neighbour at least.
+    EXPECT_GE(r.extra["pair_splits"], 1.0) << "a default-size leaf must split with its neighbour";
+    expect_split_captures(r, "thirds");
+  } else {
+    EXPECT_GE(r.extra["splits"], 2.0) << "merges must split default-size leaves";
+  }
   EXPECT_GT(r.continued_images, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Images, DPTreeCrashDefaultLeaf,
-                         ::testing::Values(Param{21, pm::Unit::line64, "rebuild"},
-                                           Param{22, pm::Unit::word8, "rebuild"},
-                                           Param{21, pm::Unit::line64, "keep_last"},
-                                           Param{24, pm::Unit::word8, "keep_last"}),
-                         [](const auto& i) {
-                           return std::string(i.param.unit == pm::Unit::word8 ? "word8_"
-                                                                              : "line64_") +
-                                  i.param.split + "_" + std::to_string(i.param.seed);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Images, DPTreeCrashDefaultLeaf,
+    ::testing::Values(Param{21, pm::Unit::line64, "rebuild"}, Param{22, pm::Unit::word8, "rebuild"},
+                      Param{21, pm::Unit::line64, "keep_last"},
+                      Param{24, pm::Unit::word8, "keep_last"},
+                      Param{25, pm::Unit::line64, "thirds"}, Param{26, pm::Unit::word8, "thirds"}),
+    [](const auto& i) {
+      return std::string(i.param.unit == pm::Unit::word8 ? "word8_" : "line64_") + i.param.split +
+             "_" + std::to_string(i.param.seed);
+    });
 
-// The experiment switches under the crash simulator (fewer images: the 8 cases above carry
-// the 50,000): out-of-place merges with wide entries (3-line log records), fingerprint
-// probing with 24-byte entries, and kept splits with 40-byte entries.
+// The experiment switches under the crash simulator (fewer images: the 10 DPTreeCrash cases
+// carry the 50,000): out-of-place merges with wide entries (3-line log records), fingerprint
+// probing with 24-byte entries, kept splits with 40-byte entries and pair splits with 64-byte
+// entries.
 struct Variant {
   const char* name;
   std::map<std::string, std::string> extra;
@@ -191,6 +220,9 @@ INSTANTIATE_TEST_SUITE_P(
                 pm::Unit::line64},
         Variant{"split_keep_last_entry_24_16",
                 {{"split", "keep_last"}, {"key_bytes", "24"}, {"value_bytes", "16"}},
+                pm::Unit::word8},
+        Variant{"split_thirds_entry_40_24",
+                {{"split", "thirds"}, {"key_bytes", "40"}, {"value_bytes", "24"}},
                 pm::Unit::word8}),
     [](const auto& i) { return std::string(i.param.name); });
 
@@ -200,7 +232,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Param{3, pm::Unit::line64, "keep_last"},
                       Param{4, pm::Unit::line64, "keep_last"}, Param{5, pm::Unit::word8, "rebuild"},
                       Param{6, pm::Unit::word8, "rebuild"}, Param{7, pm::Unit::word8, "keep_last"},
-                      Param{8, pm::Unit::word8, "keep_last"}),
+                      Param{8, pm::Unit::word8, "keep_last"}, Param{9, pm::Unit::line64, "thirds"},
+                      Param{10, pm::Unit::word8, "thirds"}),
     [](const auto& i) {
       return std::string(i.param.unit == pm::Unit::word8 ? "word8_" : "line64_") + i.param.split +
              "_" + std::to_string(i.param.seed);

@@ -49,6 +49,18 @@ TEST_P(DPTreeModel, SmallLeavesManyMergesKeepLast) {
   EXPECT_GT(r.extra["leaves_freed"], 20);
 }
 
+TEST_P(DPTreeModel, SmallLeavesManyMergesThirds) {
+  auto r = run_model(many_merges(GetParam() + 500, 40000, "thirds"));
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["pair_splits"], 20) << "split=thirds splits a leaf with its neighbour";
+  EXPECT_LE(r.extra["pair_splits"], r.extra["splits"]);
+  EXPECT_GT(r.extra["pair_leaves_kept"], 0) << "keeping old leaves";
+  EXPECT_LT(r.extra["pair_leaves_kept"], 2 * r.extra["pair_splits"]) << "or rewriting them";
+  EXPECT_EQ(r.extra["kept_splits"], 0);
+  EXPECT_GT(r.extra["consolidations"], 10);
+  EXPECT_GT(r.extra["leaves_freed"], 20);
+}
+
 TEST_P(DPTreeModel, ShrinkToEmptyAndGrowAgain) {
   // Mostly removes over a small key space: leaves empty out and are consolidated away.
   ModelConfig c = small(GetParam() + 100, 15000, 200, 500, 0);
@@ -90,6 +102,7 @@ TEST_P(DPTreeModelVariant, SmallLeavesManyMerges) {
 INSTANTIATE_TEST_SUITE_P(
     Options, DPTreeModelVariant,
     ::testing::Combine(::testing::Values(Variant{"split_keep_last", {{"split", "keep_last"}}},
+                                         Variant{"split_thirds", {{"split", "thirds"}}},
                                          Variant{"probe_linear", {{"probe", "linear"}}},
                                          Variant{"probe_fingerprint", {{"probe", "fingerprint"}}},
                                          Variant{"out_of_place", {{"merge_mode", "out_of_place"}}},
@@ -104,6 +117,18 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& i) {
       return std::string(std::get<0>(i.param).name) + "_" + std::to_string(std::get<1>(i.param));
     });
+
+// split=thirds at the default leaf size: pairs of 352-slot leaves rewritten as three.
+TEST(DPTreeModelDefaults, DefaultLeavesSplitInThirds) {
+  ModelConfig c = model_config("dptree", 10, 40000, 20000, 10000, 0);
+  c.pool_bytes = 16u << 20;
+  c.options["split"] = "thirds";
+  auto r = run_model(c);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_GT(r.extra["merges"], 3);
+  EXPECT_GT(r.extra["pair_splits"], 5);
+  EXPECT_GT(r.extra["leaves"], 20);
+}
 
 // The default options (352-slot leaves: the sixteen-slot block probe, keep_last splits) with
 // enough keys for leaves to split and merges to keep the old leaf.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -61,13 +62,14 @@ TEST(DPTreeOptions, ExperimentSwitchesParseAndRefuseClearly) {
   EXPECT_EQ(d.split, SplitMode::keep_last);
   EXPECT_EQ(DPTreeOptions::from_map({{"split", "rebuild"}}).split, SplitMode::rebuild);
   EXPECT_EQ(DPTreeOptions::from_map({{"split", "keep_last"}}).split, SplitMode::keep_last);
+  EXPECT_EQ(DPTreeOptions::from_map({{"split", "thirds"}}).split, SplitMode::thirds);
   msg = error_of([] { DPTreeOptions::from_map({{"split", "halves"}}); });
   EXPECT_NE(msg.find("split='halves'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("use keep_last or rebuild"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("use keep_last, rebuild or thirds"), std::string::npos) << msg;
   DPTreeOptions bad_split;
   bad_split.split = static_cast<SplitMode>(7);
   msg = error_of([&] { bad_split.validate(); });
-  EXPECT_NE(msg.find("split is not one of rebuild, keep_last"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("split is not one of rebuild, keep_last, thirds"), std::string::npos) << msg;
   for (const char* bad : {"4", "12", "64", "57"}) {
     msg = error_of([&] { DPTreeOptions::from_map({{"key_bytes", bad}}); });
     EXPECT_NE(msg.find("key_bytes=" + std::string(bad)), std::string::npos) << msg;
@@ -138,6 +140,7 @@ TEST(OptionTable, DescribedDefaultsParseToTheDefaults) {
       EXPECT_EQ(p.merge_ratio, d.merge_ratio);
       EXPECT_EQ(p.inplace_delete, d.inplace_delete);
       EXPECT_EQ(p.leaf_bytes, d.leaf_bytes);
+      EXPECT_EQ(p.split, d.split);
     }
   }
   try {
@@ -524,34 +527,27 @@ TEST(DPTreeSplit, ClearedSlotsKeepEveryKeyReachable) {
   for (auto& [key, v] : es) EXPECT_GE(detail::leaf_find(lf, 0, key), 0);
 }
 
-// split=keep_last against Algorithm 2 on the paper's defaults: the same answers, fewer node
-// lines written, and the old leaf of every kept split stays (only the others are freed).
-TEST(DPTreeSplit, KeepLastWritesFewerLinesAndKeepsTheOldLeaf) {
-  std::size_t node_lines[2] = {};
-  for (auto mode : {SplitMode::rebuild, SplitMode::keep_last}) {
-    DPTreeOptions o;
+// A default tree with split mode `mode` after 60,000 inserts of random keys (the split tests
+// below), and what they wrote.
+struct SplitRun {
+  DPTreeOptions o;
+  std::unique_ptr<pm::Pool> pool = pm::Pool::create_in_memory(32 << 20);
+  std::unique_ptr<DPTree<>> t;
+  std::map<Key, Value> model;
+  std::mt19937_64 rng;
+
+  SplitRun(SplitMode mode, std::uint64_t seed) : rng(seed) {
     o.split = mode;
-    auto pool = pm::Pool::create_in_memory(32 << 20);
-    auto t = DPTree<>::create(*pool, o);
-    std::map<Key, Value> model;
-    std::mt19937_64 rng(8);
-    auto before = pm::counters();
+    t = DPTree<>::create(*pool, o);
     for (int i = 0; i < 60000; ++i) {
       Key k = rng();
       t->upsert(k, static_cast<Value>(i));
       model[k] = static_cast<Value>(i);
     }
-    node_lines[static_cast<int>(mode)] = (pm::counters() - before)[pm::Category::node].lines;
-    auto s = t->stats();
-    EXPECT_GT(s.splits, 30u);
-    EXPECT_EQ(s.consolidations, 0u) << "inserts only";
-    if (mode == SplitMode::rebuild) {
-      EXPECT_EQ(s.kept_splits, 0u);
-      EXPECT_EQ(s.leaves_freed, s.splits) << "Algorithm 2 frees every split leaf";
-    } else {
-      EXPECT_GT(s.kept_splits, s.splits * 3 / 4);
-      EXPECT_EQ(s.leaves_freed, s.splits - s.kept_splits) << "a kept leaf is not garbage";
-    }
+  }
+  // The tree answers as `model`: a full scan and check(), then, reopened, every key and 1,000
+  // absent ones.
+  void expect_as_model() {
     std::vector<KV> all;
     t->scan(0, 1u << 20, all);
     ASSERT_TRUE(all == std::vector<KV>(model.begin(), model.end())) << "scan differs";
@@ -562,8 +558,85 @@ TEST(DPTreeSplit, KeepLastWritesFewerLinesAndKeepsTheOldLeaf) {
     for (auto& [k, v] : model) ASSERT_EQ(t->lookup(k), std::optional<Value>(v));
     for (int i = 0; i < 1000; ++i) ASSERT_EQ(t->lookup(rng()), std::nullopt);
   }
+};
+
+// split=keep_last against Algorithm 2 on the paper's defaults: the same answers, fewer node
+// lines written, and the old leaf of every kept split stays (only the others are freed).
+TEST(DPTreeSplit, KeepLastWritesFewerLinesAndKeepsTheOldLeaf) {
+  std::size_t node_lines[2] = {};
+  for (auto mode : {SplitMode::rebuild, SplitMode::keep_last}) {
+    auto before = pm::counters();
+    SplitRun run(mode, 8);
+    node_lines[static_cast<int>(mode)] = (pm::counters() - before)[pm::Category::node].lines;
+    auto s = run.t->stats();
+    EXPECT_GT(s.splits, 30u);
+    EXPECT_EQ(s.consolidations, 0u) << "inserts only";
+    if (mode == SplitMode::rebuild) {
+      EXPECT_EQ(s.kept_splits, 0u);
+      EXPECT_EQ(s.leaves_freed, s.splits) << "Algorithm 2 frees every split leaf";
+    } else {
+      EXPECT_GT(s.kept_splits, s.splits * 3 / 4);
+      EXPECT_EQ(s.leaves_freed, s.splits - s.kept_splits) << "a kept leaf is not garbage";
+    }
+    run.expect_as_model();
+    if (HasFatalFailure()) return;
+  }
   EXPECT_LT(node_lines[1] * 10, node_lines[0] * 9)
       << "rebuild " << node_lines[0] << " keep_last " << node_lines[1];
+}
+
+// split=thirds against Algorithm 2 on the paper's defaults: the same answers (also after a
+// reopen), fewer and so fuller leaves for the same inserts; pair splits keep old leaves, and
+// exactly the others are freed (those of a pair not kept, and a leaf that split alone, the
+// range's last).
+TEST(DPTreeSplit, ThirdsFillsLeavesFullerAndFreesOnlyTheLeavesItRewrote) {
+  std::size_t leaves[2] = {};
+  for (auto mode : {SplitMode::rebuild, SplitMode::thirds}) {
+    SplitRun run(mode, 9);
+    run.t->merge();
+    auto s = run.t->stats();
+    leaves[mode == SplitMode::thirds] = s.leaves;
+    EXPECT_GT(s.splits, 30u);
+    EXPECT_EQ(s.consolidations, 0u) << "inserts only";
+    if (mode == SplitMode::rebuild) {
+      EXPECT_EQ(s.pair_splits, 0u);
+      EXPECT_EQ(s.leaves_freed, s.splits);
+    } else {
+      EXPECT_GT(s.pair_splits, s.splits / 2) << "most leaves that split have a next leaf";
+      EXPECT_GT(s.pair_leaves_kept, s.pair_splits / 2) << "pair splits keep old leaves";
+      EXPECT_EQ(s.leaves_freed, s.splits - s.pair_splits + 2 * s.pair_splits - s.pair_leaves_kept);
+      std::printf("thirds: %zu splits, %zu of a pair, %zu old leaves kept\n", s.splits,
+                  s.pair_splits, s.pair_leaves_kept);
+    }
+    run.expect_as_model();
+    if (HasFatalFailure()) return;
+  }
+  std::printf("leaves: rebuild %zu, thirds %zu\n", leaves[0], leaves[1]);
+  EXPECT_LT(leaves[1] * 100, leaves[0] * 97) << "rebuild " << leaves[0] << ", thirds " << leaves[1];
+}
+
+// split for the concurrent tree: rebuild (its default) or thirds; keep_last, DPTree's, is
+// refused by name, and the string forms of both trees refuse thirds (their merges split on
+// their own) instead of ignoring it.
+TEST(DPTreeSplit, ThirdsIsTakenByBothIntegerTreesAndRefusedByTheStringForms) {
+  EXPECT_EQ(CDPTreeOptions{}.split, SplitMode::rebuild);
+  EXPECT_EQ(CDPTreeOptions::from_map({{"split", "thirds"}}).split, SplitMode::thirds);
+  auto msg = error_of([] { CDPTreeOptions::from_map({{"split", "keep_last"}}); });
+  EXPECT_NE(msg.find("split='keep_last'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rebuild or thirds"), std::string::npos) << msg;
+  CDPTreeOptions bad;
+  bad.split = SplitMode::keep_last;
+  msg = error_of([&] { bad.validate(); });
+  EXPECT_NE(msg.find("split=keep_last is not one of rebuild, thirds"), std::string::npos) << msg;
+  for (const char* name : {"dptree", "cdptree"}) {
+    auto pool = pm::Pool::create_in_memory(8 << 20);
+    IndexConfig c;
+    c.pool = pool.get();
+    c.options = {{"split", "thirds"}};
+    msg = error_of([&] { find_index(name).create_string(c); });
+    EXPECT_NE(msg.find("split=thirds applies to integer keys only"), std::string::npos) << msg;
+    EXPECT_EQ(*pool->root_word(), 0u) << name << ": nothing written to the pool";
+  }
 }
 
 // key_bytes / value_bytes through the registry: the width is the pool's from then on.

@@ -28,6 +28,12 @@ const char* to_string(DPTreePhase p);
 // Splits that kept the old leaf (split=keep_last) so far in the merge running on this thread
 // (0 outside a merge), for tests that count crash captures inside such merges.
 std::size_t dptree_merge_kept_splits();
+// Splits that rewrote a leaf with its neighbour (split=thirds) on this thread: in DPTree's
+// merge running (0 outside one); the concurrent tree's merges (on this thread when it has one
+// merge worker and no background merge) count on without a reset.
+std::size_t dptree_merge_pair_splits();
+// Those splits on every thread since the process started (the concurrent tree's merge workers).
+std::size_t dptree_pair_splits_total();
 // The string form of DPTree merges a buffer that does not fit at once in key-ordered parts,
 // each a merge cycle of its own. Tests set the most entries of a part (0, the default: the
 // whole buffer, parts only when it does not fit) to run parts in any pool; process-wide.

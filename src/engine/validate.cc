@@ -173,8 +173,9 @@ class Validator {
     const std::size_t meta = integer_leaves() ? t_.L.meta_p[cv_] + 8 * t_.L.bm_words : 0;
     for (std::size_t i = 0; i < kDirSlots; ++i) {
       blk[i] = d.slot[i].off;
-      if (blk[i] && blk[i] < pool_.size()) __builtin_prefetch(pool_.base() + blk[i]);
-      if (meta && blk[i] && blk[i] + meta < pool_.size()) {
+      if (!blk[i] || blk[i] >= pool_.size()) continue;  // owned() refuses it
+      __builtin_prefetch(pool_.base() + blk[i]);
+      if (meta && pool_.size() - blk[i] > meta) {  // the slot's words are untrusted yet
         __builtin_prefetch(pool_.base() + blk[i] + meta);
         table_->prefetch(blk[i]);
       }

@@ -89,7 +89,13 @@ struct CDPTreeStats {
   std::size_t log_pages = 0;        // pages of the Front log
   std::size_t free_log_pages = 0;   // pages cached in the freelists
   std::uint64_t restart_count = 0;
+  // The last open's recovery (0 for a tree created by this process), in seconds: all of it,
+  // and its phases: the open-time checks of the pool (which read every leaf's header and
+  // list words), the inner index built from what they read, the log replay into the
+  // buffers, and the sweep of the unused log pages (docs/cdptree.md, "Recovery").
   double last_recovery_seconds = 0;
+  double recovery_check_seconds = 0, recovery_index_seconds = 0, recovery_replay_seconds = 0,
+         recovery_sweep_seconds = 0;
   // The longest a write waited at the merge trigger (Algorithm 7 lines 6-16: the Front's
   // hand-over, or all of the merge when merges run inline), apart from any time it was
   // descheduled elsewhere. A write that finds a merge running is not timed.

@@ -28,35 +28,47 @@ Leaf BaseCtx::leaf(u64 off) const {
   return Leaf{pool.at(off), &L};
 }
 
-BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 count) {
-  std::vector<u64> leaves;
-  for (u64 l = head.off; l; l = cx.leaf(l).next(v).off) leaves.push_back(l);
-  return snapshot_of(cx, std::move(leaves), v, count, 1);
-}
+namespace {
 
-BaseSnapshot* snapshot_of(const BaseCtx& cx, std::vector<u64> leaves, int v, u64 count,
-                          unsigned threads) {
+// A snapshot of `leaves` with max keys `max` (filled in later when empty), no leaf fresh.
+BaseSnapshot* new_snapshot(const BaseCtx& cx, std::vector<u64> leaves, std::vector<u64> max, int v,
+                           u64 count) {
   auto* s = new BaseSnapshot;
   s->v = v;
   s->count = count;
   s->leaf = std::move(leaves);
   const std::size_t n = s->leaf.size();
+  s->max = std::move(max);
   s->max.resize(n);
   s->tombstoned = std::make_unique<std::atomic<bool>[]>(n);
   s->fresh = std::make_unique<std::atomic<std::uint8_t>[]>(n);
-  detail::for_chunks(n, threads, [&](std::size_t lo, std::size_t hi) {
-    detail::for_each_prefetched(
-        lo, hi, [&](std::size_t i) { return &cx.leaf(s->leaf[i]).rc(v); },
-        [&](std::size_t i) {
-          const Leaf lf = cx.leaf(s->leaf[i]);
-          s->max[i] = lf.max_key(v);
-          std::atomic_ref<u64> rc(lf.rc(v));
-          s->fresh[i].store(rc.load(std::memory_order_acquire) == cx.restart_count,
-                            std::memory_order_relaxed);
-        });
-  });
-  s->search.build(s->max);
   s->any_leaf_tombstoned = cx.restarted;
+  return s;
+}
+
+}  // namespace
+
+BaseSnapshot* recovered_snapshot(const BaseCtx& cx, std::vector<u64> leaves, std::vector<u64> max,
+                                 int v, u64 count) {
+  BaseSnapshot* s = new_snapshot(cx, std::move(leaves), std::move(max), v, count);
+  s->search.build(s->max);
+  return s;
+}
+
+BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 count) {
+  std::vector<u64> leaves;
+  for (u64 l = head.off; l; l = cx.leaf(l).next(v).off) leaves.push_back(l);
+  BaseSnapshot* s = new_snapshot(cx, std::move(leaves), {}, v, count);
+  detail::for_each_prefetched(
+      0, s->leaf.size(), [&](std::size_t i) { return &cx.leaf(s->leaf[i]).rc(v); },
+      [&](std::size_t i) {
+        const Leaf lf = cx.leaf(s->leaf[i]);
+        s->max[i] = lf.max_key(v);
+        std::atomic_ref<u64> rc(lf.rc(v));
+        s->fresh[i].store(rc.load(std::memory_order_acquire) == cx.restart_count,
+                          std::memory_order_relaxed);
+      });
+  s->search.build(s->max);
   return s;
 }
 

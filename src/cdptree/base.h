@@ -68,11 +68,11 @@ struct BaseCtx {
 
 // The leaf chain of version v from `head`, holding `count` keys, as a snapshot.
 BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 count);
-// The same over `leaves`, that chain's offsets in order (as open-time validation walked it),
-// their max keys and restart counters read by `threads` threads: recovery's snapshot without
-// a second walk of the chain, one miss after another.
-BaseSnapshot* snapshot_of(const BaseCtx& cx, std::vector<u64> leaves, int v, u64 count,
-                          unsigned threads);
+// Recovery's snapshot (Algorithm 4, after line 7): `leaves` and their max keys as the
+// open-time check read them (validate.h), no leaf read again. No leaf's metadata is current:
+// the check refused a restart counter above the root's, and recovery has just raised it.
+BaseSnapshot* recovered_snapshot(const BaseCtx& cx, std::vector<u64> leaves, std::vector<u64> max,
+                                 int v, u64 count);
 // §3.4: whether leaf `i` of the snapshot may hold a tombstone written in place.
 inline bool may_hold_tombstone(const BaseSnapshot& s, std::size_t i) {
   return s.any_leaf_tombstoned || s.tombstoned[i].load(std::memory_order_relaxed);

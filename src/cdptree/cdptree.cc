@@ -151,7 +151,7 @@ void CDPTree::Impl::create() {
 
 // validate.h's checks, with the log header tables: each owned by its root word and as long
 // as the partition count, each tail word starting a page chain.
-std::vector<u64> CDPTree::Impl::validate_open() const {
+detail::OpenedList CDPTree::Impl::validate_open() const {
   TreeShape shape{"cdptree", kCDPTreeGvBits, ~cdp::kRcLock,
                   cdp::log_table_words(*this, *root, opt.log_partitions, "cdptree")};
   shape.threads = recovery_workers();
@@ -173,9 +173,12 @@ void CDPTree::Impl::open() {
   validate_stored([this] { opt.validate(); });
   root = rt;
   attach();
-  std::vector<u64> leaves = validate_open();
+  const auto t0 = std::chrono::steady_clock::now();
+  detail::OpenedList list = validate_open();
+  recovery_times.check = cdp::seconds_since(t0);
   restarted.store(true);  // before recovery builds the snapshot: see tombstone_filter
-  recover(std::move(leaves));
+  recover(std::move(list));
+  recovery_times.total = cdp::seconds_since(t0);
 }
 
 // ------------------------------------------------------------------ Impl: reads
@@ -489,17 +492,29 @@ const CDPTreeOptions& CDPTree::options() const {
 
 std::vector<std::pair<std::string, double>> named_figures(const CDPTreeStats& s) {
   auto d = [](std::size_t x) { return static_cast<double>(x); };
-  return {
-      {"front_entries", d(s.front_entries)},       {"middle_entries", d(s.middle_entries)},
-      {"base_records", d(s.base_records)},         {"leaves", d(s.leaves)},
-      {"leaf_capacity", d(s.leaf_capacity)},       {"merges", d(s.merges)},
-      {"merge_partitions", d(s.merge_partitions)}, {"splits", d(s.splits)},
-      {"consolidations", d(s.consolidations)},     {"leaves_created", d(s.leaves_created)},
-      {"leaves_freed", d(s.leaves_freed)},         {"lazy_rebuilds", d(s.lazy_rebuilds)},
-      {"inplace_updates", d(s.inplace_updates)},   {"log_pages", d(s.log_pages)},
-      {"free_log_pages", d(s.free_log_pages)},     {"restart_count", d(s.restart_count)},
-      {"merge_wait_max_ms", s.merge_wait_max_ms},  {"recovery_seconds", s.last_recovery_seconds},
-      {"inplace_deletes", d(s.inplace_deletes)}};
+  return {{"front_entries", d(s.front_entries)},
+          {"middle_entries", d(s.middle_entries)},
+          {"base_records", d(s.base_records)},
+          {"leaves", d(s.leaves)},
+          {"leaf_capacity", d(s.leaf_capacity)},
+          {"merges", d(s.merges)},
+          {"merge_partitions", d(s.merge_partitions)},
+          {"splits", d(s.splits)},
+          {"consolidations", d(s.consolidations)},
+          {"leaves_created", d(s.leaves_created)},
+          {"leaves_freed", d(s.leaves_freed)},
+          {"lazy_rebuilds", d(s.lazy_rebuilds)},
+          {"inplace_updates", d(s.inplace_updates)},
+          {"log_pages", d(s.log_pages)},
+          {"free_log_pages", d(s.free_log_pages)},
+          {"restart_count", d(s.restart_count)},
+          {"merge_wait_max_ms", s.merge_wait_max_ms},
+          {"recovery_seconds", s.last_recovery_seconds},
+          {"inplace_deletes", d(s.inplace_deletes)},
+          {"recovery_check_seconds", s.recovery_check_seconds},
+          {"recovery_index_seconds", s.recovery_index_seconds},
+          {"recovery_replay_seconds", s.recovery_replay_seconds},
+          {"recovery_sweep_seconds", s.recovery_sweep_seconds}};
 }
 
 CDPTreeStats CDPTree::stats() const {
@@ -541,7 +556,11 @@ CDPTreeStats CDPTree::stats() const {
   s.merge_wait_max_ms = m.merge_wait.ms();
   s.free_log_pages = m.pages->size(0) + m.pages->size(1);
   s.restart_count = m.root->base.restart_count;
-  s.last_recovery_seconds = m.last_recovery_seconds;
+  s.last_recovery_seconds = m.recovery_times.total;
+  s.recovery_check_seconds = m.recovery_times.check;
+  s.recovery_index_seconds = m.recovery_times.index;
+  s.recovery_replay_seconds = m.recovery_times.replay;
+  s.recovery_sweep_seconds = m.recovery_times.sweep;
   s.pm_bytes = m.pm_bytes();
   s.dram_bytes += sizeof(Impl) + m.dir->dram_bytes() + m.pages->dram_bytes() +
                   m.node_chunks.spare_bytes() +

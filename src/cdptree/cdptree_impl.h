@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -33,12 +34,17 @@
 #include "engine/merge.h"
 #include "engine/owner_dir.h"
 #include "engine/plog.h"
+#include "engine/validate.h"
 #include "format/cdptree_root.h"
 #include "format/layout.h"
 
 namespace dptree {
 
 namespace cdp {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 using detail::CRoot;
 using detail::kCRootMagic;
@@ -72,7 +78,10 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   // §3.4: true from open() until a merge starts: tombstones written in place before the
   // restart may be in any leaf, so the recovered snapshot marks every leaf (base.h).
   std::atomic<bool> restarted{false};
-  double last_recovery_seconds = 0;
+  // The phases of the last open (CDPTreeStats).
+  struct RecoveryTimes {
+    double total = 0, check = 0, index = 0, replay = 0, sweep = 0;
+  } recovery_times;
 
   int cv() const { return static_cast<int>(root->base.gv & 1); }
   detail::LogPagePtr* table(int v) const { return pool.get(root->log_table[v]); }
@@ -88,11 +97,11 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
 
   void create();
   void open();
-  // validate.h, before recovery: the current version's leaves in list order.
-  std::vector<u64> validate_open() const;
+  // validate.h, before recovery: the current version's leaves in list order, their max keys.
+  detail::OpenedList validate_open() const;
   void attach();
   void ensure_tables();
-  void recover(std::vector<u64> leaves);
+  void recover(detail::OpenedList list);
 
   // Operations (cdptree.cc).
   std::optional<u64> lookup_raw(u64 k) const;

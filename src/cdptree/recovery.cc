@@ -1,8 +1,6 @@
 // Recovery of the concurrent DPTree: Algorithm 4 (§2.4) with the log partitions replayed in
 // parallel (§4.5), two live logs when the crash came inside a merge (see cdptree_impl.h), and
 // the metadata lock bits of §3.2 voided by the restart count they are stamped with (base.h).
-#include <chrono>
-
 #include "cdptree/cdptree_impl.h"
 #include "cdptree/phase.h"
 #include "dptree/pm/persist.h"
@@ -13,9 +11,8 @@ namespace dptree {
 
 using namespace detail;  // NOLINT: the layout vocabulary
 
-void CDPTree::Impl::recover(std::vector<u64> leaves) {
+void CDPTree::Impl::recover(OpenedList list) {
   cdp::PhaseScope ph(CDPTreePhase::recovery);
-  auto t0 = std::chrono::steady_clock::now();
   Root& R = root->base;
   dir->load();
   ensure_tables();
@@ -36,10 +33,14 @@ void CDPTree::Impl::recover(std::vector<u64> leaves) {
     pm::CategoryScope cat(pm::Category::node);
     pm::persist(&R.restart_count, 8);
   }
-  // The list validate_open walked: lines 2-5 above change only the other version's.
-  gp_b.store(cdp::snapshot_of(base_ctx(), std::move(leaves), cv(), R.base_count[cv()],
-                              recovery_workers()));
+  // The list validate_open walked, and the max keys it read: lines 2-5 above change only the
+  // other version's.
+  auto t0 = std::chrono::steady_clock::now();
+  gp_b.store(cdp::recovered_snapshot(base_ctx(), std::move(list.leaves), std::move(list.max), cv(),
+                                     R.base_count[cv()]));
+  recovery_times.index = cdp::seconds_since(t0);
   merge_thresh.store(threshold(R.base_count[cv()]));
+  t0 = std::chrono::steady_clock::now();
   // Line 6, in parallel: each worker replays whole partitions (a key's records are all in
   // one partition, in order); the log of version gv first, then the newer one if live.
   cdp::Cpbt* older = new_cpbt(cv());
@@ -48,14 +49,17 @@ void CDPTree::Impl::recover(std::vector<u64> leaves) {
     older->log.replay_partition(p, [&](u64 k, u64 v) { older->replayed(k, v); });
     if (newer) newer->log.replay_partition(p, [&](u64 k, u64 v) { newer->replayed(k, v); });
   });
+  recovery_times.replay = cdp::seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
   {
     auto in_use = older->log.pages();
     if (newer) {
       auto more = newer->log.pages();
       in_use.insert(in_use.end(), more.begin(), more.end());
     }
-    pages->sweep({in_use.begin(), in_use.end()});
+    pages->sweep({in_use.begin(), in_use.end()}, list.pages);
   }
+  recovery_times.sweep = cdp::seconds_since(t0);
   if (newer) {
     // The merge of the older log did not flip: run it again now, to the end, with the newer
     // log's entries laid over it (as a retry after pool_full: they cancel what they remove).
@@ -66,8 +70,6 @@ void CDPTree::Impl::recover(std::vector<u64> leaves) {
   } else {
     gp_f.store(older);
   }
-  last_recovery_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace dptree

@@ -91,21 +91,37 @@ void LogPageCache::discard(u64 page) {
   dir_.free_owned(pool_.at<LogPageHeader>(page)->owner_slot.off);
 }
 
+void LogPageCache::sweep_block(u64 slot, u64 blk, const std::unordered_set<u64>& in_use,
+                               std::vector<u64>& drop) {
+  const auto* h = pool_.at<LogPageHeader>(blk);
+  if (h->type != kPageType || in_use.contains(blk)) return;
+  u64 fl = h->flavor;
+  if (fl <= 1)
+    free_[fl].push_back(blk);
+  else
+    drop.push_back(slot);
+}
+
 void LogPageCache::sweep(const std::unordered_set<u64>& in_use) {
   std::vector<u64> drop;
   {
     std::lock_guard g(mu_);
     free_[0].clear();
     free_[1].clear();
-    dir_.for_each_owned([&](u64 slot, u64 blk) {
-      const auto* h = pool_.at<LogPageHeader>(blk);
-      if (h->type != kPageType || in_use.contains(blk)) return;
-      u64 fl = h->flavor;
-      if (fl <= 1)
-        free_[fl].push_back(blk);
-      else
-        drop.push_back(slot);
-    });
+    dir_.for_each_owned([&](u64 slot, u64 blk) { sweep_block(slot, blk, in_use, drop); });
+  }
+  for (u64 s : drop) dir_.free_owned(s);
+}
+
+void LogPageCache::sweep(const std::unordered_set<u64>& in_use,
+                         const std::vector<std::pair<u64, u64>>& pages) {
+  std::vector<u64> drop;
+  {
+    std::lock_guard g(mu_);
+    free_[0].clear();
+    free_[1].clear();
+    for (auto [slot, blk] : pages)
+      if (pool_.get(OwnerSlotPtr(slot))->off == blk) sweep_block(slot, blk, in_use, drop);
   }
   for (u64 s : drop) dir_.free_owned(s);
 }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <mutex>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "engine/owner_dir.h"
@@ -47,6 +48,10 @@ class LogPageCache {
   // Rebuilds both freelists from the directory: every page not in `in_use` goes to the list
   // of its flavor or back to the allocator when marked kDiscardFlavor (recovery).
   void sweep(const std::unordered_set<u64>& in_use);
+  // The same over `pages` (slot, page): every log page the directory owned when the open-time
+  // check listed them (validate.h; recovery takes no new page before its sweep), so that the
+  // sweep reads no leaf. A page its slot no longer holds is skipped.
+  void sweep(const std::unordered_set<u64>& in_use, const std::vector<std::pair<u64, u64>>& pages);
   // Keeps at most `want` pages cached (C_size, §2.1), dropping from the list `cv` does not use
   // first.
   void trim(std::size_t want, int cv);
@@ -55,6 +60,10 @@ class LogPageCache {
   std::size_t dram_bytes() const;
 
  private:
+  // sweep()'s step for the block `blk` owned by `slot` (mu_ held).
+  void sweep_block(u64 slot, u64 blk, const std::unordered_set<u64>& in_use,
+                   std::vector<u64>& drop);
+
   pm::Pool& pool_;
   OwnerDir& dir_;
   std::size_t page_bytes_;

@@ -1,18 +1,23 @@
 // Open-time checks of a DPTree family pool (validate.h).
 #include "engine/validate.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "dptree/error.h"
 #include "dptree/pm/allocator.h"
 #include "dptree/pm/pool.h"
+#include "engine/leaf_table.h"
 #include "engine/parallel_chunks.h"
 #include "format/dir_blocks.h"
 
@@ -93,17 +98,18 @@ class Validator {
         pool_(t.pool),
         root_(root),
         shape_(shape),
+        cv_(static_cast<int>(root.gv & kVersionBit)),
         leaves_(pool_.size()),
         pages_(pool_.size()),
         in_logs_(pool_.size()) {}
 
   // The current version's leaves in list order, as leaf_list() walked them.
-  std::vector<u64> run() {
+  OpenedList run() {
     const u64 root_off = pool_.offset_of(&root_);
     if (root_.gv & ~shape_.gv_bits) fail("root's gv word", root_off, "has unknown bits set");
     directory();
     pending();
-    const int cv = static_cast<int>(root_.gv & kVersionBit);
+    const int cv = cv_;
     std::size_t leaves = leaf_list(cv);
     if (root_.base_count[cv] > leaves * t_.L.cap)
       fail("root's base count", root_off,
@@ -130,7 +136,7 @@ class Validator {
   // and a leaf or log page that names the slot as its owner.
   // The walk resolves each link checked (format/dir_blocks.h); the slots are then checked by
   // shape_.threads threads, since each reads a block of its own (one leaf each, millions at
-  // 2^27 records).
+  // 2^27 records); they note each leaf's words of the current version in table_.
   void directory() {
     std::vector<DirBlockPtr> blocks;
     walk_blocks(pool_, root_.dir, kDirList, [&](DirBlockPtr b, u64 link) {
@@ -139,29 +145,51 @@ class Validator {
       dir_blocks_.insert(b.off);
       blocks.push_back(b);
     });
+    table_ = std::make_unique<LeafTable>(blocks.size() * kDirSlots);
+    first_leaf_.assign(blocks.size(), 0);
     std::atomic<std::size_t> leaves{0};
+    std::mutex mu;
+    std::map<std::size_t, std::vector<std::pair<u64, u64>>> pages;  // each chunk's, by first block
     for_chunks(blocks.size(), shape_.threads, [&](std::size_t lo, std::size_t hi) {
       std::size_t mine = 0;
-      for (std::size_t i = lo; i < hi; ++i) mine += owned_slots(blocks[i]);
+      std::vector<std::pair<u64, u64>> pg;
+      for (std::size_t i = lo; i < hi; ++i) mine += owned_slots(blocks[i], first_leaf_[i], pg);
       leaves += mine;
+      std::lock_guard g(mu);
+      pages[lo] = std::move(pg);
     });
     leaf_count_ = leaves;
+    for (auto& [lo, pg] : pages) list_.pages.insert(list_.pages.end(), pg.begin(), pg.end());
   }
 
   // The slots of one directory block: their blocks' owners under one allocator lock, and the
-  // header lines of the blocks requested before the first is read. Returns the leaves.
-  std::size_t owned_slots(DirBlockPtr b) {
+  // header lines of the blocks requested before the first is read. Returns the leaves, and
+  // the first of them in `first`; appends the log pages to `pages`.
+  std::size_t owned_slots(DirBlockPtr b, u64& first, std::vector<std::pair<u64, u64>>& pages) {
     const DirBlock& d = *pool_.get(b);
     std::array<u64, kDirSlots> blk;
     std::array<pm::Allocator::Owned, kDirSlots> own;
+    // The line of the current version's next, max key and restart counter (layout.h).
+    const std::size_t meta = integer_leaves() ? t_.L.meta_p[cv_] + 8 * t_.L.bm_words : 0;
     for (std::size_t i = 0; i < kDirSlots; ++i) {
       blk[i] = d.slot[i].off;
-      if (blk[i] && blk[i] < pool_.size()) __builtin_prefetch(pool_.base() + blk[i]);
+      if (!blk[i] || blk[i] >= pool_.size()) continue;  // owned() refuses it
+      __builtin_prefetch(pool_.base() + blk[i]);
+      if (meta && pool_.size() - blk[i] > meta) {  // the slot's words are untrusted yet
+        __builtin_prefetch(pool_.base() + blk[i] + meta);
+        table_->prefetch(blk[i]);
+      }
     }
     pool_.allocator().owners_of(blk, own);
     std::size_t leaves = 0;
-    for (std::size_t i = 0; i < kDirSlots; ++i)
-      if (blk[i]) leaves += owned(dir_slot(b, i).off, blk[i], own[i]);
+    for (std::size_t i = 0; i < kDirSlots; ++i) {
+      if (!blk[i]) continue;
+      const u64 slot = dir_slot(b, i).off;
+      if (!owned(slot, blk[i], own[i]))
+        pages.emplace_back(slot, blk[i]);
+      else if (!leaves++)
+        first = blk[i];
+    }
     return leaves;
   }
 
@@ -184,7 +212,21 @@ class Validator {
       fail(leaf ? "leaf" : "log page", blk,
            "names owner slot " + std::to_string(word(blk)) + ", not " + std::to_string(slot));
     (leaf ? leaves_ : pages_).insert_shared(blk);
+    if (leaf) note_leaf(blk);
     return leaf;
+  }
+
+  bool integer_leaves() const { return !shape_.next_word; }
+
+  // The words leaf_list() and recovery's inner index read of a leaf (block size checked).
+  void note_leaf(u64 blk) {
+    LeafTable::Entry e{blk, word(next_off(blk, cv_)), 0, 0};
+    if (integer_leaves()) {
+      const Leaf lf = t_.leaf(blk);
+      e.max = lf.max_key(cv_);
+      e.rc = lf.rc(cv_);
+    }
+    table_->put(e);
   }
 
   // The bytes a page's records span (the page size rounded down to whole records).
@@ -213,19 +255,63 @@ class Validator {
   }
 
   // The leaf list of the current version: owned leaves, no cycle, restart counts not ahead.
-  // Every leaf on it is an owned one, so a list longer than the owned leaves repeats one.
+  // Its words come from table_ (the leaves' words as directory() read them). The integer
+  // leaves' list is walked in stretches between the first leaves of the directory blocks
+  // (leaf_table.h) when that proves it; else, or when it is damaged, one link after another.
   std::size_t leaf_list(int v) {
+    const u64 head = word(pool_.offset_of(&root_.head[v]));
+    if (!integer_leaves() ||
+        !walk_in_stretches(*table_, head, marks(), leaf_count_, shape_.threads, list_.leaves))
+      return walk_list(v);
+    list_.max.reserve(list_.leaves.size());
+    for (u64 l : list_.leaves) {
+      const LeafTable::Entry* e = table_->find(l);  // the walk found it
+      list_.max.push_back(e->max);
+      check_rc(l, *e);
+    }
+    return list_.leaves.size();
+  }
+
+  // The first leaves of the directory blocks in list order, if their max keys tell it (the
+  // list of a sound tree ascends by max key).
+  std::vector<u64> marks() const {
+    std::vector<std::pair<u64, u64>> m;  // max key, leaf
+    for (u64 l : first_leaf_)
+      if (l) m.emplace_back(table_->find(l)->max, l);
+    std::sort(m.begin(), m.end());
+    std::vector<u64> out;
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      if (i && m[i].first == m[i - 1].first) return {};  // no order: no marks
+      out.push_back(m[i].second);
+    }
+    return out;
+  }
+
+  void check_rc(u64 l, const LeafTable::Entry& e) const {
+    if (shape_.rc_mask && (e.rc & shape_.rc_mask) > root_.restart_count)
+      fail("leaf", l, "has a restart count ahead of the root's");
+  }
+
+  // leaf_list() one link after another. Every leaf on the list is an owned one, so a list
+  // longer than the owned leaves repeats one.
+  std::size_t walk_list(int v) {
+    list_.leaves.clear();
     std::size_t n = 0;
+    list_.leaves.reserve(leaf_count_);
+    if (integer_leaves()) list_.max.reserve(leaf_count_);
     u64 link = pool_.offset_of(&root_.head[v]);
-    for (u64 l = word(link); l; link = next_off(l, v), l = word(link)) {
-      if (!leaves_.contains(l))
+    for (u64 l = word(link); l;) {
+      const LeafTable::Entry* e = table_->find(l);  // exactly the leaves in leaves_
+      if (!e)
         fail("leaf list of version " + std::to_string(v) + ": the word", link,
              "points to " + std::to_string(l) + ", which is not a leaf the directory owns");
       if (++n > leaf_count_) cycle(v);
-      list_.push_back(l);
+      list_.leaves.push_back(l);
+      if (integer_leaves()) list_.max.push_back(e->max);
       if (shape_.leaf_contents) shape_.leaf_contents(l, v);
-      if (shape_.rc_mask && (t_.leaf(l).rc(v) & shape_.rc_mask) > root_.restart_count)
-        fail("leaf", l, "has a restart count ahead of the root's");
+      check_rc(l, *e);
+      link = next_off(l, v);
+      l = e->next;
     }
     return n;
   }
@@ -276,15 +362,18 @@ class Validator {
   const pm::Pool& pool_;
   const Root& root_;
   const TreeShape& shape_;
+  const int cv_;  // the current version
   std::unordered_set<u64> dir_blocks_;
   BlockBits leaves_, pages_, in_logs_;
+  std::unique_ptr<LeafTable> table_;
+  std::vector<u64> first_leaf_;  // of each directory block (0: none)
   std::size_t leaf_count_ = 0;
-  std::vector<u64> list_;
+  OpenedList list_;
 };
 
 }  // namespace
 
-std::vector<u64> validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape) {
+OpenedList validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape) {
   return Validator(t, root, shape).run();
 }
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dptree/error.h"
@@ -38,12 +39,23 @@ struct TreeShape {
 void require_owned_block(const pm::Pool& pool, u64 off, u64 owner, std::size_t bytes,
                          const std::string& what);
 
+// The current version's leaf list as the open-time check found it.
+struct OpenedList {
+  std::vector<u64> leaves;  // in list order
+  // Each leaf's max key word in the current version (the integer leaves; empty for the string
+  // leaves): what the inner index is built from, read by the check's threads.
+  std::vector<u64> max;
+  // The log pages the directory owns (slot, page), in directory order: what recovery's sweep
+  // reads (LogPageCache::sweep) instead of every block the directory owns.
+  std::vector<std::pair<u64, u64>> pages;
+};
+
 // Every check above over the tree whose persistent parts are `t` (attached) and root `root`:
 // directory, pendingLeaves, the leaf lists, the logs of `shape.logs`, counts. Returns the
-// current version's leaves in list order, so that recovery need not walk the list again:
-// recovery changes only the other version's list (Algorithm 4 reclaims a merge's new leaves
-// and collects the old version's garbage).
-std::vector<u64> validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape);
+// current version's leaves in list order and their max keys, so that recovery need not read
+// the leaves again: recovery changes only the other version's list (Algorithm 4 reclaims a
+// merge's new leaves and collects the old version's garbage).
+OpenedList validate_on_open(const TreeParts& t, const Root& root, const TreeShape& shape);
 
 // The format words of a root (leaf capacity, log page size, ...) put into default `Options`
 // must pass Options::validate(); its complaint becomes Error(corrupt): the pool, not the

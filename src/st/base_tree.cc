@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "dptree/pm/pool.h"
-#include "engine/parallel_chunks.h"
 
 namespace dptree::detail {
 
@@ -29,17 +28,10 @@ void BaseTree::rebuild_inner() {
   search_.build(max_);
 }
 
-void BaseTree::rebuild_inner(std::vector<u64> leaves) {
-  const int v = cv();
+void BaseTree::rebuild_inner(std::vector<u64> leaves, std::vector<u64> max) {
   leaf_ = std::move(leaves);
-  max_.resize(leaf_.size());
-  fresh_.resize(leaf_.size());
-  for_each_prefetched(
-      0, leaf_.size(), [&](std::size_t i) { return &leaf(leaf_[i]).rc(v); },
-      [&](std::size_t i) {
-        max_[i] = leaf(leaf_[i]).max_key(v);
-        fresh_[i] = leaf(leaf_[i]).rc(v) == root_->restart_count;
-      });
+  max_ = std::move(max);
+  fresh_.assign(leaf_.size(), 0);
   search_.build(max_);
 }
 

@@ -32,9 +32,11 @@ class BaseTree {
   // Phase 5: the inner index from the max keys of version cv's leaves, and which of them have
   // metadata current for this restart (read from the same line as the max key).
   void rebuild_inner();
-  // The same over `leaves`, the current version's chain in order as open-time validation
-  // walked it: recovery reads each leaf's max key and restart counter without a second walk.
-  void rebuild_inner(std::vector<u64> leaves);
+  // The same over `leaves`, the current version's chain in order, and their max keys, as the
+  // open-time check read them (validate.h): recovery reads no leaf again. No leaf's metadata
+  // is current: the check refused a restart counter above the root's, and recovery (Algorithm 4
+  // line 7) has raised the root's before this.
+  void rebuild_inner(std::vector<u64> leaves, std::vector<u64> max);
   const std::vector<u64>& leaves() const { return leaf_; }
   const std::vector<u64>& max_keys() const { return max_; }
   // Index (in leaves()) of the leaf whose range holds k; leaves().size() if none.

@@ -103,13 +103,13 @@ void DPTreeCore::Impl::open(std::size_t kb, std::size_t vb) {
   validate_stored([this] { opt.validate(); });
   root = rt;
   attach(kb, vb);
-  std::vector<u64> leaves = validate_on_open(
+  OpenedList list = validate_on_open(
       *this, *root,
       TreeShape{"DPTree",
                 kDPTreeGvBits,
                 ~u64{0},
                 {pool.offset_of(&root->log_head[0]), pool.offset_of(&root->log_head[1])}});
-  recover(std::move(leaves));
+  recover(std::move(list));
 }
 
 // ------------------------------------------------------------------ operations

@@ -17,6 +17,7 @@
 #include "engine/merge.h"
 #include "engine/owner_dir.h"
 #include "engine/plog.h"
+#include "engine/validate.h"
 #include "format/layout.h"
 #include "st/base_tree.h"
 
@@ -62,7 +63,7 @@ struct DPTreeCore::Impl : detail::TreeParts {
   void create(std::size_t kb, std::size_t vb);
   void open(std::size_t kb, std::size_t vb);
   void attach(std::size_t kb, std::size_t vb);
-  void recover(std::vector<detail::u64> leaves);  // recovery.cc: leaves as validate_on_open returns
+  void recover(detail::OpenedList list);  // recovery.cc: the list as validate_on_open returns it
 
   std::size_t merge_threshold() const;
   void reset_bloom();

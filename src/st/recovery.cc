@@ -11,7 +11,7 @@ namespace dptree {
 
 using namespace detail;  // NOLINT: the layout vocabulary
 
-void DPTreeCore::Impl::recover(std::vector<u64> leaves) {
+void DPTreeCore::Impl::recover(OpenedList list) {
   PhaseScope ph(DPTreePhase::recovery);
   dir->load();
   freed += finish_interrupted_merge(pool, root, *dir, *pending, L);  // lines 2-5
@@ -24,15 +24,15 @@ void DPTreeCore::Impl::recover(std::vector<u64> leaves) {
     buffer.insert_or_assign(k, v);
     bloom.add(k);
   });
-  pages->sweep({log->pages().begin(), log->pages().end()});
+  pages->sweep({log->pages().begin(), log->pages().end()}, list.pages);
   pm::store(&root->restart_count, root->restart_count + 1);  // line 7
   {
     pm::CategoryScope cat(pm::Category::node);
     pm::persist(&root->restart_count, 8);
   }
-  // After line 7: it notes which leaves' metadata is current. The list validation walked:
-  // lines 2-5 change only the other version's.
-  base->rebuild_inner(std::move(leaves));
+  // After line 7: no leaf's metadata is current. The list validation walked, with the max
+  // keys it read: lines 2-5 change only the other version's.
+  base->rebuild_inner(std::move(list.leaves), std::move(list.max));
 }
 
 }  // namespace dptree

@@ -10,6 +10,11 @@
 
 namespace dptree {
 
+// Here, below both trees' options, since both name their split mode.
+const char* to_string(SplitMode m) {
+  return name_of(kSplitNames, m);
+}
+
 using detail::log_page_size_ok;
 
 void validate_merge_settings(const std::string& family, const MergeSettings& m) {

@@ -6,9 +6,16 @@
 #include <cstddef>
 #include <string>
 
+#include "dptree/dptree_options.h"
+#include "pm/named.h"
 #include "registry/option_table.h"
 
 namespace dptree {
+
+// Every split mode's name (DPTree takes them all, cdptree rebuild and thirds).
+inline constexpr Named<SplitMode> kSplitNames[] = {{SplitMode::keep_last, "keep_last"},
+                                                   {SplitMode::rebuild, "rebuild"},
+                                                   {SplitMode::thirds, "thirds"}};
 
 // R, FR, CT (§2.3), the Bloom filter's error rate, the log page size and the merge floor.
 struct MergeSettings {

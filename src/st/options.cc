@@ -25,9 +25,6 @@ constexpr Named<ProbeMode> kProbes[] = {{ProbeMode::both, "both"},
                                         {ProbeMode::fingerprint, "fingerprint"}};
 constexpr Named<MergeMode> kMergeModes[] = {{MergeMode::in_place, "in_place"},
                                             {MergeMode::out_of_place, "out_of_place"}};
-constexpr Named<SplitMode> kSplits[] = {{SplitMode::keep_last, "keep_last"},
-                                        {SplitMode::rebuild, "rebuild"},
-                                        {SplitMode::thirds, "thirds"}};
 }  // namespace
 
 const char* to_string(ProbeMode p) {
@@ -36,10 +33,6 @@ const char* to_string(ProbeMode p) {
 
 const char* to_string(MergeMode m) {
   return name_of(kMergeModes, m);
-}
-
-const char* to_string(SplitMode m) {
-  return name_of(kSplits, m);
 }
 
 void DPTreeOptions::validate() const {
@@ -78,7 +71,7 @@ const option_values::OptionTable<DPTreeOptions>& table() {
              "a scan of all fingerprints")
         .choice("merge_mode", &O::merge_mode, kMergeModes,
                 "the §2.3 merge, or one that rewrites the whole base tree (Figure 8d)")
-        .choice("split", &O::split, kSplits,
+        .choice("split", &O::split, kSplitNames,
                 "keep_last: a split leaf keeps its last part; rebuild: Algorithm 2, every entry "
                 "into new leaves; thirds: a split leaf and its next leaf become three of "
                 "two-thirds")

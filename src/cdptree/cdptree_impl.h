@@ -130,6 +130,8 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   void front_not_due() {}
   std::size_t next_threshold() const { return threshold(gp_b.load()->count); }
   bool run_merge(bool retry);
+  // Nothing: the merge released the Middle's log, which its readers (in the DRAM tree) never read.
+  void release_middle(cdp::Cpbt&) {}
   void after_merge();
   bool merged_in_part() const { return false; }  // a merge is whole or undone
   cdp::CRoot& croot() const { return *root; }

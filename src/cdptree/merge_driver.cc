@@ -63,14 +63,15 @@ void MergeDriver<Form, Buffer>::maybe_start_merge(bool force) {
 // Algorithm 7 lines 17-23.
 template <class Form, class Buffer>
 void MergeDriver<Form, Buffer>::merge_task(bool retry) {
-  Buffer* m = gp_m.load(std::memory_order_seq_cst);  // a form may retire it in run_merge
-  if (!self().run_merge(retry)) {                    // line 17
+  if (!self().run_merge(retry)) {  // line 17
     park();
     return;
   }
+  Buffer* m = gp_m.load(std::memory_order_seq_cst);
   gp_m.store(nullptr, std::memory_order_seq_cst);  // lines 18-19
   sm.spin_until_no_ref(kFR, m);                    // line 20
   sm.spin_until_no_ref(kMR, m);                    // line 21
+  self().release_middle(*m);                       // no reader is left in it
   delete m;                                        // line 22
   self().after_merge();
   merges.fetch_add(1);

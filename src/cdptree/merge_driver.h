@@ -15,6 +15,7 @@
 //   bool run_merge(bool retry)             line 17: the merge of GP_M (retry: with the Front's
 //                                          entries laid over it); false when it did not fit the
 //                                          pool (pool_full) and was undone
+//   void release_middle(Buffer& m)         after its readers left (lines 18-21), before line 22
 //   void after_merge()                     after the Middle is deleted (log page cache trim)
 //   bool merged_in_part()                  whether merge() goes on with the Front
 //   int cv(), CRoot& croot(), const pm::Pool& pm_pool(), const CDPTreeOptions& options()

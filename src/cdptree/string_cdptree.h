@@ -101,6 +101,7 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   std::size_t next_threshold() const { return threshold(gp_b_.load()->count); }
   // The Middle merged into the base (retry: with the Front's entries laid over it).
   bool run_merge(bool retry);
+  void release_middle(StringBuffer& m);
   void after_merge();
   bool merged_in_part() const { return last_partial_.load(); }
   detail::CRoot& croot() const { return *root_; }

@@ -181,8 +181,6 @@ void StringCDPTree::finish_merge(int old) {
     freed_ += collect_garbage(t_.pool, &root_->base, *t_.dir, *t_.pending, string_next(t_.pool),
                               old, 1 - old);
   }
-  StringBuffer* m = gp_m.load(std::memory_order_seq_cst);
-  const std::size_t pages = m->all_log_pages().size();
   {
     // The key pages no entry names any more are freed, unless a live log holds them.
     PhaseScope ph(CDPTreePhase::key_page_release);
@@ -194,15 +192,16 @@ void StringCDPTree::finish_merge(int old) {
       }
     unnamed_.clear();
   }
-  // Lines 18-21 here, before the driver's: a lookup or scan in the Middle (or in it as the
-  // Front, entered before the hand-over) compares keys in its log's records, so the log goes
-  // only after those readers left. retired_ first: a reader must not miss the Middle.
+  // Before the driver retires the Middle (merge_driver.cc): a reader must not miss it.
   retired_.fetch_add(1, std::memory_order_seq_cst);
-  gp_m.store(nullptr, std::memory_order_seq_cst);
-  sm.spin_until_no_ref(kFR, m);
-  sm.spin_until_no_ref(kMR, m);
-  m->release_logs([this](u64 page) { return key_pages_.named(page); });
-  middle_log_pages_ = pages;
+}
+
+// The Middle's logs go only once its readers left (the driver calls this after lines 18-21):
+// a lookup or scan in it (or in it as the Front, entered before the hand-over) compares keys
+// in its records.
+void StringCDPTree::release_middle(StringBuffer& m) {
+  middle_log_pages_ = m.all_log_pages().size();
+  m.release_logs([this](u64 page) { return key_pages_.named(page); });
 }
 
 // Cache capacity C_size (§2.1): the pages the released logs took, as records differ in length.

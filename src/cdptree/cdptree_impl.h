@@ -54,8 +54,8 @@ using detail::kTwoLogs;
 }  // namespace cdp
 
 // The persistent pieces shared with the single-threaded DPTree are TreeParts (family.h); the
-// merge trigger, hand-over, retirement and parking, shared with the string form, are the
-// MergeDriver's (merge_driver.h), over this form's hooks.
+// merge trigger, hand-over, retirement and parking, and recovery, shared with the string
+// form, are the MergeDriver's (merge_driver.h), over this form's hooks.
 struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::Cpbt> {
   using u64 = detail::u64;
   Impl(pm::Pool& p, const CDPTreeOptions& o);

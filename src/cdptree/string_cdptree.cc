@@ -1,7 +1,8 @@
-// The concurrent DPTree over string keys (string_cdptree.h): creation, opening and recovery,
-// reads (Algorithm 6), writes (Algorithm 7), scans, stats. Merge: merge_driver.cc (its start
-// and end, shared with the integer form) and string_merge.cc; check: string_check.cc (this
-// folder).
+// The concurrent DPTree over string keys (string_cdptree.h): creation, opening and this
+// form's recovery hooks, reads (Algorithm 6), writes (Algorithm 7), scans, stats. Merge:
+// merge_driver.cc (its start and end, shared with the integer form) and string_merge.cc;
+// recovery: recovery.cc (Algorithm 4, shared with the integer form); check: string_check.cc
+// (this folder).
 #include "cdptree/string_cdptree.h"
 
 #include <algorithm>
@@ -159,7 +160,8 @@ void StringCDPTree::replay(StringBuffer& b, std::size_t p) const {
 }
 
 // The key pages are live too, though no log holds them. This sweep reads every block the
-// directory owns; the integer form's reads only the log pages the open-time check listed.
+// directory owns (a few ms of an open: docs/cdptree.md "One merge driver"); the integer
+// form's reads only the log pages the open-time check listed.
 void StringCDPTree::sweep_log_pages(std::unordered_set<u64> in_use, const OpenedList&) {
   for (u64 pg : key_pages_.pages()) in_use.insert(pg);
   t_.pages->sweep(in_use);

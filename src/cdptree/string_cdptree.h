@@ -31,8 +31,9 @@
 
 namespace dptree::cdp {
 
-// The merge trigger, hand-over, retirement and parking are the MergeDriver's (merge_driver.h),
-// shared with the integer form, over this form's hooks (string_merge.cc).
+// The merge trigger, hand-over, retirement and parking, and recovery, are the MergeDriver's
+// (merge_driver.h), shared with the integer form, over this form's hooks (string_merge.cc,
+// string_cdptree.cc).
 class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTree, StringBuffer> {
  public:
   // create: a new tree in an empty pool; otherwise the pool's tree, recovered.

@@ -79,6 +79,7 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   // §3.4: true from open() until a merge starts: tombstones written in place before the
   // restart may be in any leaf, so the recovered snapshot marks every leaf (base.h).
   std::atomic<bool> restarted{false};
+  cdp::RecoveryTimes recovery_times;  // the last open's phases (CDPTreeStats)
 
   int cv() const { return static_cast<int>(root->base.gv & 1); }
   detail::LogPagePtr* table(int v) const { return pool.get(root->log_table[v]); }

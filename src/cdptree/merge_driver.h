@@ -22,10 +22,12 @@
 //   void after_merge()                     after the Middle is deleted (log page cache trim)
 //   bool merged_in_part()                  whether merge() goes on with the Front
 //   int cv(), CRoot& croot(), const pm::Pool& pm_pool(), const CDPTreeOptions& options(),
-//   detail::TreeParts& parts()
+//   detail::TreeParts& parts(), RecoveryTimes recovery_times (the form's member: a field of
+//                                          the driver would move the form's hot words, which
+//                                          writers share)
 //   static constexpr bool kWaitOutPreMerge  whether a writer that finds a merge starting waits
 //                                          until it has started (line 7) or goes on writing
-// and for recovery (recovery.cc says what each form does and why):
+// and for recovery (docs/cdptree.md "One merge driver" says what each form does and why):
 //   detail::OpenedList validate_open()     the open-time check of the pool (engine/validate.h)
 //   void finish_crashed_merge()            Algorithm 4 lines 2-5 over the form's leaves
 //   void finish_log_release(int v)         the release of version v's log table that a crash
@@ -111,7 +113,6 @@ class MergeDriver {
   detail::LongestWait merge_wait;  // writers at the merge trigger
   // The merge workers (§3.3), from attach() to the destructor; recovery replays on them too.
   std::unique_ptr<MergePool> workers;
-  RecoveryTimes recovery_times;
   mutable std::mutex done_mu;
   mutable std::condition_variable done_cv;
 

@@ -23,7 +23,7 @@ template <class Form, class Buffer>
 void MergeDriver<Form, Buffer>::recover() {
   const auto t0 = std::chrono::steady_clock::now();
   detail::OpenedList list = self().validate_open();
-  recovery_times.check = seconds_since(t0);
+  self().recovery_times.check = seconds_since(t0);
   PhaseScope ph(CDPTreePhase::recovery);
   detail::TreeParts& t = self().parts();
   detail::Root& R = self().croot().base;
@@ -36,7 +36,7 @@ void MergeDriver<Form, Buffer>::recover() {
   // the string form's key pages that the base names.
   auto ts = std::chrono::steady_clock::now();
   self().build_base(list);
-  recovery_times.index = seconds_since(ts);
+  self().recovery_times.index = seconds_since(ts);
   // Without kTwoLogs the other version's log is a released one whose release a crash
   // interrupted (the flip clears kTwoLogs before the release): finished.
   if (!two) self().finish_log_release(1 - self().cv());
@@ -52,7 +52,7 @@ void MergeDriver<Form, Buffer>::recover() {
                  self().replay(*older, p);
                  if (newer) self().replay(*newer, p);
                });
-  recovery_times.replay = seconds_since(ts);
+  self().recovery_times.replay = seconds_since(ts);
   ts = std::chrono::steady_clock::now();
   {
     std::unordered_set<u64> in_use;
@@ -61,7 +61,7 @@ void MergeDriver<Form, Buffer>::recover() {
         for (u64 pg : self().log_pages(*b)) in_use.insert(pg);
     self().sweep_log_pages(std::move(in_use), list);
   }
-  recovery_times.sweep = seconds_since(ts);
+  self().recovery_times.sweep = seconds_since(ts);
   if (newer) {
     // The merge of the older log did not flip: run it again now, to the end, with the newer
     // log's entries laid over it, as a retry after pool_full: a merge parked for want of PM
@@ -74,7 +74,7 @@ void MergeDriver<Form, Buffer>::recover() {
   } else {
     gp_f.store(older.release());
   }
-  recovery_times.total = seconds_since(t0);
+  self().recovery_times.total = seconds_since(t0);
 }
 
 template void MergeDriver<CDPTree::Impl, Cpbt>::recover();

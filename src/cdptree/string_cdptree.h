@@ -157,6 +157,7 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
 
   std::atomic<std::size_t> created_{0}, freed_{0}, rewritten_{0}, in_place_{0}, parts_{0},
       failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
+  RecoveryTimes recovery_times;  // the last open's phases (stats)
 };
 
 }  // namespace dptree::cdp

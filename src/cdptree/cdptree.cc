@@ -1,5 +1,6 @@
 // The concurrent DPTree (§3): creation, opening, reads (Algorithm 6), writes (Algorithm 7,
-// §3.4), scans, stats. Merge: merge.cc; recovery: recovery.cc; check: check.cc.
+// §3.4), scans, stats. Merge: merge_driver.cc (shared with the string form) and
+// parallel_merge.cc; recovery: recovery.cc (shared, with this form's hooks); check: check.cc.
 #include "dptree/cdptree.h"
 
 #include <algorithm>
@@ -173,12 +174,7 @@ void CDPTree::Impl::open() {
   validate_stored([this] { opt.validate(); });
   root = rt;
   attach();
-  const auto t0 = std::chrono::steady_clock::now();
-  detail::OpenedList list = validate_open();
-  recovery_times.check = cdp::seconds_since(t0);
-  restarted.store(true);  // before recovery builds the snapshot: see tombstone_filter
-  recover(std::move(list));
-  recovery_times.total = cdp::seconds_since(t0);
+  recover();  // the merge driver's (recovery.cc)
 }
 
 // ------------------------------------------------------------------ Impl: reads

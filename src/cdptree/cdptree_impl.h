@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "cdptree/base.h"
@@ -53,8 +54,8 @@ using detail::kTwoLogs;
 }  // namespace cdp
 
 // The persistent pieces shared with the single-threaded DPTree are TreeParts (family.h); the
-// merge trigger, hand-over, retirement and parking, shared with the string form, are the
-// MergeDriver's (merge_driver.h), over this form's hooks.
+// merge trigger, hand-over, retirement and parking, and recovery, shared with the string
+// form, are the MergeDriver's (merge_driver.h), over this form's hooks.
 struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::Cpbt> {
   using u64 = detail::u64;
   Impl(pm::Pool& p, const CDPTreeOptions& o);
@@ -78,10 +79,7 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   // §3.4: true from open() until a merge starts: tombstones written in place before the
   // restart may be in any leaf, so the recovered snapshot marks every leaf (base.h).
   std::atomic<bool> restarted{false};
-  // The phases of the last open (CDPTreeStats).
-  struct RecoveryTimes {
-    double total = 0, check = 0, index = 0, replay = 0, sweep = 0;
-  } recovery_times;
+  cdp::RecoveryTimes recovery_times;  // the last open's phases (CDPTreeStats)
 
   int cv() const { return static_cast<int>(root->base.gv & 1); }
   detail::LogPagePtr* table(int v) const { return pool.get(root->log_table[v]); }
@@ -97,11 +95,8 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
 
   void create();
   void open();
-  // validate.h, before recovery: the current version's leaves in list order, their max keys.
-  detail::OpenedList validate_open() const;
   void attach();
   void ensure_tables();
-  void recover(detail::OpenedList list);
 
   // Operations (cdptree.cc).
   std::optional<u64> lookup_raw(u64 k) const;
@@ -139,6 +134,17 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   const CDPTreeOptions& options() const { return opt; }
   // Algorithm 9 over the Middle m (with the Front `newer`'s entries laid over it on a retry).
   void parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer);
+  detail::TreeParts& parts() { return *this; }
+
+  // Recovery's hooks (merge_driver.h; recovery.cc).
+  // validate.h, before recovery: the current version's leaves in list order, their max keys.
+  detail::OpenedList validate_open() const;
+  void finish_crashed_merge();
+  void finish_log_release(int v);
+  void build_base(detail::OpenedList& list);
+  void replay(cdp::Cpbt& b, std::size_t p);
+  std::vector<u64> log_pages(const cdp::Cpbt& b) const { return b.log.pages(); }
+  void sweep_log_pages(std::unordered_set<u64> in_use, const detail::OpenedList& list);
 
   void check(CheckReport& r) const;  // check.cc, with its parts:
   struct LeafCount {

@@ -3,24 +3,41 @@
 // hand-over of the Front to the Middle (lines 6-16), the merge task posted to the merge pool or
 // run by the writer that started it (background_merge = false), the Middle retired after its
 // readers (lines 17-23), a merge that does not fit the pool parked and retried after removes,
-// merge() / wait_idle(), and the buffers' release when the tree closes. The merge body
-// (Algorithm 9 over the form's leaves) is the form's.
+// merge() / wait_idle(), the buffers' release when the tree closes, and recovery (Algorithm 4
+// with the log partitions replayed in parallel, §4.5; recovery.cc), which ends in the same
+// merge task. The merge body (Algorithm 9 over the form's leaves) is the form's.
 //
 // A form derives from MergeDriver<Form, Buffer> (its Front / Middle type) and supplies:
-//   Buffer* new_front(int ver)            a new, empty Front logging into version ver (line 9)
+//   Buffer* new_front(int ver)            a new, empty Front logging into version ver (line 9;
+//                                          recovery's buffers too)
 //   bool front_due(const Buffer& f, bool force)  whether the Front the trigger's winner took
 //                                          is merged (else the trigger steps back)
 //   void front_not_due()                   under done_mu, when it is not
 //   std::size_t next_threshold()           MergeThresh from the current base (line 14)
+//   std::size_t threshold(u64 base_count)  MergeThresh for a base of base_count records
 //   bool run_merge(bool retry)             line 17: the merge of GP_M (retry: with the Front's
 //                                          entries laid over it); false when it did not fit the
 //                                          pool (pool_full) and was undone
 //   void release_middle(Buffer& m)         after its readers left (lines 18-21), before line 22
 //   void after_merge()                     after the Middle is deleted (log page cache trim)
 //   bool merged_in_part()                  whether merge() goes on with the Front
-//   int cv(), CRoot& croot(), const pm::Pool& pm_pool(), const CDPTreeOptions& options()
+//   int cv(), CRoot& croot(), const pm::Pool& pm_pool(), const CDPTreeOptions& options(),
+//   detail::TreeParts& parts(), RecoveryTimes recovery_times (the form's member: a field of
+//                                          the driver would move the form's hot words, which
+//                                          writers share)
 //   static constexpr bool kWaitOutPreMerge  whether a writer that finds a merge starting waits
 //                                          until it has started (line 7) or goes on writing
+// and for recovery (docs/cdptree.md "One merge driver" says what each form does and why):
+//   detail::OpenedList validate_open()     the open-time check of the pool (engine/validate.h)
+//   void finish_crashed_merge()            Algorithm 4 lines 2-5 over the form's leaves
+//   void finish_log_release(int v)         the release of version v's log table that a crash
+//                                          interrupted, finished
+//   void build_base(detail::OpenedList&)   GP_B recovered from the current version's leaves
+//   void replay(Buffer& b, std::size_t p)  log partition p of b replayed into b
+//   std::vector<u64> log_pages(const Buffer& b)  the pages of b's log
+//   void sweep_log_pages(std::unordered_set<u64> in_use, const detail::OpenedList&)
+//                                          every log page outside in_use (and the form's other
+//                                          live pages) freed or cached
 #pragma once
 
 #include <atomic>
@@ -36,6 +53,12 @@
 namespace dptree::cdp {
 
 enum MergeState : int { kNoMerge = 0, kPreMerge = 1, kMerging = 2 };
+
+// The phases of the last open, in seconds (the stats' recovery_*_seconds): all of it, the
+// open-time check, the base's index, the log replay and the log page sweep.
+struct RecoveryTimes {
+  double total = 0, check = 0, index = 0, replay = 0, sweep = 0;
+};
 
 template <class Form, class Buffer>
 class MergeDriver {
@@ -74,6 +97,9 @@ class MergeDriver {
   // Joins the merge workers (a merge task may be in its last lines), then deletes the Front
   // and the Middle (the destructor, after wait_idle; a failed open).
   void release_buffers();
+  // open(): Algorithm 4 with the log partitions replayed on the merge workers (§4.5), timed
+  // (recovery.cc).
+  void recover();
 
   mutable SyncManager sm;
   std::atomic<Buffer*> gp_f{nullptr}, gp_m{nullptr};  // GP_F, GP_M (§3.2)

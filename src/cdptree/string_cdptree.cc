@@ -1,11 +1,11 @@
-// The concurrent DPTree over string keys (string_cdptree.h): creation, opening and recovery,
-// reads (Algorithm 6), writes (Algorithm 7), scans, stats. Merge: merge_driver.cc (its start
-// and end, shared with the integer form) and string_merge.cc; check: string_check.cc (this
-// folder).
+// The concurrent DPTree over string keys (string_cdptree.h): creation, opening and this
+// form's recovery hooks, reads (Algorithm 6), writes (Algorithm 7), scans, stats. Merge:
+// merge_driver.cc (its start and end, shared with the integer form) and string_merge.cc;
+// recovery: recovery.cc (Algorithm 4, shared with the integer form); check: string_check.cc
+// (this folder).
 #include "cdptree/string_cdptree.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "cdptree/phase.h"
 #include "cdptree/root_tables.h"
@@ -119,61 +119,52 @@ void StringCDPTree::open() {
   });
   root_ = rt;
   attach();
+  recover();  // the merge driver's (recovery.cc)
+}
+
+// ------------------------------------------------------------------ recovery's hooks
+
+// validate.h's checks over string leaves, with the shards' log header tables and chains.
+OpenedList StringCDPTree::validate_open() const {
   TreeShape shape = string_tree_shape(t_.pool, kTree, kCDPTreeGvBits,
                                       log_table_words(t_, *root_, opt_.log_partitions, kTree),
                                       opt_.leaf_capacity, opt_.log_page_size);
   shape.threads = recovery_workers(opt_);
-  validate_on_open(t_, root_->base, shape);
-  recover();
+  return validate_on_open(t_, root_->base, shape);
 }
 
-// Algorithm 4 with the shards' logs replayed in parallel (§4.5): an interrupted merge
-// reclaimed or its garbage collection finished; without kTwoLogs a non-empty table of the
-// other version is a release a crash interrupted (finished); the log of version gv replayed,
-// and with kTwoLogs the newer one too, whose buffer becomes the Front while the older one's
-// merge is run again to the end.
-void StringCDPTree::recover() {
-  PhaseScope ph(CDPTreePhase::recovery);
-  const auto t0 = std::chrono::steady_clock::now();
-  Root& R = root_->base;
-  t_.dir->load();
-  ensure_log_tables(t_, *root_, opt_.log_partitions);
-  freed_ += finish_interrupted_merge(t_.pool, &R, *t_.dir, *t_.pending, string_next(t_.pool));
+void StringCDPTree::finish_crashed_merge() {
+  freed_ +=
+      finish_interrupted_merge(t_.pool, &root_->base, *t_.dir, *t_.pending, string_next(t_.pool));
+}
+
+// Each shard's chain, but for the key pages the base names (a log release keeps them).
+void StringCDPTree::finish_log_release(int v) {
+  LogPagePtr* other = table(v);
+  for (std::size_t p = 0; p < opt_.log_partitions; ++p)
+    if (other[p])
+      PLog::release_chain(t_.pool, &other[p], v,
+                          [this](u64 page) { return key_pages_.named(page); });
+}
+
+// The inner index from the leaves (the list holds no max keys of string leaves), then the
+// key pages counted from the records the leaves name. No restart count: the string leaves
+// carry no lock bits (their writes go through the buffer; §3.4's are the integer form's).
+void StringCDPTree::build_base(OpenedList&) {
   gp_b_.store(new_base());
   key_pages_.rebuild(*gp_b_.load());
-  const bool two = R.gv & kTwoLogs;
-  if (!two) {
-    detail::LogPagePtr* other = table(1 - cv());
-    for (std::size_t p = 0; p < opt_.log_partitions; ++p)
-      if (other[p])
-        PLog::release_chain(t_.pool, &other[p], 1 - cv(),
-                            [this](u64 page) { return key_pages_.named(page); });
-  }
-  t_.dir->load();
-  merge_thresh.store(threshold(R.base_count[cv()]));
-  std::unique_ptr<StringBuffer> older(new_buffer(cv()));
-  std::unique_ptr<StringBuffer> newer(two ? new_buffer(1 - cv()) : nullptr);
-  workers->run(opt_.log_partitions, recovery_workers(opt_), [&](std::size_t p) {
-    older->replay(p, kTree);
-    if (newer) newer->replay(p, kTree);
-  });
-  std::vector<u64> in_use = older->all_log_pages();
-  if (newer) {
-    const std::vector<u64> more = newer->all_log_pages();
-    in_use.insert(in_use.end(), more.begin(), more.end());
-  }
-  for (u64 pg : key_pages_.pages()) in_use.push_back(pg);
-  t_.pages->sweep({in_use.begin(), in_use.end()});
-  if (newer) {
-    gp_m.store(older.release());
-    gp_f.store(newer.release());
-    merge_state.store(kMerging);
-    merge_task(false);
-  } else {
-    gp_f.store(older.release());
-  }
-  last_recovery_seconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void StringCDPTree::replay(StringBuffer& b, std::size_t p) const {
+  b.replay(p, kTree);
+}
+
+// The key pages are live too, though no log holds them. This sweep reads every block the
+// directory owns (a few ms of an open: docs/cdptree.md "One merge driver"); the integer
+// form's reads only the log pages the open-time check listed.
+void StringCDPTree::sweep_log_pages(std::unordered_set<u64> in_use, const OpenedList&) {
+  for (u64 pg : key_pages_.pages()) in_use.insert(pg);
+  t_.pages->sweep(in_use);
 }
 
 // ------------------------------------------------------------------ reads
@@ -424,7 +415,11 @@ IndexStats StringCDPTree::stats() const {
              {"key_pages", d(key_pages_.size())},
              {"key_pages_freed", d(key_pages_freed_.load())},
              {"free_log_pages", d(t_.pages->size(0) + t_.pages->size(1))},
-             {"recovery_seconds", last_recovery_seconds_}};
+             {"recovery_seconds", recovery_times.total},
+             {"recovery_check_seconds", recovery_times.check},
+             {"recovery_index_seconds", recovery_times.index},
+             {"recovery_replay_seconds", recovery_times.replay},
+             {"recovery_sweep_seconds", recovery_times.sweep}};
   return s;
 }
 

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "cdptree/merge_driver.h"
@@ -25,12 +26,14 @@
 #include "dptree/string_index.h"
 #include "engine/family.h"
 #include "engine/string_base.h"
+#include "engine/validate.h"
 #include "format/cdptree_root.h"
 
 namespace dptree::cdp {
 
-// The merge trigger, hand-over, retirement and parking are the MergeDriver's (merge_driver.h),
-// shared with the integer form, over this form's hooks (string_merge.cc).
+// The merge trigger, hand-over, retirement and parking, and recovery, are the MergeDriver's
+// (merge_driver.h), shared with the integer form, over this form's hooks (string_merge.cc,
+// string_cdptree.cc).
 class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTree, StringBuffer> {
  public:
   // create: a new tree in an empty pool; otherwise the pool's tree, recovered.
@@ -65,7 +68,6 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   void attach();
   // Joins the workers and frees the buffers and the inner index (destructor, failed open).
   void release_dram();
-  void recover();
   int cv() const { return static_cast<int>(root_->base.gv & 1); }
   detail::LogPagePtr* table(int v) const { return t_.pool.get(root_->log_table[v]); }
   std::size_t threshold(u64 base_count) const;
@@ -107,6 +109,7 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   detail::CRoot& croot() const { return *root_; }
   const pm::Pool& pm_pool() const { return t_.pool; }
   const CDPTreeOptions& options() const { return opt_; }
+  detail::TreeParts& parts() { return t_; }
   // One cycle (begin .. flip) over es[0, n); the rest moved to the Front. pool_full: undone.
   void merge_cycle(const detail::BufferedEntries& es, std::size_t n);
   // §3.3: partitions of PSize leaves on the workers, each fenced before it returns.
@@ -117,6 +120,16 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   void finish_merge(int old);
   // The pages of the live logs (Front's and Middle's): never freed as key pages.
   std::unordered_set<u64> live_log_pages() const;
+
+  // Recovery's hooks (merge_driver.h, which runs Algorithm 4 for both forms in recovery.cc;
+  // string_cdptree.cc in this folder).
+  detail::OpenedList validate_open() const;
+  void finish_crashed_merge();
+  void finish_log_release(int v);
+  void build_base(detail::OpenedList&);
+  void replay(StringBuffer& b, std::size_t p) const;
+  std::vector<u64> log_pages(const StringBuffer& b) const { return b.all_log_pages(); }
+  void sweep_log_pages(std::unordered_set<u64> in_use, const detail::OpenedList&);
 
   // check (string_check.cc in this folder).
   void check_buffer(const StringBuffer& b, const std::unordered_set<u64>& owned,
@@ -144,7 +157,7 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
 
   std::atomic<std::size_t> created_{0}, freed_{0}, rewritten_{0}, in_place_{0}, parts_{0},
       failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
-  double last_recovery_seconds_ = 0;
+  RecoveryTimes recovery_times;  // the last open's phases (stats)
 };
 
 }  // namespace dptree::cdp

@@ -3,10 +3,12 @@
 // (nothing written), removes are taken and, after a back-off of removes, retry the merge;
 // once a retry fits, inserts work again, check() is clean (no leaked block) and a reopen
 // gives the same contents. Inline merges, and background merges on the worker pool with two
-// threads removing at once (also run under TSan).
+// threads removing at once (also run under TSan). A reopen runs a parked merge with the
+// Front's removes laid over it, so that it fits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
@@ -242,6 +244,68 @@ TEST(CDPTreePoolFull, AnExplicitMergeOfAParkedMergeReportsPoolFull) {
   EXPECT_EQ(t->stats().merge_retries, before.merge_retries + 1);
   EXPECT_EQ(t->stats().merges, before.merges);
   expect_contents(*t, model);
+}
+
+// A parked merge leaves two logs live, so a reopen runs it again, as a retry after removes
+// does: with the Front's entries laid over the Middle's. Removes too few for a retry of their
+// own (the back-off is a leaf's worth) that cancel every insert of the parked Middle let it fit
+// (the string form: CDPTreeStrings.RecoveryRetriesAParkedMergeWithTheFrontsRemoves). Small
+// merges (a trigger of 8 records) so that a few removes cancel a whole Middle.
+TEST(CDPTreePoolFull, AReopenRetriesAParkedMergeWithTheFrontsRemoves) {
+  CDPTreeOptions opt = small(false);
+  opt.min_merge_records = 8;
+  opt.merge_ratio = 0.0001;
+  int checked = 0;
+  for (unsigned seed : {1u, 2u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto pool = pm::Pool::create_in_memory(1 << 19);
+    auto t = CDPTree::create(*pool, opt);
+    std::mt19937_64 rng(seed);
+    std::map<Key, Value> model;
+    std::vector<Key> order;  // acknowledged keys, in the order written
+    for (int i = 0; i < 200000 && t->stats().failed_merges == 0; ++i) {
+      Key k = rng() >> 1;
+      try {
+        ASSERT_TRUE(t->insert(k, 1));
+        model[k] = 1;
+        order.push_back(k);
+      } catch (const Error& e) {
+        ASSERT_TRUE(is_pool_full(e)) << e.what();
+        try {
+          t->merge();  // the Front's log found no page: its merge fits or is parked
+        } catch (const Error& m) {
+          ASSERT_TRUE(is_pool_full(m)) << m.what();
+        }
+      }
+    }
+    const CDPTreeStats s = t->stats();
+    std::printf("seed %u: failed merges %zu, middle %zu, front %zu\n", seed, s.failed_merges,
+                s.middle_entries, s.front_entries);
+    // Inline merges: the parked Middle holds the last keys written, the Front none.
+    if (s.failed_merges == 0 || s.front_entries != 0 || s.middle_entries >= opt.leaf_capacity)
+      continue;
+    bool refused = false;
+    for (std::size_t i = order.size() - s.middle_entries; i < order.size() && !refused; ++i) {
+      try {
+        ASSERT_TRUE(t->remove(order[i]));
+        model.erase(order[i]);
+      } catch (const Error& e) {
+        ASSERT_TRUE(is_pool_full(e)) << e.what();
+        refused = true;  // its log record found no page: nothing written
+      }
+    }
+    if (refused) continue;
+    EXPECT_EQ(t->stats().merge_retries, 0u);
+    t.reset();
+    t = CDPTree::open(*pool, opt);
+    EXPECT_EQ(t->stats().failed_merges, 0u) << "the recovered merge did not fit";
+    EXPECT_EQ(t->stats().middle_entries, 0u);
+    auto ok = t->check();
+    EXPECT_TRUE(ok.ok) << problems(ok);
+    expect_contents(*t, model);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no seed parked a merge of fewer entries than a leaf holds";
 }
 
 }  // namespace

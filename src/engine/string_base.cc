@@ -29,18 +29,19 @@ std::size_t string_lower_bound(StringLeaf lf, int c, std::string_view k, bool& e
   const auto* ob = reinterpret_cast<const char*>(o);
   for (std::size_t b = 0; b < 2 * n; b += 64) __builtin_prefetch(ob + b);
   const StringEntry* slots = lf.slots();
+  const std::uint16_t* fps = lf.fps(c);
   const u64 kp = key_prefix(k);
   std::size_t lo = 0, hi = n;
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
     __builtin_prefetch(slots + o[lo + (mid - lo) / 2]);  // the next step's, either way
     if (mid + 1 < hi) __builtin_prefetch(slots + o[mid + 1 + (hi - mid - 1) / 2]);
-    if (lf.compare(c, o[mid], k, kp) < 0)
+    if (lf.compare(slots[o[mid]], fps[o[mid]], k, kp) < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  equal = lo < n && lf.compare(c, o[lo], k, kp) == 0;
+  equal = lo < n && lf.compare(slots[o[lo]], fps[o[lo]], k, kp) == 0;
   return lo;
 }
 

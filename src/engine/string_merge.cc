@@ -84,7 +84,7 @@ u64 named_record(std::string_view k, const StringSlot& s) {
 
 // k's slot (format/string_leaf.h): a key of 9..16 bytes whole and tagged, any other its length
 // and record.
-StringEntry entry_of(std::string_view k, const StringSlot& s) {
+[[gnu::always_inline]] inline StringEntry entry_of(std::string_view k, const StringSlot& s) {
   if (string_key_in_slot(k.size()))
     return {key_prefix(k), key_prefix_at(k, kStringInlineKey), s.value | kSlotKeyTag};
   return {key_prefix(k), StringEntry::make_meta(k.size(), named_record(k, s)), s.value};
@@ -119,7 +119,7 @@ void merge_leaf(StringLeaf lf, int c, Span es, LeafMerge& m, StringMergeResult& 
   u64 bp = b < es.size() ? key_prefix(es[b].first) : 0;
   while (i < n || b < es.size()) {
     int d = i >= n ? 1 : b >= es.size() ? -1 : 0;  // < 0: the leaf's key first, 0: the same
-    if (d == 0) d = lf.compare(c, o[i], es[b].first, bp);
+    if (d == 0) d = lf.compare(slots[o[i]], fps[o[i]], es[b].first, bp);
     if (d < 0) {
       m.slot.push_back(o[i]);
       m.fp.push_back(fps[o[i]]);
@@ -270,8 +270,9 @@ std::size_t merge_direct(StringLeaf lf, int nv, int ccv, std::size_t hw, Span es
   written.clear();
   auto* fp = reinterpret_cast<std::uint16_t*>(head.data() + L.bm_words + 1);
   const u64* held = lf.bitmap(ccv);
+  const std::uint16_t* held_fp = lf.fps(ccv);
   std::memcpy(head.data(), held, 8 * L.bm_words);
-  std::memcpy(fp, lf.fps(ccv), 2 * hw);
+  std::memcpy(fp, held_fp, 2 * hw);
   const std::size_t n = lf.count(ccv);
   const std::uint16_t* o = lf.order(ccv);
   StringEntry* slots = lf.slots();
@@ -288,7 +289,7 @@ std::size_t merge_direct(StringLeaf lf, int nv, int ccv, std::size_t hw, Span es
       k += j - i;
       i = j;
       int d = 1;
-      while (i < n && (d = lf.compare(ccv, o[i], key, kp)) < 0) ord[k++] = o[i++];
+      while (i < n && (d = lf.compare(slots[o[i]], held_fp[o[i]], key, kp)) < 0) ord[k++] = o[i++];
       if (i < n && d == 0) {  // replaced or removed: version nv no longer holds its slot
         head[o[i] / 64] &= ~(u64{1} << (o[i] % 64));
         if (const u64 rec = slots[o[i]].rec()) r.unnamed.push_back(rec);

@@ -97,7 +97,7 @@ struct StringEntry {
   // The length the meta word holds (a slot that is not tagged).
   std::size_t meta_len() const { return static_cast<std::size_t>(meta & 0xffff); }
   // The key's length; fp: the slot's fingerprint, whose low 3 bits are a tagged key's.
-  std::size_t len(std::uint16_t fp) const {
+  std::size_t len(const std::uint16_t& fp) const {
     return in_slot() ? kStringInlineKey + 1 + (fp & 7u) : meta_len();
   }
   // The record the slot names (0: none, the key is in the slot).
@@ -195,7 +195,7 @@ struct StringLeaf {
   const char* long_key(u64 rec) const { return reinterpret_cast<const char*>(base + rec + 16); }
   // A slot's key (fp: its fingerprint in the copy read); its bytes live in its log record or,
   // up to 16, in a scratch `buf`.
-  std::string_view key_of(const StringEntry& e, std::uint16_t fp, StringKeyBuf& buf) const {
+  std::string_view key_of(const StringEntry& e, const std::uint16_t& fp, StringKeyBuf& buf) const {
     const std::size_t len = e.len(fp);
     if (e.in_slot()) {
       const u64 words[2] = {__builtin_bswap64(e.prefix), __builtin_bswap64(e.meta)};
@@ -216,18 +216,17 @@ struct StringLeaf {
   std::string_view key(int c, std::size_t i, StringKeyBuf& buf) const {
     return slot_key(c, order(c)[i], buf);
   }
-  // The sign of slot s's key (live in copy c) against k (kp: key_prefix(k)): the prefixes
-  // decide; when they tie, the lengths if either key is its prefix alone, the bytes 8..15 of a
-  // key in the slot (its length from the fingerprint, read only when those tie too), else the
-  // bytes after the prefix (the record's: the only read outside the leaf).
-  int compare(int c, std::size_t s, std::string_view k, u64 kp) const {
-    const StringEntry& e = slots()[s];
+  // The sign of slot e's key against k (kp: key_prefix(k)); fp: e's fingerprint in the copy
+  // read. The prefixes decide; when they tie, the lengths if either key is its prefix alone,
+  // the bytes 8..15 of a key in the slot (its length from fp, read only when those tie too),
+  // else the bytes after the prefix (the record's: the only read outside the leaf).
+  int compare(const StringEntry& e, const std::uint16_t& fp, std::string_view k, u64 kp) const {
     if (e.prefix != kp) return e.prefix < kp ? -1 : 1;
     if (e.in_slot() && k.size() > kStringInlineKey) {
       const u64 km = key_prefix_at(k, kStringInlineKey);
       if (e.meta != km) return e.meta < km ? -1 : 1;
     }
-    const std::size_t len = e.in_slot() ? e.len(fps(c)[s]) : e.meta_len();
+    const std::size_t len = e.len(fp);
     if (!e.in_slot() && len > kStringInlineKey && k.size() > kStringInlineKey) {
       const int d = std::memcmp(long_key(e.rec()) + 8, k.data() + 8,
                                 std::min(len, k.size()) - kStringInlineKey);

@@ -235,6 +235,15 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
       "'s fingerprint differs");
 }
 
+// check() of a live tree reads the slots as open does (fixtures/string_slots.h).
+TEST(CDPTreeStringsDamaged, CheckReportsADamagedSlotKey) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  auto idx = make_string_index("cdptree", pool.get(), small());
+  expect_check_reports_damaged_slot_key(
+      *idx, [&] { return held_slot(*pool, *pool->at<CRoot>(*pool->root_word())); });
+}
+
 // Pools of the previous string formats (3: sorted leaves rewritten by each merge; 4: slots of
 // one word; 5: fingerprints of FNV-1a) are refused naming both formats, not opened or taken
 // for another index.

@@ -467,6 +467,15 @@ TEST(DPTreeStringsDamaged, LeafSlotsAreCheckedOnOpen) {
       "which is not a leaf the directory owns");
 }
 
+// check() of a live tree reads the slots as open does (fixtures/string_slots.h).
+TEST(DPTreeStringsDamaged, CheckReportsADamagedSlotKey) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
+  expect_check_reports_damaged_slot_key(
+      *idx, [&] { return held_slot(*pool, *pool->at<Root>(*pool->root_word())); });
+}
+
 // A slot's reference to its key's record: outside the pool, into a block that is no log page,
 // into the middle of a record, to a record of another length, or to a record whose bytes were
 // damaged: each is Error(corrupt) naming the leaf's slot, never a crash.

@@ -107,7 +107,8 @@ void StringCDPTree::create() {
 
 void StringCDPTree::open() {
   auto* rt = static_cast<CRoot*>(open_string_root(
-      t_, kCStringRootMagic, {kCStringRootMagicR2, kCStringRootMagicR3, kCStringRootMagicR4},
+      t_, kCStringRootMagic,
+      {kCStringRootMagicR2, kCStringRootMagicR3, kCStringRootMagicR4, kCStringRootMagicR5},
       sizeof(CRoot), kCRootMagic, kCDPTreeGvBits, "cdptree"));
   opt_.validate();  // the caller's options, before the stored ones replace three of them
   opt_.leaf_capacity = rt->base.leaf_capacity;

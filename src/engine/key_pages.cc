@@ -22,7 +22,7 @@ void KeyPages::rebuild(const StringBase& base) {
     const int c = base.copy(li);
     for (std::size_t i = 0; i < lf.count(c); ++i) {
       const u64 rec = lf.entry_at(c, i).rec();
-      if (rec == 0) continue;  // a key of up to 8 bytes: its prefix, no record
+      if (rec == 0) continue;  // a key of up to 16 bytes: in its slot, no record
       if (!(rec >= last_page && rec < last_end)) {
         last_page = page_of(rec);
         last_end = last_page + pool_.allocator().block_size(last_page);

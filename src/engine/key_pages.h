@@ -1,5 +1,5 @@
 // The key pages of DPTree's string forms (format/string_leaf.h): the slot of a key longer than
-// 8 bytes names its log record (the key's bytes), so the log page holding that record outlives
+// 16 bytes names its log record (the key's bytes), so the log page holding that record outlives
 // its log's release while a slot of a reachable version names it.
 //
 // Persistently a key page is an ordinary log page, owned by its owner-directory slot, whose

@@ -29,18 +29,19 @@ std::size_t string_lower_bound(StringLeaf lf, int c, std::string_view k, bool& e
   const auto* ob = reinterpret_cast<const char*>(o);
   for (std::size_t b = 0; b < 2 * n; b += 64) __builtin_prefetch(ob + b);
   const StringEntry* slots = lf.slots();
+  const std::uint16_t* fps = lf.fps(c);
   const u64 kp = key_prefix(k);
   std::size_t lo = 0, hi = n;
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
     __builtin_prefetch(slots + o[lo + (mid - lo) / 2]);  // the next step's, either way
     if (mid + 1 < hi) __builtin_prefetch(slots + o[mid + 1 + (hi - mid - 1) / 2]);
-    if (lf.compare(slots[o[mid]], k, kp) < 0)
+    if (lf.compare(slots[o[mid]], fps[o[mid]], k, kp) < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  equal = lo < n && lf.compare(slots[o[lo]], k, kp) == 0;
+  equal = lo < n && lf.compare(slots[o[lo]], fps[o[lo]], k, kp) == 0;
   return lo;
 }
 
@@ -63,12 +64,17 @@ long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, 
   const auto* fps = reinterpret_cast<const std::byte*>(lf.fps(c));
   const StringEntry* slots = lf.slots();
   const u64 kp = key_prefix(k);
+  const bool in_slot = string_key_in_slot(k.size());
+  const u64 km = in_slot ? key_prefix_at(k, kStringInlineKey) : 0;
   // A slot whose fingerprint matches: live (a slot that is not keeps an old fingerprint), of
-  // k's prefix and length, and of its bytes after the prefix (a key of up to 8 bytes is its
-  // prefix: only a longer one's record is read).
+  // k's prefix and length, and of its bytes after the prefix (a key of up to 16 bytes is in
+  // its slot: only a longer one's record is read). A key of 9..16 bytes is in a tagged slot,
+  // whose length is in the fingerprint that matched.
   auto is_k = [&](std::size_t j) {
     const StringEntry& e = slots[j];
-    if (!lf.live(c, j) || e.prefix != kp || e.len() != k.size()) return false;
+    if (!lf.live(c, j) || e.prefix != kp || e.in_slot() != in_slot) return false;
+    if (in_slot) return e.meta == km;
+    if (e.meta_len() != k.size()) return false;
     if (k.size() <= kStringInlineKey) return true;
     // Every line of the record's key bytes requested before the compare reads the first, so
     // that a long key costs one miss, not one per line in turn.
@@ -115,7 +121,7 @@ void StringBase::build(const pm::Pool& pool, const StringLeafLayout& layout, Lea
     const StringLeaf lf{pool.at(l), pool.base(), &L};
     const int c = static_cast<int>(lf.h().copy[v]);
     ref.push_back(u64(c != 0) << 63 | u64{string_leaf_high_water(lf, c)} << 48 | l);
-    char buf[8];
+    StringKeyBuf buf;
     last.emplace_back(lf.key(c, lf.count(c) - 1, buf));
     last_prefix.push_back(key_prefix(last.back()));
   }
@@ -148,12 +154,12 @@ std::size_t StringBase::prefetch_leaf(const pm::Pool& pool, std::string_view k) 
 std::optional<u64> StringBase::lookup_in(const pm::Pool& pool, std::size_t i, std::string_view k,
                                          u64 hash) const {
   const StringLeaf lf = leaf(pool, i);
-  const long s = string_leaf_find(lf, copy(i), hw(i), k, string_fingerprint(hash));
+  const long s = string_leaf_find(lf, copy(i), hw(i), k, string_fingerprint(hash, k.size()));
   if (s < 0) return std::nullopt;
-  return lf.slots()[s].value;
+  return lf.slots()[s].value();
 }
 
-// A scan reads slots in key order and the records of keys longer than 8, a miss each: both are
+// A scan reads slots in key order and the records of keys longer than 16, a miss each: both are
 // requested ahead of their reads, so that the misses overlap.
 bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size_t n,
                          StringEntries& out) const {
@@ -167,6 +173,7 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
     const int c = copy(li);
     const std::size_t cnt = lf.count(c);
     const std::uint16_t* o = lf.order(c);
+    const std::uint16_t* fps = lf.fps(c);
     const StringEntry* slots = lf.slots();
     for (std::size_t i = pos; i < cnt && i < pos + kAhead; ++i) __builtin_prefetch(slots + o[i]);
     for (; pos < cnt; ++pos) {
@@ -174,11 +181,11 @@ bool StringBase::collect(const pm::Pool& pool, std::string_view start, std::size
       if (pos + kAhead < cnt) __builtin_prefetch(slots + o[pos + kAhead]);
       if (pos + kAhead / 2 < cnt) {
         const StringEntry& a = slots[o[pos + kAhead / 2]];
-        if (a.len() > kStringInlineKey) __builtin_prefetch(lf.long_key(a.rec()));
+        if (const u64 rec = a.rec()) __builtin_prefetch(lf.long_key(rec));
       }
       const StringEntry& e = slots[o[pos]];
-      char buf[8];
-      out.emplace_back(std::string(lf.key_of(e, buf)), e.value);
+      StringKeyBuf buf;
+      out.emplace_back(std::string(lf.key_of(e, fps[o[pos]], buf)), e.value());
       ++got;
     }
   }
@@ -205,7 +212,8 @@ void* open_string_root(const TreeParts& t, u64 magic,
         "key bytes in the leaves, records of 63-bit payloads",
         "sorted leaves rewritten by each merge",
         "leaves merged in place, slots of one word naming records of key and value",
-        "fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash"};
+        "fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash",
+        "slots of keys of 9 to 16 bytes naming their log records, kept in key pages"};
     static_assert(std::size(kOlder) == kStringFormat);
     for (std::size_t f = 1; f < kStringFormat; ++f)
       if (root_if_ours(t.pool, f < 3 ? string_magic_version(older[0], f) : older[f - 3],
@@ -214,8 +222,8 @@ void* open_string_root(const TreeParts& t, u64 magic,
                     "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
                         std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
                         std::to_string(kStringFormat) +
-                        " (leaves merged in place, each slot holding its key's prefix and value, "
-                        "fingerprints of XXH3): " +
+                        " (leaves merged in place, each slot holding its key's prefix, or its "
+                        "whole key up to 16 bytes, and value; fingerprints of XXH3): " +
                         "reload the keys into a new pool (scan it with the build that wrote it)");
     if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
       throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +

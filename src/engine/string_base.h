@@ -36,7 +36,7 @@ namespace dptree::detail {
 using StringEntries = std::vector<std::pair<std::string, u64>>;
 using StringMap = std::map<std::string, u64, StringKeyLess>;
 // A buffered key's value and the pool offset of its latest log record: a merge that adds a key
-// longer than 8 bytes to the leaves names its bytes there (format/string_leaf.h).
+// longer than 16 bytes to the leaves names its bytes there (format/string_leaf.h).
 struct StringSlot {
   u64 value = 0;
   u64 rec = 0;
@@ -73,7 +73,8 @@ void request_leaf_lines(StringLeaf lf, int c, std::size_t hw);
 // The slot of `lf` live in metadata copy c whose key is k (fp: its string_fingerprint), or -1:
 // the fingerprints of slots [0, hw) are scanned (hw: one past the highest live slot, from the
 // inner index), and only a slot whose fingerprint matches is looked up in the bitmap and read
-// (its prefix and length; a key longer than 8 bytes in its record when they match).
+// (its prefix, and its bytes 8..15 or length; a key longer than 16 bytes in its record when
+// they match).
 long string_leaf_find(StringLeaf lf, int c, std::size_t hw, std::string_view k, std::uint16_t fp);
 // One past the highest slot live in metadata copy c (0: none).
 std::size_t string_leaf_high_water(StringLeaf lf, int c);
@@ -131,7 +132,7 @@ struct StringMergeResult {
   std::vector<u64> out;  // the leaf list of version nv
   u64 count = 0;         // keys in it
   std::size_t created = 0, rewritten = 0, in_place = 0;
-  // The log records of keys longer than 8 bytes that entries of version nv name and no entry of
+  // The log records of keys longer than 16 bytes that entries of version nv name and no entry of
   // version cv did (keys added), and those entries of cv named that no entry of nv does (keys
   // removed):
   // the key pages' counts change by them after the flip (key_pages.h).
@@ -220,13 +221,14 @@ void require_page_for_longest_key(std::size_t page_bytes, const char* tree);
 // block's size, the bitmap (no bit past the capacity), the count (1..capacity, the bitmap's
 // bits), the order array (slots in range, live, each once, keys strictly increasing), and
 // each live slot's key length, prefix, fingerprint and record: none for a key of up to 8 bytes
-// (its prefix zero past its length), else inside a live log page of the directory
+// (its prefix zero past its length) or of 9..16 (tagged, its meta word zero past its length),
+// else inside a live log page of the directory
 // (`page_bytes` long), of the slot's length and prefix, whole (its checksum holds).
 std::string string_leaf_problem(const pm::Pool& pool, u64 leaf, int v, const StringLeafLayout& L,
                                 std::size_t page_bytes);
 
 // check(): the leaf list of version v from `head` (each leaf owned, live, reached once,
-// contents in bounds, keys strictly increasing, no tombstone), its key count against
+// contents in bounds, keys strictly increasing), its key count against
 // `base_count`, and `base` against it. Returns false when the walk could not go on.
 bool check_string_leaves(const TreeParts& t, const StringLeafLayout& L, LeafPtr head, int v,
                          u64 base_count, const StringBase& base,

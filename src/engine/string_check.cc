@@ -1,7 +1,8 @@
 // The checks both string forms' check() run (string_base.h): the leaf list of one version (its
-// metadata in bounds, every live slot's prefix and length sound and, for a key longer than 8
-// bytes, its record a whole one inside an owned log page, of the slot's length and prefix; keys
-// strictly increasing; no tombstone), the key pages (each named page kept, counted exactly, none
+// metadata in bounds, every live slot's prefix and length sound, a key of 9..16 bytes in its
+// tagged slot with zeros past its length and, for a key longer than 16 bytes, its record a
+// whole one inside an owned log page, of the slot's length and prefix; keys strictly
+// increasing), the key pages (each named page kept, counted exactly, none
 // leaked) and a log page chain (every record whole, replayed into a map for the caller to compare
 // with its buffer). check() of DPTree's string form is st/string_tree_check.cc.
 #include <bit>
@@ -43,27 +44,38 @@ std::string record_problem(const pm::Pool& pool, u64 rec, std::size_t len, std::
 }
 
 // What is wrong with slot s of a leaf, live in its metadata copy c (empty: nothing), to
-// follow "slot s".
+// follow "slot s". A tagged slot's length comes from its fingerprint (9..16 bytes whatever its
+// bits): its key, rebuilt from the slot, must give that fingerprint back, which a tag set on
+// another key's slot (its meta word a length and record, not key bytes) fails but for one
+// chance in 8,192. An untagged slot's value has no top bit: the tag is that bit, so a leaf's
+// slot cannot hold a remove's value.
 std::string slot_problem(const pm::Pool& pool, const StringLeaf& lf, int c, std::size_t s,
                          std::size_t page_bytes) {
   const StringEntry& e = lf.slots()[s];
-  const std::size_t len = e.len();
-  if (len == 0 || len > kStringTreeMaxKey)
+  const std::uint16_t fp = lf.fps(c)[s];
+  const std::size_t len = e.len(fp);
+  if (e.in_slot()) {  // bytes 8..15 in the meta word, zero past the length
+    if (len < kStringSlotKey && (e.meta << (8 * (len - kStringInlineKey))) != 0)
+      return " holds a key of " + std::to_string(len) + " bytes (by its fingerprint) with bytes " +
+             "past its length";
+  } else if (len == 0 || len > kStringTreeMaxKey) {
     return " has a key of " + std::to_string(len) + " bytes (1.." +
            std::to_string(kStringTreeMaxKey) + ")";
-  if (len <= kStringInlineKey) {  // the prefix is the key: no record, zero past its length
+  } else if (len <= kStringInlineKey) {  // the prefix is the key: no record, zero past its length
     if (e.rec() != 0) return " names a record for a key of " + std::to_string(len) + " bytes";
     if (len < 8 && (e.prefix << (8 * len)) != 0)
       return "'s prefix has bytes past its key's " + std::to_string(len);
+  } else if (len <= kStringSlotKey) {
+    return " names a record for a key of " + std::to_string(len) +
+           " bytes, which its slot must hold (tagged)";
   } else {
     if (std::string p = record_problem(pool, e.rec(), len, page_bytes); !p.empty()) return p;
     if (key_prefix(string_record_key(pool.at<u64>(e.rec()))) != e.prefix)
       return "'s prefix differs from its record's key";
   }
-  char buf[8];
-  if (lf.fps(c)[s] != string_fingerprint(hash_string(lf.key_of(e, buf))))
+  StringKeyBuf buf;
+  if (fp != string_fingerprint(hash_string(lf.key_of(e, fp, buf)), len))
     return "'s fingerprint differs from its key's";
-  if (e.value & kTombstone) return " holds a remove's value";
   return {};
 }
 
@@ -105,7 +117,7 @@ std::string string_leaf_problem(const pm::Pool& pool, u64 l, int v, const String
     seen[s] = true;
     if (std::string p = slot_problem(pool, lf, c, s, page_bytes); !p.empty())
       return "slot " + std::to_string(s) + p;
-    char b0[8], b1[8];
+    StringKeyBuf b0, b1;
     if (i > 0 && !(lf.key(c, i - 1, b0) < lf.key(c, i, b1)))
       return at + ": its key is not above the one before";
   }
@@ -135,11 +147,10 @@ bool check_string_leaves(const TreeParts& t, const StringLeafLayout& L, LeafPtr 
     if (!p.empty()) return r.fail(at + " " + p), false;
     const int c = static_cast<int>(lf.h().copy[v]);
     for (std::size_t i = 0; i < lf.count(c); ++i) {
-      char buf[8];
+      StringKeyBuf buf;
       const std::string_view k = lf.key(c, i, buf);
       if (!(chain.size() == 1 && i == 0) && !(std::string_view(prev) < k))
         r.fail(at + ": entry " + std::to_string(i) + "'s key is not above the one before");
-      if (lf.entry_at(c, i).value & kTombstone) r.fail(at + ": a tombstone in the base tree");
       prev.assign(k);
     }
     total += lf.count(c);
@@ -154,7 +165,7 @@ bool check_string_leaves(const TreeParts& t, const StringLeafLayout& L, LeafPtr 
   for (std::size_t i = 0; i < chain.size() && i < base.last.size() && i < base.ref.size(); ++i) {
     const StringLeaf lf{t.pool.at(chain[i]), t.pool.base(), &L};
     const int c = static_cast<int>(lf.h().copy[v]);
-    char buf[8];
+    StringKeyBuf buf;
     if (base.copy(i) != c || base.last[i] != lf.key(c, lf.count(c) - 1, buf) ||
         base.last_prefix[i] != key_prefix(base.last[i]) ||
         base.hw(i) != string_leaf_high_water(lf, c) ||

@@ -1,8 +1,9 @@
 // The merge of DPTree's string forms (string_base.h, §2.3 Algorithm 2 with string leaves): the
 // buffer's entries in key order meet the leaves of the current version cv. A leaf whose key
 // range receives none is kept as it is. One that receives some is merged in place when its
-// entries of both versions fit its slots: each new or updated key's slot (its prefix, length,
-// value and, for a key longer than 8 bytes, its latest log record's offset) and fingerprint go
+// entries of both versions fit its slots: each new or updated key's slot (its prefix and value,
+// and its bytes 8..15 for a key of 9..16 bytes, else its length and, for a key longer than 16
+// bytes, its latest log record's offset) and fingerprint go
 // to a slot that version cv does not hold, then the metadata of version nv (bitmap, count,
 // order array) is written whole from version cv's and the merged entries; version cv reads none
 // of it. The merge compares the slots' prefixes and reads a key's record only on a tie. A leaf
@@ -12,7 +13,7 @@
 // linked through the next words of version nv, and the version flip publishes it all: a crash
 // before the flip leaves version cv untouched and recovery frees the new leaves; after it,
 // recovery finishes the garbage collection of the replaced leaves. The bytes of a key longer than
-// 8 are never copied: they stay in their log records, whose pages become key pages
+// 16 are never copied: they stay in their log records, whose pages become key pages
 // (key_pages.h) when the merge's log is released.
 #include <algorithm>
 #include <atomic>
@@ -76,13 +77,21 @@ struct LeafMerge {
   bool empty() const { return slot.empty(); }
 };
 
-// The record a slot of key k names: none for a key its prefix holds whole.
+// The record a slot of key k names: none for a key its slot holds whole (up to 16 bytes).
 u64 named_record(std::string_view k, const StringSlot& s) {
-  return k.size() > kStringInlineKey ? s.rec : 0;
+  return k.size() > kStringSlotKey ? s.rec : 0;
 }
 
-StringEntry entry_of(std::string_view k, const StringSlot& s) {
+// k's slot (format/string_leaf.h): a key of 9..16 bytes whole and tagged, any other its length
+// and record.
+[[gnu::always_inline]] inline StringEntry entry_of(std::string_view k, const StringSlot& s) {
+  if (string_key_in_slot(k.size()))
+    return {key_prefix(k), key_prefix_at(k, kStringInlineKey), s.value | kSlotKeyTag};
   return {key_prefix(k), StringEntry::make_meta(k.size(), named_record(k, s)), s.value};
+}
+
+std::uint16_t fingerprint_of(std::string_view k) {
+  return string_fingerprint(hash_string(k), k.size());
 }
 
 // The first entry of `es` above k.
@@ -96,7 +105,7 @@ std::size_t above(Span es, std::string_view k) {
 
 // Leaf lf's entries in metadata copy c with the sorted entries `es` of its key range applied,
 // appended to `merged`; the records of keys added or updated go to r.named, those of the
-// entries removed or replaced to r.unnamed (keys longer than 8 bytes only). The keys are
+// entries removed or replaced to r.unnamed (keys longer than 16 bytes only). The keys are
 // compared by their slots' prefixes (the slots requested by prefetch_for_merge), a record
 // read only on a tie.
 void merge_leaf(StringLeaf lf, int c, Span es, LeafMerge& m, StringMergeResult& r) {
@@ -110,7 +119,7 @@ void merge_leaf(StringLeaf lf, int c, Span es, LeafMerge& m, StringMergeResult& 
   u64 bp = b < es.size() ? key_prefix(es[b].first) : 0;
   while (i < n || b < es.size()) {
     int d = i >= n ? 1 : b >= es.size() ? -1 : 0;  // < 0: the leaf's key first, 0: the same
-    if (d == 0) d = lf.compare(slots[o[i]], es[b].first, bp);
+    if (d == 0) d = lf.compare(slots[o[i]], fps[o[i]], es[b].first, bp);
     if (d < 0) {
       m.slot.push_back(o[i]);
       m.fp.push_back(fps[o[i]]);
@@ -124,7 +133,7 @@ void merge_leaf(StringLeaf lf, int c, Span es, LeafMerge& m, StringMergeResult& 
     }
     if (!(s.value & kTombstone)) {
       m.slot.push_back(kNewSlot);
-      m.fp.push_back(string_fingerprint(hash_string(es[b].first)));
+      m.fp.push_back(fingerprint_of(es[b].first));
       m.fresh.push_back(entry_of(es[b].first, s));
       if (const u64 rec = named_record(es[b].first, s)) r.named.push_back(rec);
     }
@@ -261,8 +270,9 @@ std::size_t merge_direct(StringLeaf lf, int nv, int ccv, std::size_t hw, Span es
   written.clear();
   auto* fp = reinterpret_cast<std::uint16_t*>(head.data() + L.bm_words + 1);
   const u64* held = lf.bitmap(ccv);
+  const std::uint16_t* held_fp = lf.fps(ccv);
   std::memcpy(head.data(), held, 8 * L.bm_words);
-  std::memcpy(fp, lf.fps(ccv), 2 * hw);
+  std::memcpy(fp, held_fp, 2 * hw);
   const std::size_t n = lf.count(ccv);
   const std::uint16_t* o = lf.order(ccv);
   StringEntry* slots = lf.slots();
@@ -279,7 +289,7 @@ std::size_t merge_direct(StringLeaf lf, int nv, int ccv, std::size_t hw, Span es
       k += j - i;
       i = j;
       int d = 1;
-      while (i < n && (d = lf.compare(slots[o[i]], key, kp)) < 0) ord[k++] = o[i++];
+      while (i < n && (d = lf.compare(slots[o[i]], held_fp[o[i]], key, kp)) < 0) ord[k++] = o[i++];
       if (i < n && d == 0) {  // replaced or removed: version nv no longer holds its slot
         head[o[i] / 64] &= ~(u64{1} << (o[i] % 64));
         if (const u64 rec = slots[o[i]].rec()) r.unnamed.push_back(rec);
@@ -292,7 +302,7 @@ std::size_t merge_direct(StringLeaf lf, int nv, int ccv, std::size_t hw, Span es
       pm::store(&slots[at], entry_of(key, s));
       written.push_back(static_cast<std::uint16_t>(at));
       head[at / 64] |= u64{1} << (at % 64);
-      fp[at] = string_fingerprint(hash_string(key));
+      fp[at] = fingerprint_of(key);
       ord[k++] = static_cast<std::uint16_t>(at);
       top = std::max(top, at + 1);
       if (const u64 rec = named_record(key, s)) r.named.push_back(rec);
@@ -399,7 +409,7 @@ void merge_string_leaves(TreeParts& t, const StringMergeSizes& sz, const StringB
   if (base.empty()) {
     for (const auto& [k, s] : es) {
       if (s.value & kTombstone) continue;
-      carried.push_back({entry_of(k, s), string_fingerprint(hash_string(k))});
+      carried.push_back({entry_of(k, s), fingerprint_of(k)});
       if (const u64 rec = named_record(k, s)) r.named.push_back(rec);
     }
     write_leaves(t, sz, L, carried, r);

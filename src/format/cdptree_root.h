@@ -13,12 +13,14 @@ namespace dptree::detail {
 inline constexpr u64 kCRootMagic = 0x4344505472655231ull;  // "CDPTreR1"
 // The string form (cdptree/string_cdptree.h): the same root; its log tables hold one head word
 // per shard of a chain of word records, its leaves are string leaves (string_leaf.h).
-inline constexpr u64 kCStringRootMagic = 0x4344505374725235ull;  // "CDPStrR5"
+inline constexpr u64 kCStringRootMagic = 0x4344505374725236ull;  // "CDPStrR6" (string format 7)
 // The string form's magics of string formats 3 (leaves rewritten by each merge), 4 (slots of
-// one word naming records of key and value) and 5 (fingerprints of FNV-1a), refused on open.
+// one word naming records of key and value), 5 (fingerprints of FNV-1a) and 6 (keys of 9 to
+// 16 bytes named in their records), refused on open.
 inline constexpr u64 kCStringRootMagicR2 = 0x4344505374725232ull;  // "CDPStrR2"
 inline constexpr u64 kCStringRootMagicR3 = 0x4344505374725233ull;  // "CDPStrR3"
 inline constexpr u64 kCStringRootMagicR4 = 0x4344505374725234ull;  // "CDPStrR4"
+inline constexpr u64 kCStringRootMagicR5 = 0x4344505374725235ull;  // "CDPStrR5"
 
 struct CRoot {
   Root base;  // base.magic = kCRootMagic; base.log_head unused

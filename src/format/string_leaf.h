@@ -3,16 +3,20 @@
 // the integer form's (layout.h, log_page.h).
 //
 // A key's bytes are written to PM once, in its log record, and never again: a leaf slot holds
-// the key's first 8 bytes, its length, the record's offset and the value, and a merge that only
-// moves a key moves its slot, never its bytes. A string leaf (§2.2, Figure 3) holds `cap` slots
-// (the root's leaf_capacity), merged into in place (§2.3):
+// the key's first 16 bytes or, for a longer key, its first 8, its length and its record's
+// offset, and the value; a merge that only moves a key moves its slot, never its bytes. A
+// string leaf (§2.2, Figure 3) holds `cap` slots (the root's leaf_capacity), merged into in
+// place (§2.3):
 //   header line: owner slot, type, next[2], copy[2], 2 zero words
 //   two line-aligned metadata copies, each: a bitmap of the live slots (one bit a slot), their
-//     count, a 2-byte fingerprint per slot (string_fingerprint of its key's hash; a slot not
-//     live may hold any)
+//     count, a 2-byte fingerprint per slot (string_fingerprint of its key's hash and length; a
+//     slot not live may hold any)
 //   cap slots of 24 bytes (StringEntry), line-aligned: the key's first 8 bytes big-endian (zero
-//     padded), a word of its length (low 16 bits) and its log record's pool offset (the bits
-//     above; 0 for a key of up to 8 bytes, which its prefix holds whole), and the value
+//     padded); a meta word; the value. A key of 9 to 16 bytes is held whole: the meta word is
+//     its bytes 8..15 (big-endian, zero padded), the value word's top bit (kSlotKeyTag) says so
+//     and the low 3 bits of its fingerprint are its length - 9. Any other key's meta word is its
+//     length (low 16 bits) and its log record's pool offset (the bits above; 0 for a key of up
+//     to 8 bytes, which its prefix holds whole)
 //   the two copies' order arrays, line-aligned: the live slots in key order (2 bytes each)
 // Version v reads metadata copy copy[v] (0 or 1). A merge that changes the leaf writes the copy
 // version cv does not read and points copy[nv] at it; one that does not change it points
@@ -20,9 +24,9 @@
 // while the version being read does not hold it, so the slots are shared by the versions; the
 // version flip publishes a merge's slots and copy (§2.2, Algorithm 2: the metadata of the next
 // version in place, selected here through copy[] rather than by the version bit itself). A log
-// page holding a record that a slot names (a key of more than 8 bytes) is a key page: kept, owned
-// by its directory slot, until no slot of a live version names it (engine/key_pages.h,
-// docs/dptree.md "String keys"); a short key's record goes with its log.
+// page holding a record that a slot names (a key of more than 16 bytes) is a key page: kept,
+// owned by its directory slot, until no slot of a live version names it (engine/key_pages.h,
+// docs/dptree.md "String keys"); a key of up to 16 bytes has its record go with its log.
 #pragma once
 
 #include <algorithm>
@@ -37,18 +41,20 @@
 
 namespace dptree::detail {
 
-inline constexpr u64 kStringRootMagic = 0x4450545374725236ull;  // "DPTStrR6"
-inline constexpr u64 kStringLeafType = 0x445054534c656636ull;   // "DPTSLef6"
+inline constexpr u64 kStringRootMagic = 0x4450545374725237ull;  // "DPTStrR7"
+inline constexpr u64 kStringLeafType = 0x445054534c656637ull;   // "DPTSLef7"
 // The magics of format 3 (leaves rewritten by each merge), 4 (slots of one word naming
-// records of key and value) and 5 (fingerprints of a byte-at-a-time hash), refused on open.
+// records of key and value), 5 (fingerprints of a byte-at-a-time hash) and 6 (keys of 9 to 16
+// bytes named in their records), refused on open.
 inline constexpr u64 kStringRootMagicR3 = 0x4450545374725233ull;  // "DPTStrR3"
 inline constexpr u64 kStringRootMagicR4 = 0x4450545374725234ull;  // "DPTStrR4"
 inline constexpr u64 kStringRootMagicR5 = 0x4450545374725235ull;  // "DPTStrR5"
+inline constexpr u64 kStringRootMagicR6 = 0x4450545374725236ull;  // "DPTStrR6"
 // The string forms' format: 1 (leaves without fingerprints), 2 (key bytes in the leaves, log
 // records of 63-bit payloads), 3 (sorted leaves rewritten by each merge), 4 (slots of one
-// word, every key's value in its record) and 5 (fingerprints and bloom hashes of FNV-1a) are
-// refused on open.
-inline constexpr std::size_t kStringFormat = 6;
+// word, every key's value in its record), 5 (fingerprints and bloom hashes of FNV-1a) and 6
+// (slots of keys of 9 to 16 bytes naming their records, kept in key pages) are refused on open.
+inline constexpr std::size_t kStringFormat = 7;
 // The root magic of an earlier format f < 3 from format 3's magic of that tree.
 inline constexpr u64 string_magic_version(u64 magic, std::size_t version) {
   return (magic & 0x00ffffffffffffffull) | u64{'0' + version} << 56;
@@ -66,20 +72,43 @@ struct StringLeafHeader {
 // The persistent layout: a change here changes the pool format.
 static_assert(sizeof(StringLeafHeader) == 64 && offsetof(StringLeafHeader, next) == 16 &&
               offsetof(StringLeafHeader, copy) == 32);
+// A key of up to this many bytes is its prefix and length alone: its slot names no record.
+inline constexpr std::size_t kStringInlineKey = 8;
+// A key of kStringInlineKey + 1 up to this many bytes is held whole in its slot (its bytes 8..15
+// in the meta word), names no record either, and is tagged by kSlotKeyTag.
+inline constexpr std::size_t kStringSlotKey = 16;
+// The value word's tag of a slot holding a key of 9..16 bytes: values are at most 2^63 - 1 (the
+// top bit is the tombstone's, and a leaf holds no tombstone), so the bit is free in a slot.
+inline constexpr u64 kSlotKeyTag = u64{1} << 63;
+static_assert(kSlotKeyTag == kTombstone);
+// Whether a key of n bytes is held in its slot's prefix and meta words (tagged).
+inline constexpr bool string_key_in_slot(std::size_t n) {
+  return n > kStringInlineKey && n <= kStringSlotKey;
+}
 // A slot: what a lookup and a merge compare first (the prefix), and the value, in the leaf.
 struct StringEntry {
   u64 prefix;  // the first 8 key bytes, big-endian: integer order is the keys' memcmp order
-  u64 meta;    // the key's length (low 16 bits) and its record's pool offset (above; 0: none)
-  u64 value;
-  std::size_t len() const { return static_cast<std::size_t>(meta & 0xffff); }
-  u64 rec() const { return meta >> 16; }
+  // A key in the slot (tagged): its bytes 8..15, big-endian, zero padded. Else its length (low
+  // 16 bits) and its record's pool offset (above; 0: none).
+  u64 meta;
+  u64 word;  // the value, with kSlotKeyTag for a key in the slot
+  bool in_slot() const { return (word & kSlotKeyTag) != 0; }
+  u64 value() const { return word & ~kSlotKeyTag; }
+  // The length the meta word holds (a slot that is not tagged).
+  std::size_t meta_len() const { return static_cast<std::size_t>(meta & 0xffff); }
+  // The key's length; fp: the slot's fingerprint, whose low 3 bits are a tagged key's.
+  std::size_t len(const std::uint16_t& fp) const {
+    return in_slot() ? kStringInlineKey + 1 + (fp & 7u) : meta_len();
+  }
+  // The record the slot names (0: none, the key is in the slot).
+  u64 rec() const { return in_slot() ? 0 : meta >> 16; }
   static u64 make_meta(std::size_t len, u64 rec) { return rec << 16 | len; }
 };
-static_assert(sizeof(StringEntry) == 24 && offsetof(StringEntry, value) == 16);
+static_assert(sizeof(StringEntry) == 24 && offsetof(StringEntry, word) == 16);
 // A record offset must fit the 48 bits above the length.
 inline constexpr u64 kStringRecLimit = u64{1} << 48;
-// A key of up to this many bytes is its prefix and length alone: its slot names no record.
-inline constexpr std::size_t kStringInlineKey = 8;
+// Scratch for a key rebuilt from its slot (up to kStringSlotKey bytes).
+using StringKeyBuf = char[kStringSlotKey];
 
 // Where the parts of a leaf of `cap` slots lie (offsets in the leaf), from the capacity alone.
 // What a lookup reads (bitmap, fingerprints, a slot) comes first and the order arrays (read by
@@ -114,6 +143,11 @@ inline u64 key_prefix(std::string_view k) {
   for (std::size_t i = 0; i < 8; ++i)
     x = x << 8 | (i < k.size() ? static_cast<unsigned char>(k[i]) : 0u);
   return x;
+}
+
+// Bytes at..at+7 of k as key_prefix gives its first 8 (a key in a slot's meta word).
+inline u64 key_prefix_at(std::string_view k, std::size_t at) {
+  return k.size() > at ? key_prefix(k.substr(at)) : 0;
 }
 
 // The keys' order (memcmp, the shorter first on a tie), deciding most pairs on their prefixes
@@ -157,30 +191,46 @@ struct StringLeaf {
   }
   StringEntry* slots() const { return reinterpret_cast<StringEntry*>(p + L->slots); }
   bool live(int c, std::size_t s) const { return (bitmap(c)[s / 64] >> (s % 64) & 1) != 0; }
-  // The bytes of a key longer than 8 whose record is at pool offset `rec`.
+  // The bytes of a key longer than 16 whose record is at pool offset `rec`.
   const char* long_key(u64 rec) const { return reinterpret_cast<const char*>(base + rec + 16); }
-  // A slot's key; its bytes live in its log record or, up to 8, in a scratch `buf`.
-  std::string_view key_of(const StringEntry& e, char (&buf)[8]) const {
-    const std::size_t len = e.len();
+  // A slot's key (fp: its fingerprint in the copy read); its bytes live in its log record or,
+  // up to 16, in a scratch `buf`.
+  std::string_view key_of(const StringEntry& e, const std::uint16_t& fp, StringKeyBuf& buf) const {
+    const std::size_t len = e.len(fp);
+    if (e.in_slot()) {
+      const u64 words[2] = {__builtin_bswap64(e.prefix), __builtin_bswap64(e.meta)};
+      std::memcpy(buf, words, sizeof words);
+      return {buf, len};
+    }
     if (len > kStringInlineKey) return {long_key(e.rec()), len};
-    for (std::size_t j = 0; j < 8; ++j) buf[j] = static_cast<char>(e.prefix >> (56 - 8 * j));
+    const u64 word = __builtin_bswap64(e.prefix);
+    std::memcpy(buf, &word, 8);
     return {buf, len};
+  }
+  // Slot s's key as copy c reads it (its fingerprint there gives a tagged key's length).
+  std::string_view slot_key(int c, std::size_t s, StringKeyBuf& buf) const {
+    return key_of(slots()[s], fps(c)[s], buf);
   }
   // The slot at position i of copy c's order, and its key.
   const StringEntry& entry_at(int c, std::size_t i) const { return slots()[order(c)[i]]; }
-  std::string_view key(int c, std::size_t i, char (&buf)[8]) const {
-    return key_of(entry_at(c, i), buf);
+  std::string_view key(int c, std::size_t i, StringKeyBuf& buf) const {
+    return slot_key(c, order(c)[i], buf);
   }
-  // The sign of slot e's key against k (kp: key_prefix(k)): the prefixes decide, then, when
-  // they tie, the lengths if either key is its prefix alone, else the bytes after the prefix
-  // (the record's: the only read outside the leaf).
-  int compare(const StringEntry& e, std::string_view k, u64 kp) const {
+  // The sign of slot e's key against k (kp: key_prefix(k)); fp: e's fingerprint in the copy
+  // read. The prefixes decide; when they tie, the lengths if either key is its prefix alone,
+  // the bytes 8..15 of a key in the slot (its length from fp, read only when those tie too),
+  // else the bytes after the prefix (the record's: the only read outside the leaf).
+  int compare(const StringEntry& e, const std::uint16_t& fp, std::string_view k, u64 kp) const {
     if (e.prefix != kp) return e.prefix < kp ? -1 : 1;
-    const std::size_t len = e.len();
-    if (len > kStringInlineKey && k.size() > kStringInlineKey) {
-      const int c = std::memcmp(long_key(e.rec()) + 8, k.data() + 8,
+    if (e.in_slot() && k.size() > kStringInlineKey) {
+      const u64 km = key_prefix_at(k, kStringInlineKey);
+      if (e.meta != km) return e.meta < km ? -1 : 1;
+    }
+    const std::size_t len = e.len(fp);
+    if (!e.in_slot() && len > kStringInlineKey && k.size() > kStringInlineKey) {
+      const int d = std::memcmp(long_key(e.rec()) + 8, k.data() + 8,
                                 std::min(len, k.size()) - kStringInlineKey);
-      if (c != 0) return c;
+      if (d != 0) return d;
     }
     return len < k.size() ? -1 : len > k.size() ? 1 : 0;
   }
@@ -197,8 +247,12 @@ inline u64 hash_string(std::string_view k) {
     return hash_key(key_prefix(k) ^ u64{k.size()} * 0x9E3779B97F4A7C15ull);
   return hash_long_string(k);
 }
-// A leaf entry's fingerprint: 16 bits of its key's hash_string.
-inline std::uint16_t string_fingerprint(u64 hash) {
+// A leaf entry's fingerprint from its key's hash_string and length: 16 bits of the hash or,
+// for a key of 9..16 bytes (held in its slot), the hash's 13 high bits and the length - 9, so
+// that a slot's length is in its fingerprint and a lookup's fingerprint match checks it.
+inline std::uint16_t string_fingerprint(u64 hash, std::size_t len) {
+  if (string_key_in_slot(len))
+    return static_cast<std::uint16_t>((hash >> 51) << 3 | (len - kStringInlineKey - 1));
   return static_cast<std::uint16_t>(hash);
 }
 

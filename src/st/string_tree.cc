@@ -66,7 +66,8 @@ void StringDPTree::create() {
 
 void StringDPTree::open() {
   auto* rt = static_cast<Root*>(open_string_root(
-      t_, kStringRootMagic, {kStringRootMagicR3, kStringRootMagicR4, kStringRootMagicR5},
+      t_, kStringRootMagic,
+      {kStringRootMagicR3, kStringRootMagicR4, kStringRootMagicR5, kStringRootMagicR6},
       sizeof(Root), kRootMagic, kDPTreeGvBits, "DPTree"));
   opt_.validate();
   opt_.leaf_capacity = rt->leaf_capacity;
@@ -235,16 +236,16 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
   while (got < count && (bi.valid() || li < leaves.size())) {
     std::string_view bk;
     const StringEntry* e = nullptr;
-    char buf[8];
+    StringKeyBuf buf;
     if (li < leaves.size()) {
       const StringLeaf lf = leaf(leaves[li]);
       const int c = base_.copy(li);
-      e = &lf.entry_at(c, pos);
+      const std::size_t slot = lf.order(c)[pos];
+      e = &lf.slots()[slot];
       if (pos + 4 < lf.count(c)) {
-        const StringEntry& a = lf.entry_at(c, pos + 4);
-        if (a.len() > kStringInlineKey) __builtin_prefetch(lf.long_key(a.rec()));
+        if (const u64 rec = lf.entry_at(c, pos + 4).rec()) __builtin_prefetch(lf.long_key(rec));
       }
-      bk = lf.key_of(*e, buf);
+      bk = lf.key_of(*e, lf.fps(c)[slot], buf);
     }
     if (bi.valid() && (li >= leaves.size() || bi.key().view() <= bk)) {
       if (li < leaves.size() && bi.key().view() == bk) {  // the buffer's entry is newer
@@ -257,7 +258,7 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
       }
       ++bi;
     } else {
-      out.emplace_back(std::string(bk), e->value);
+      out.emplace_back(std::string(bk), e->value());
       ++got;
       ++pos;
       settle();

@@ -127,6 +127,8 @@ TEST(CDPTreeConcurrentCrash, StringKeysWritersAndParallelMerges) {
   const auto keys = StringKeys::space(c.key_space, c.seed);
   const KeyShapes shapes = shapes_of({keys.keys->begin(), keys.keys->end()});
   ASSERT_TRUE(shapes.has_lengths({1, 8, 9, 63, 64, 65, 1024}));
+  // Keys a slot holds whole (9..16 bytes: its meta word and fingerprint) among them.
+  ASSERT_TRUE(shapes.has_lengths({9, 10, 11, 12, 13, 14, 15, 16}));
   ASSERT_GT(shapes.prefixes, 0u);
   ASSERT_GT(shapes.last_byte_twins, 0u);
   auto r = run_string_concurrent_crash(c);

@@ -1,13 +1,15 @@
 // The concurrent DPTree over string keys (cdptree's create_string) beyond the generic string
 // fixtures (tests/strings): each form refuses the other's pool naming --key-type, a full pool
 // parks a merge and takes removes until one fits, a reopen runs a parked merge with the
-// Front's removes laid over it, and damaged leaves and log records are refused on open with
-// Error(corrupt) naming what is wrong.
+// Front's removes laid over it, keys of every length from 1 to 40 bytes around the slot's 8-
+// and 16-byte boundaries against a model (none of 9 to 16 bytes keeping a key page), and
+// damaged leaves and log records are refused on open with Error(corrupt) naming what is wrong.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,8 @@
 #include "fixtures/full_pool.h"
 #include "fixtures/key_kinds.h"
 #include "fixtures/named_stats.h"
+#include "fixtures/slot_key_model.h"
+#include "fixtures/string_slots.h"
 #include "format/cdptree_root.h"
 #include "format/layout.h"
 #include "format/string_leaf.h"
@@ -194,6 +198,20 @@ TEST(CDPTreeStrings, RecoveryRetriesAParkedMergeWithTheFrontsRemoves) {
   EXPECT_GT(checked, 0) << "no leaf size parked a merge";
 }
 
+// Keys of every length from 1 to 40 bytes around the slot's 8- and 16-byte boundaries (keys
+// equal but for trailing zero bytes among them), small leaves: order, scans, updates, removes
+// and reopens against a model (fixtures/slot_key_model.h).
+TEST(CDPTreeStrings, KeysOfEveryLengthUpTo40) {
+  auto pool = pm::Pool::create_in_memory(32 << 20);
+  run_slot_key_model(*pool, [](pm::Pool& p) { return make_string_index("cdptree", &p, small()); });
+}
+
+TEST(CDPTreeStrings, KeysOf9To16BytesKeepNoKeyPage) {
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  expect_no_key_pages_for_slot_keys(
+      *pool, [](pm::Pool& p) { return make_string_index("cdptree", &p, small()); });
+}
+
 // A pool whose tree has merged leaves of long and short keys and a log record in one shard,
 // closed; `damage` then changes one word and opening must be Error(corrupt) naming `says`.
 void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& damage,
@@ -201,7 +219,9 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::CRoot&)>& d
   auto pool = pm::Pool::create_in_memory(8 << 20);
   {
     auto idx = make_string_index("cdptree", pool.get(), small());
-    for (int i = 0; i < 60; ++i) idx->upsert(std::string(10 + i % 3, 'a') + std::to_string(i), 1);
+    // Keys of 18 to 22 bytes (slots naming records), then of 9 to 16 (held in their slots).
+    for (int i = 0; i < 60; ++i) idx->upsert(std::string(18 + i % 3, 'a') + std::to_string(i), 1);
+    for (int i = 0; i < 8; ++i) idx->upsert(std::string(9 + i, 'y') + std::to_string(i % 2), 6);
     idx->drain();
     for (int i = 0; i < 8; ++i) idx->upsert("log record " + std::to_string(i), 2);  // no merge
   }
@@ -228,6 +248,14 @@ detail::StringEntry& slot_at(pm::Pool& p, detail::CRoot& r, std::size_t i) {
   return lf.slots()[lf.order(current(p, r))[i]];
 }
 
+// A slot holding a key of 9..15 bytes whole (the test fails when there is none).
+FoundSlot held_slot(pm::Pool& p, detail::CRoot& r) {
+  const int v = static_cast<int>(r.base.gv & detail::kVersionBit);
+  auto f = find_slot(p, r.base.head[v].off, v, *first_leaf(p, r).L, held_short_of_16);
+  if (!f) throw std::logic_error("the damaged pool has no slot holding a key of 9..15 bytes");
+  return *f;
+}
+
 // The validator is the single-threaded form's (dptree_string_model_test damages every field);
 // these cases show the concurrent form's open runs it on its leaves.
 TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
@@ -236,7 +264,7 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
   expect_open_corrupt(
       [](pm::Pool& p, CRoot& r) {
         StringEntry& s = slot_at(p, r, 2);
-        s.meta = StringEntry::make_meta(s.len(), s.rec() + 8);
+        s.meta = StringEntry::make_meta(s.meta_len(), s.rec() + 8);
       },
       "'s record at");
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { *p.at<char>(slot_at(p, r, 3).rec() + 17) ^= 4; },
@@ -244,8 +272,16 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
   // The slot's own words: its prefix against its record's key, its value.
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { slot_at(p, r, 1).prefix += 1; },
                       "'s prefix differs from its record's key");
-  expect_open_corrupt([](pm::Pool& p, CRoot& r) { slot_at(p, r, 1).value |= kTombstone; },
-                      "holds a remove's value");
+  // A slot holding a key of 9..16 bytes: nothing past the length its fingerprint gives, and
+  // the tag on a slot naming a record.
+  expect_open_corrupt([](pm::Pool& p, CRoot& r) { held_slot(p, r).entry().meta |= 1; },
+                      "(by its fingerprint) with bytes past its length");
+  expect_open_corrupt(
+      [](pm::Pool& p, CRoot& r) {
+        slot_at(p, r, 1).word |= kSlotKeyTag;
+        first_leaf(p, r).fps(current(p, r))[first_leaf(p, r).order(current(p, r))[1]] &= ~7u;
+      },
+      "holds a key of 9 bytes (by its fingerprint) with bytes past its length");
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).count(current(p, r)) = 100000; },
                       "holds 100000 entries");
   expect_open_corrupt([](pm::Pool& p, CRoot& r) { first_leaf(p, r).count(current(p, r)) -= 1; },
@@ -261,6 +297,15 @@ TEST(CDPTreeStringsDamaged, LeafContentsAreCheckedOnOpen) {
       "'s fingerprint differs");
 }
 
+// check() of a live tree reads the slots as open does (fixtures/string_slots.h).
+TEST(CDPTreeStringsDamaged, CheckReportsADamagedSlotKey) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  auto idx = make_string_index("cdptree", pool.get(), small());
+  expect_check_reports_damaged_slot_key(
+      *idx, [&] { return held_slot(*pool, *pool->at<CRoot>(*pool->root_word())); });
+}
+
 // Pools of the previous string formats (3: sorted leaves rewritten by each merge; 4: slots of
 // one word; 5: fingerprints of FNV-1a) are refused naming both formats, not opened or taken
 // for another index.
@@ -271,7 +316,9 @@ TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
       {kCStringRootMagicR3,
        "format 4 (leaves merged in place, slots of one word naming records of key and value)"},
       {kCStringRootMagicR4,
-       "format 5 (fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash)"}};
+       "format 5 (fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash)"},
+      {kCStringRootMagicR5,
+       "format 6 (slots of keys of 9 to 16 bytes naming their log records, kept in key pages)"}};
   for (const auto& [magic, says] : older) {
     auto pool = pm::Pool::create_in_memory(8 << 20);
     make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
@@ -283,7 +330,7 @@ TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
       EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
       const std::string w = e.what();
       EXPECT_NE(w.find(says), std::string::npos) << w;
-      EXPECT_NE(w.find("reads format 6"), std::string::npos) << w;
+      EXPECT_NE(w.find("reads format 7"), std::string::npos) << w;
     }
   }
 }

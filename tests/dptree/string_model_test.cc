@@ -1,13 +1,16 @@
 // DPTree over string keys (its registry entry's create_string) against a std::map model: the
 // mixed key space of fixtures/key_kinds.h (lengths 1, 8, 9, 63, 64, 65 and 1,024, prefixes,
 // last-byte differences, zero and 0xFF bytes) with small leaves; merges, splits,
-// consolidations, reopening the pool in the middle; bad input and the other form's pools.
+// consolidations, reopening the pool in the middle; keys of every length from 1 to 40 bytes
+// around the slot's 8- and 16-byte boundaries (fixtures/slot_key_model.h); bad input, the
+// other form's pools, and damaged leaves (a slot holding a key of 9 to 16 bytes among them).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 #include "dptree/error.h"
@@ -20,6 +23,8 @@
 #include "fixtures/key_kinds.h"
 #include "fixtures/merge_part_limit.h"
 #include "fixtures/named_stats.h"
+#include "fixtures/slot_key_model.h"
+#include "fixtures/string_slots.h"
 #include "format/layout.h"
 #include "format/log_page.h"
 #include "format/string_leaf.h"
@@ -143,6 +148,21 @@ TEST(DPTreeStrings, MergeThatDoesNotFitIsUndoneAndHalved) {
 
 // Keys that are prefixes of each other and differ in their last byte sort as memcmp, the
 // shorter first; a scan from a prefix starts at it.
+// Keys of every length from 1 to 40 bytes around the slot's 8- and 16-byte boundaries (keys
+// equal but for trailing zero bytes among them), small leaves: order, scans, updates, removes
+// and reopens against a model (fixtures/slot_key_model.h).
+TEST(DPTreeStrings, KeysOfEveryLengthUpTo40) {
+  auto pool = pm::Pool::create_in_memory(32 << 20);
+  run_slot_key_model(
+      *pool, [](pm::Pool& p) { return make_string_index("dptree", &p, small_string_options()); });
+}
+
+TEST(DPTreeStrings, KeysOf9To16BytesKeepNoKeyPage) {
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  expect_no_key_pages_for_slot_keys(
+      *pool, [](pm::Pool& p) { return make_string_index("dptree", &p, small_string_options()); });
+}
+
 TEST(DPTreeStrings, PrefixOrder) {
   auto pool = pm::Pool::create_in_memory(8 << 20);
   auto idx = make_string_index("dptree", pool.get(), small_string_options());
@@ -233,8 +253,11 @@ void expect_open_corrupt(const std::function<void(pm::Pool&, detail::Root&)>& da
   auto pool = pm::Pool::create_in_memory(8 << 20);
   {
     auto idx = make_string_index("dptree", pool.get(), small_string_options());
-    for (int i = 0; i < 60; ++i) idx->upsert(std::string(10 + i % 3, 'a') + std::to_string(i), 1);
-    // Keys of up to 8 bytes, after the long ones: slots that name no record.
+    // Keys of 18 to 22 bytes: slots that name their records.
+    for (int i = 0; i < 60; ++i) idx->upsert(std::string(18 + i % 3, 'a') + std::to_string(i), 1);
+    // Keys of 9 to 16 bytes, then keys of up to 8, after the long ones: slots that name no
+    // record.
+    for (int i = 0; i < 8; ++i) idx->upsert(std::string(9 + i, 'y') + std::to_string(i % 2), 6);
     for (int i = 0; i < 6; ++i) idx->upsert("zz" + std::to_string(i), 4);
     idx->upsert("zzzzzzz9", 5);
     idx->drain();
@@ -273,6 +296,20 @@ detail::StringEntry& last_slot(pm::Pool& p, detail::Root& r) {
   const StringLeaf lf{p.at(l), p.base(), first_leaf(p, r).L};
   const int c = static_cast<int>(lf.h().copy[v]);
   return lf.slots()[lf.order(c)[lf.count(c) - 1]];
+}
+
+// The first slot of the current version's leaves for which `want` holds (the test fails when
+// none does).
+FoundSlot slot_where(pm::Pool& p, detail::Root& r,
+                     const std::function<bool(const FoundSlot&)>& want) {
+  const int v = static_cast<int>(r.gv & detail::kVersionBit);
+  auto f = find_slot(p, r.head[v].off, v, *first_leaf(p, r).L, want);
+  if (!f) throw std::logic_error("the damaged pool has no slot of the kind a case damages");
+  return *f;
+}
+// A slot holding a key of 9..15 bytes whole.
+FoundSlot held_slot(pm::Pool& p, detail::Root& r) {
+  return slot_where(p, r, held_short_of_16);
 }
 
 // Each field of a leaf's metadata of the current version, damaged: the copy it names, the
@@ -368,7 +405,7 @@ TEST(DPTreeStringsDamaged, LeafSlotsAreCheckedOnOpen) {
   expect_open_corrupt(
       [](pm::Pool& p, Root& r) {
         StringEntry& s = last_slot(p, r);
-        s.meta = StringEntry::make_meta(s.len(), slot_at(p, r, 0).rec());
+        s.meta = StringEntry::make_meta(s.meta_len(), slot_at(p, r, 0).rec());
       },
       "names a record for a key of 8 bytes");
   expect_open_corrupt(
@@ -379,8 +416,43 @@ TEST(DPTreeStringsDamaged, LeafSlotsAreCheckedOnOpen) {
       "'s prefix has bytes past its key's 3");
   expect_open_corrupt([](pm::Pool& p, Root& r) { last_slot(p, r).prefix ^= 1; },
                       "'s fingerprint differs");
-  expect_open_corrupt([](pm::Pool& p, Root& r) { slot_at(p, r, 4).value |= kTombstone; },
-                      "holds a remove's value");
+  // A key of 9..16 bytes is in its tagged slot: no record named, nothing past its length
+  // (given by its fingerprint), its bytes those its fingerprint was made from.
+  expect_open_corrupt([](pm::Pool& p, Root& r) { held_slot(p, r).entry().meta |= 1; },
+                      "bytes (by its fingerprint) with bytes past its length");
+  expect_open_corrupt([](pm::Pool& p, Root& r) { held_slot(p, r).entry().meta ^= u64{1} << 56; },
+                      "'s fingerprint differs");
+  expect_open_corrupt(
+      [](pm::Pool& p, Root& r) {
+        const FoundSlot f = held_slot(p, r);
+        const std::size_t len = f.len();
+        f.entry().word &= ~kSlotKeyTag;  // untagged: the meta word now a length and record
+        f.entry().meta = StringEntry::make_meta(len, slot_at(p, r, 0).rec());
+      },
+      "bytes, which its slot must hold (tagged)");
+  // The tag set on the slot of an 8-byte key (meta: its length) and of a longer key (meta: its
+  // length and record): a key of 9..16 bytes with bytes past its length or of another hash.
+  for (auto len : {std::size_t{8}, std::size_t{19}}) {
+    expect_open_corrupt(
+        [len](pm::Pool& p, Root& r) {
+          const FoundSlot f = slot_where(p, r, [len](const FoundSlot& x) {
+            return !x.entry().in_slot() && x.entry().meta_len() == len;
+          });
+          f.entry().word |= kSlotKeyTag;
+          f.fingerprint() &= ~7u;  // a 9-byte key by its fingerprint: the meta word is not
+        },
+        "holds a key of 9 bytes (by its fingerprint) with bytes past its length");
+    expect_open_corrupt(
+        [len](pm::Pool& p, Root& r) {
+          const FoundSlot f = slot_where(p, r, [len](const FoundSlot& x) {
+            return !x.entry().in_slot() && x.entry().meta_len() == len;
+          });
+          f.entry().word |= kSlotKeyTag;
+          f.fingerprint() |= 7u;  // 16 bytes by its fingerprint: no padding, another hash
+        },
+        "'s fingerprint differs");
+  }
+
   // A wrong fingerprint would hide its key from lookups: refused before any lookup.
   expect_open_corrupt(
       [](pm::Pool& p, Root& r) {
@@ -395,6 +467,15 @@ TEST(DPTreeStringsDamaged, LeafSlotsAreCheckedOnOpen) {
       "which is not a leaf the directory owns");
 }
 
+// check() of a live tree reads the slots as open does (fixtures/string_slots.h).
+TEST(DPTreeStringsDamaged, CheckReportsADamagedSlotKey) {
+  using namespace detail;  // NOLINT: the layout vocabulary
+  auto pool = pm::Pool::create_in_memory(8 << 20);
+  auto idx = make_string_index("dptree", pool.get(), small_string_options());
+  expect_check_reports_damaged_slot_key(
+      *idx, [&] { return held_slot(*pool, *pool->at<Root>(*pool->root_word())); });
+}
+
 // A slot's reference to its key's record: outside the pool, into a block that is no log page,
 // into the middle of a record, to a record of another length, or to a record whose bytes were
 // damaged: each is Error(corrupt) naming the leaf's slot, never a crash.
@@ -405,7 +486,7 @@ TEST(DPTreeStringsDamaged, KeyRecordReferencesAreCheckedOnOpen) {
     expect_open_corrupt(
         [&](pm::Pool& p, Root& r) {
           StringEntry& s = slot_at(p, r, i);
-          s.meta = StringEntry::make_meta(s.len(), to(p, r, s.rec()));
+          s.meta = StringEntry::make_meta(s.meta_len(), to(p, r, s.rec()));
         },
         says);
   };
@@ -423,7 +504,7 @@ TEST(DPTreeStringsDamaged, KeyRecordReferencesAreCheckedOnOpen) {
       0,
       [&](pm::Pool& p, Root& r, u64) {
         std::size_t j = 1;
-        while (slot_at(p, r, j).len() == slot_at(p, r, 0).len()) ++j;
+        while (slot_at(p, r, j).meta_len() == slot_at(p, r, 0).meta_len()) ++j;
         return slot_at(p, r, j).rec();
       },
       "holds a key of");
@@ -444,21 +525,23 @@ TEST(DPTreeStringsDamaged, PoolsOfEarlierFormatsAreRefusedNamingTheirVersion) {
       {2, "format 2 (key bytes in the leaves, records of 63-bit payloads)"},
       {3, "format 3 (sorted leaves rewritten by each merge)"},
       {4, "format 4 (leaves merged in place, slots of one word naming records of key and value)"},
-      {5, "format 5 (fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash)"}};
+      {5, "format 5 (fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash)"},
+      {6, "format 6 (slots of keys of 9 to 16 bytes naming their log records, kept in key pages)"}};
   for (const auto& [f, says] : older) {
     auto pool = pm::Pool::create_in_memory(8 << 20);
     make_string_index("dptree", pool.get(), small_string_options())->upsert("k", 1);
     pool->at<Root>(*pool->root_word())->magic = f < 3 ? string_magic_version(kStringRootMagicR3, f)
                                                 : f == 3 ? kStringRootMagicR3
                                                 : f == 4 ? kStringRootMagicR4
-                                                         : kStringRootMagicR5;
+                                                : f == 5 ? kStringRootMagicR5
+                                                         : kStringRootMagicR6;
     try {
       make_string_index("dptree", pool.get(), small_string_options());
       ADD_FAILURE() << "a pool of string format " << f << " opened";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), Errc::version_mismatch) << e.what();
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("reads format 6"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("reads format 7"), std::string::npos) << e.what();
     }
   }
 }

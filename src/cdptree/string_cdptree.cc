@@ -6,6 +6,7 @@
 #include "cdptree/string_cdptree.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "cdptree/phase.h"
 #include "cdptree/root_tables.h"
@@ -26,7 +27,10 @@ using namespace detail;  // NOLINT: the layout vocabulary
 namespace {
 constexpr const char* kTree = "cdptree (string keys)";
 constexpr const char* kName = "cdptree";
-constexpr std::size_t kStringShardPageBytes = 4096;  // the largest log page of a shard
+// The shards' last log pages together, at most: each merge keeps every shard's last page while
+// an entry names a record in it (a key page), partly filled (create()).
+constexpr std::size_t kStringShardPagesBytes = 128 * 1024;
+constexpr std::size_t kStringShardPageFloor = 4096;
 }  // namespace
 
 StringCDPTree::StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create_new)
@@ -91,8 +95,12 @@ void StringCDPTree::create() {
   // The most slots a leaf of leaf_bytes holds (about 16 bytes a slot: 492 in 8 KiB).
   if (opt_.leaf_capacity == 0) opt_.leaf_capacity = string_leaf_capacity(opt_.leaf_bytes);
   // Each merge keeps every shard's last log page while an entry names a record in it (a key
-  // page): at 64 shards, 64 KiB pages would keep megabytes mostly empty per merge.
-  opt_.log_page_size = std::min(opt_.log_page_size, kStringShardPageBytes);
+  // page), half empty on average: the pages are sized so that the shards' last pages take at
+  // most 128 KiB (8 KiB at 16 shards, 4 KiB at 32 or more). Larger pages cost fewer flushes
+  // (a page's header, link and pad: docs/cdptree.md "String keys").
+  const std::size_t cap =
+      std::max(kStringShardPageFloor, std::bit_floor(kStringShardPagesBytes / opt_.log_partitions));
+  opt_.log_page_size = std::min(opt_.log_page_size, cap);
   opt_.validate();
   require_page_for_longest_key(opt_.log_page_size, kTree);
   t_.require_empty_pool();

@@ -58,6 +58,9 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   // pool_full thrown if it still does not fit.
   void merge() { merge_now(true); }
   using MergeDriver::wait_idle;
+  // The options in force: the stored format's (partitions, page and leaf sizes) and the
+  // caller's others.
+  const CDPTreeOptions& options() const { return opt_; }
 
  private:
   friend class MergeDriver<StringCDPTree, StringBuffer>;
@@ -108,7 +111,6 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   bool merged_in_part() const { return last_partial_.load(); }
   detail::CRoot& croot() const { return *root_; }
   const pm::Pool& pm_pool() const { return t_.pool; }
-  const CDPTreeOptions& options() const { return opt_; }
   detail::TreeParts& parts() { return t_; }
   // One cycle (begin .. flip) over es[0, n); the rest moved to the Front. pool_full: undone.
   void merge_cycle(const detail::BufferedEntries& es, std::size_t n);

@@ -11,8 +11,10 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cdptree/string_cdptree.h"
 #include "dptree/error.h"
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
@@ -55,6 +57,35 @@ TEST(CDPTreeStrings, EachFormRefusesTheOthersPool) {
   expect_wrong_index([&] { make_index("cdptree", strs.get(), {}); }, "--key-type string");
   EXPECT_EQ(make_string_index("cdptree", strs.get(), {})->lookup("k"), std::optional<Value>(2));
   EXPECT_EQ(make_index("cdptree", ints.get(), {})->lookup(1), std::optional<Value>(2));
+}
+
+// The shards' log pages are sized so that their last pages, kept partly filled by each merge,
+// take at most 128 KiB together (4 KiB at least): the default 64 shards get 4 KiB pages, 8
+// shards 16 KiB, 2 shards the whole 64 KiB default; a smaller page asked for is kept, and a
+// reopen keeps the stored partitions and page size.
+TEST(CDPTreeStrings, LogPagesShrinkWithTheShardCount) {
+  auto options_of = [](const StringIndex& i) {
+    return dynamic_cast<const cdp::StringCDPTree&>(i).options();
+  };
+  const std::pair<IndexOptions, std::size_t> cases[] = {
+      {{}, 4096},
+      {{{"log_partitions", "8"}}, 16384},
+      {{{"log_partitions", "2"}}, 65536},
+      {{{"log_partitions", "8"}, {"log_page_size", "2048"}}, 2048},
+      {{{"log_partitions", "32"}}, 4096}};
+  for (const auto& [options, page] : cases) {
+    auto pool = pm::Pool::create_in_memory(64 << 20);
+    {
+      auto idx = make_string_index("cdptree", pool.get(), options);
+      EXPECT_EQ(options_of(*idx).log_page_size, page);
+      idx->upsert("k", 1);
+    }
+    auto again = make_string_index("cdptree", pool.get(), {{"log_partitions", "3"}});
+    EXPECT_EQ(options_of(*again).log_page_size, page);
+    EXPECT_EQ(options_of(*again).log_partitions,
+              options.count("log_partitions") ? std::stoul(options.at("log_partitions")) : 64u);
+    EXPECT_EQ(again->lookup("k"), std::optional<Value>(1));
+  }
 }
 
 // A scan takes a few entries of each buffer shard at a time and must not return a key past

@@ -245,7 +245,7 @@ std::size_t StringDPTree::scan(std::string_view start, std::size_t count,
       if (pos + 4 < lf.count(c)) {
         if (const u64 rec = lf.entry_at(c, pos + 4).rec()) __builtin_prefetch(lf.long_key(rec));
       }
-      bk = lf.key_of(*e, lf.fps(c)[slot], buf);
+      bk = lf.slot_key(c, slot, buf);
     }
     if (bi.valid() && (li >= leaves.size() || bi.key().view() <= bk)) {
       if (li < leaves.size() && bi.key().view() == bk) {  // the buffer's entry is newer

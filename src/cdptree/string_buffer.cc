@@ -14,12 +14,16 @@ StringBuffer::StringBuffer(pm::Pool& pool, const RecordCodec& codec, LogPageCach
                            detail::LogPagePtr* table, int ver, std::size_t shards,
                            std::size_t expected, double bloom_error)
     : pool_(pool),
+      codec_(codec),
       table_(table),
       ver_(ver),
       n_(shards),
       shards_(std::make_unique<Shard[]>(shards)),
       bloom_(expected, bloom_error) {
-  for (std::size_t p = 0; p < n_; ++p) shards_[p].log = std::make_unique<PLog>(pool, codec, cache);
+  for (std::size_t p = 0; p < n_; ++p) {
+    shards_[p].log = std::make_unique<PLog>(pool, codec, cache);
+    shards_[p].log->inherit_with(encode_inherit_mark);
+  }
 }
 
 u64 StringBuffer::append(Shard& s, std::size_t p, std::string_view k, u64 v) {
@@ -32,6 +36,10 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
   auto words_of = [&](u64 page, const u64* w, std::size_t room) {
     return replayed_record_words(pool_, page, w, room, ver_);
   };
+  const std::size_t per = codec_.G.per_page;
+  auto start_of = [&](u64 page) {
+    return inherited_start(pool_, page, pool_.at<u64>(page + codec_.G.offset(0)), per);
+  };
   std::unique_lock lk(s.mu);
   s.log->replay_words(
       &table_[p], ver_, words_of,
@@ -41,7 +49,7 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
         *detail::find_or_add(s.tree, s.keys, k).first =
             StringSlot{string_record_value(w), pool_.offset_of(w)};
       },
-      [&](const u64* w) { throw_record_after_end(pool_, tree, w); });
+      [&](const u64* w) { throw_record_after_end(pool_, tree, w); }, start_of);
 }
 
 // Each shard gives its first `per` entries >= start (one lock at a time), copied as BufferKeys:
@@ -140,11 +148,54 @@ std::vector<u64> StringBuffer::all_log_pages() const {
   return out;
 }
 
-void StringBuffer::release_logs(const PLog::KeepPage& keep) {
+std::vector<u64> StringBuffer::live_log_pages() const {
+  std::vector<u64> out;
+  for (std::size_t p = 0; p < n_; ++p) {
+    std::shared_lock lk(shards_[p].mu);
+    const PLog& log = *shards_[p].log;
+    out.insert(out.end(), log.pages().begin(), log.pages().end());
+    for (u64 pg : log.offered()) out.push_back(pg);
+  }
+  return out;
+}
+
+std::vector<std::vector<PLog::Inherited>> StringBuffer::take_offers() {
+  std::vector<std::vector<PLog::Inherited>> out(n_);
+  for (std::size_t p = 0; p < n_; ++p) {
+    std::unique_lock lk(shards_[p].mu);
+    out[p] = shards_[p].log->take_offers();
+  }
+  return out;
+}
+
+std::vector<u64> StringBuffer::offered_pages() const {
+  std::vector<u64> out;
+  for (std::size_t p = 0; p < n_; ++p)
+    for (u64 pg : shards_[p].log->offered()) out.push_back(pg);
+  return out;
+}
+
+std::size_t StringBuffer::offers_taken() const {
+  std::size_t n = 0;
+  for (std::size_t p = 0; p < n_; ++p) n += shards_[p].log->offers_taken();
+  return n;
+}
+
+std::vector<std::vector<PLog::Inherited>> StringBuffer::release_logs(const PLog::KeepPage& keep) {
   PhaseScope ph(CDPTreePhase::log_release);
+  std::vector<std::vector<PLog::Inherited>> last(n_);
   for (std::size_t p = 0; p < n_; ++p) {
     if (table_[p]) PLog::release_chain(pool_, &table_[p], ver_, keep);
-    shards_[p].log->hand_over(ver_, keep);
+    last[p] = shards_[p].log->hand_over(ver_, keep);
+  }
+  return last;
+}
+
+void StringBuffer::inherit(const std::vector<std::vector<PLog::Inherited>>& pages) {
+  for (std::size_t p = 0; p < n_ && p < pages.size(); ++p) {
+    if (pages[p].empty()) continue;
+    std::unique_lock lk(shards_[p].mu);
+    shards_[p].log->inherit(pages[p]);
   }
 }
 

@@ -101,10 +101,25 @@ class StringBuffer {
   // The pages of shard p's log (writers quiesced), and of every shard's.
   const std::vector<u64>& log_pages(std::size_t p) const { return shards_[p].log->pages(); }
   std::vector<u64> all_log_pages() const;
+  // Every shard's log pages and the key pages given to inherit() that it has not gone on in
+  // yet, each shard's read under its lock: a writer that takes a given page moves it from one
+  // to the other, and a merge that frees key pages no entry names must see it in either.
+  std::vector<u64> live_log_pages() const;
+  // The key pages given to inherit() that no shard has gone on in yet (writers quiesced).
+  std::vector<u64> offered_pages() const;
+  // How many pages given the shards went on in (writers quiesced).
+  std::size_t offers_taken() const;
+  // The pages given to inherit() that no shard took, given up (for a new Front).
+  std::vector<std::vector<detail::PLog::Inherited>> take_offers();
   // After this buffer's merge committed and no thread uses it: every shard's log chain
   // released (pages flagged, head cleared) and its pages handed to the next flavor's freelist,
-  // but for the key pages `keep` names.
-  void release_logs(const detail::PLog::KeepPage& keep);
+  // but for the key pages `keep` names. Returns each shard's pages the next buffer's shard may
+  // go on in (PLog::hand_over).
+  std::vector<std::vector<detail::PLog::Inherited>> release_logs(
+      const detail::PLog::KeepPage& keep);
+  // Each shard's log goes on in a page given for it, when it needs a page that fits
+  // (PLog::inherit): a shard's records stay in one partition, of one shard.
+  void inherit(const std::vector<std::vector<detail::PLog::Inherited>>& pages);
   // check(): each shard's tree, and whether every key is in its own shard and the bloom filter.
   const ShardTree& tree(std::size_t p) const { return shards_[p].tree; }
   bool bloom_has(u64 h) const { return bloom_.may_contain_hashed(h); }
@@ -120,6 +135,7 @@ class StringBuffer {
   u64 append(Shard& s, std::size_t p, std::string_view k, u64 v);
 
   pm::Pool& pool_;
+  const detail::RecordCodec& codec_;
   detail::LogPagePtr* table_;
   int ver_;
   std::size_t n_;

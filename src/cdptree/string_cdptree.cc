@@ -27,10 +27,6 @@ using namespace detail;  // NOLINT: the layout vocabulary
 namespace {
 constexpr const char* kTree = "cdptree (string keys)";
 constexpr const char* kName = "cdptree";
-// The shards' last log pages together, at most: each merge keeps every shard's last page while
-// an entry names a record in it (a key page), partly filled (create()).
-constexpr std::size_t kStringShardPagesBytes = 128 * 1024;
-constexpr std::size_t kStringShardPageFloor = 4096;
 }  // namespace
 
 StringCDPTree::StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create_new)
@@ -83,6 +79,15 @@ StringBuffer* StringCDPTree::new_buffer(int ver) const {
                           2 * merge_thresh.load() + 1, opt_.bloom_error_rate);
 }
 
+// A new Front takes the pages the Front before it was given to go on in and did not take
+// (PLog::inherit): with background merges a Front is often full by the time the merge before
+// it releases its Middle's logs, and the new one starts empty.
+StringBuffer* StringCDPTree::new_front(int ver) const {
+  StringBuffer* f = new_buffer(ver);
+  if (StringBuffer* old = gp_f.load(std::memory_order_seq_cst)) f->inherit(old->take_offers());
+  return f;
+}
+
 StringBase* StringCDPTree::new_base() const {
   auto* b = new StringBase;
   const int v = cv();
@@ -94,14 +99,6 @@ void StringCDPTree::create() {
   opt_.validate();
   // The most slots a leaf of leaf_bytes holds (about 16 bytes a slot: 492 in 8 KiB).
   if (opt_.leaf_capacity == 0) opt_.leaf_capacity = string_leaf_capacity(opt_.leaf_bytes);
-  // Each merge keeps every shard's last log page while an entry names a record in it (a key
-  // page), half empty on average: the pages are sized so that the shards' last pages take at
-  // most 128 KiB (8 KiB at 16 shards, 4 KiB at 32 or more). Larger pages cost fewer flushes
-  // (a page's header, link and pad: docs/cdptree.md "String keys").
-  const std::size_t cap =
-      std::max(kStringShardPageFloor, std::bit_floor(kStringShardPagesBytes / opt_.log_partitions));
-  opt_.log_page_size = std::min(opt_.log_page_size, cap);
-  opt_.validate();
   require_page_for_longest_key(opt_.log_page_size, kTree);
   t_.require_empty_pool();
   root_ = create_root(t_, kCStringRootMagic, opt_.leaf_capacity, opt_.log_page_size,
@@ -114,6 +111,12 @@ void StringCDPTree::create() {
 }
 
 void StringCDPTree::open() {
+  if (root_if_ours(t_.pool, kCStringRootMagicR6, sizeof(CRoot)))
+    throw Error(Errc::version_mismatch,
+                "pool '" + t_.pool.name() + "' holds a cdptree of string keys in format 7 with " +
+                    "shard logs that start each page afresh (CDPStrR6); this build's shard " +
+                    "logs go on in the last key page of the log before (CDPStrR7): reload the " +
+                    "keys into a new pool (scan it with the build that wrote it)");
   auto* rt = static_cast<CRoot*>(open_string_root(
       t_, kCStringRootMagic,
       {kCStringRootMagicR2, kCStringRootMagicR3, kCStringRootMagicR4, kCStringRootMagicR5},
@@ -423,6 +426,7 @@ IndexStats StringCDPTree::stats() const {
              {"log_pages", d(log_pages)},
              {"key_pages", d(key_pages_.size())},
              {"key_pages_freed", d(key_pages_freed_.load())},
+             {"log_pages_inherited", d(pages_inherited_.load())},
              {"free_log_pages", d(t_.pages->size(0) + t_.pages->size(1))},
              {"recovery_seconds", recovery_times.total},
              {"recovery_check_seconds", recovery_times.check},

@@ -11,8 +11,10 @@
 
 #include <atomic>
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -92,7 +94,7 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   std::size_t count_live() const;
 
   // The merge driver's hooks (merge_driver.h; string_merge.cc in this folder).
-  StringBuffer* new_front(int ver) const { return new_buffer(ver); }
+  StringBuffer* new_front(int ver) const;
   // Writers estimate the Front's size from their own shard (its entries times the shard
   // count), so a recount could fall short of the threshold that triggered: any non-empty
   // Front is merged.
@@ -122,6 +124,9 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   void finish_merge(int old);
   // The pages of the live logs (Front's and Middle's): never freed as key pages.
   std::unordered_set<u64> live_log_pages() const;
+  void check_offers(std::initializer_list<const StringBuffer*> bufs,
+                    const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                    CheckReport& r) const;
 
   // Recovery's hooks (merge_driver.h, which runs Algorithm 4 for both forms in recovery.cc;
   // string_cdptree.cc in this folder).
@@ -158,7 +163,7 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   std::size_t middle_log_pages_ = 0;
 
   std::atomic<std::size_t> created_{0}, freed_{0}, rewritten_{0}, in_place_{0}, parts_{0},
-      failed_parts_{0}, partitions_{0}, key_pages_freed_{0};
+      failed_parts_{0}, partitions_{0}, key_pages_freed_{0}, pages_inherited_{0};
   RecoveryTimes recovery_times;  // the last open's phases (stats)
 };
 

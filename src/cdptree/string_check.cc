@@ -27,7 +27,7 @@ void StringCDPTree::check_buffer(const StringBuffer& b, const std::unordered_set
     std::size_t shard_pages = 0;
     const std::string at = "log " + std::to_string(b.version()) + " shard " + std::to_string(p);
     if (!check_string_log_chain(t_, b.table()[p], b.version(), owned, reach, replay, shard_pages,
-                                records, r))
+                                records, r, /*inherits=*/true))
       return;
     pages += shard_pages;
     if (shard_pages != b.log_pages(p).size())
@@ -43,6 +43,33 @@ void StringCDPTree::check_buffer(const StringBuffer& b, const std::unordered_set
   }
   r.facts.emplace_back("log_records", static_cast<double>(records));
   r.facts.emplace_back("log_pages", static_cast<double>(pages));
+}
+
+// The key pages given to the buffers' shards to go on in (PLog::inherit) and not taken yet:
+// owned, of the key flavor, in no live log and given once. The tree holds them as the page
+// cache holds its pages (one no entry names any more is freed when its buffer's logs are
+// released, or by recovery's sweep).
+void StringCDPTree::check_offers(std::initializer_list<const StringBuffer*> bufs,
+                                 const std::unordered_set<u64>& owned, std::set<u64>& reach,
+                                 CheckReport& r) const {
+  std::unordered_set<u64> logs, given;
+  for (const StringBuffer* b : bufs)
+    if (b)
+      for (u64 pg : b->all_log_pages()) logs.insert(pg);
+  for (const StringBuffer* b : bufs) {
+    if (!b) continue;
+    for (u64 pg : b->offered_pages()) {
+      const std::string at =
+          "key page at " + std::to_string(pg) + " given to log " + std::to_string(b->version());
+      if (!owned.contains(pg))
+        r.fail(at + " is not owned by the directory");
+      else if (t_.pool.at<LogPageHeader>(pg)->flavor != kKeyFlavor)
+        r.fail(at + " is not of the key flavor");
+      if (logs.contains(pg)) r.fail(at + " is in a live log");
+      if (!given.insert(pg).second) r.fail(at + " is given twice");
+      reach.insert(pg);
+    }
+  }
 }
 
 CheckReport StringCDPTree::check() const {
@@ -79,6 +106,7 @@ CheckReport StringCDPTree::check() const {
                       std::to_string(p) + ")"),
                r;
   }
+  check_offers({f, m}, owned, reach, r);
   if (!r.ok) return r;
   const std::size_t live = t_.check_free_pages_and_blocks(owned, reach, r, false);
   r.facts.emplace_back("leaves", static_cast<double>(base->leaves.size()));

@@ -201,7 +201,11 @@ void StringCDPTree::finish_merge(int old) {
 // in its records.
 void StringCDPTree::release_middle(StringBuffer& m) {
   middle_log_pages_ = m.all_log_pages().size();
-  m.release_logs([this](u64 page) { return key_pages_.named(page); });
+  pages_inherited_.fetch_add(m.offers_taken());
+  const auto last = m.release_logs([this](u64 page) { return key_pages_.named(page); });
+  // The Front's shards go on in the Middle's last key pages (PLog::inherit), so that a merge
+  // leaves no page partly filled: the log pages may be as large as the paper's.
+  if (StringBuffer* f = gp_f.load(std::memory_order_seq_cst)) f->inherit(last);
 }
 
 // Cache capacity C_size (§2.1): the pages the released logs took, as records differ in length.
@@ -216,7 +220,7 @@ std::unordered_set<u64> StringCDPTree::live_log_pages() const {
   std::unordered_set<u64> live;
   for (const StringBuffer* b : {gp_f.load(), gp_m.load()})
     if (b)
-      for (u64 pg : b->all_log_pages()) live.insert(pg);
+      for (u64 pg : b->live_log_pages()) live.insert(pg);
   return live;
 }
 

@@ -194,9 +194,11 @@ void PLog::append_unfenced(LogPagePtr* head, int ver, u64 k, u64 v) {
   ++pos_;
 }
 
-void PLog::next_page(LogPagePtr* head, int ver) {
+void PLog::next_page(LogPagePtr* head, int ver, std::size_t words) {
   if (!pages_.empty() && page_idx_ + 1 < pages_.size()) {
     ++page_idx_;  // a page linked before a crash, still empty
+  } else if (words && take_offer(head, ver, words)) {
+    return;
   } else {
     LogPagePtr pg = cache_.take(ver);
     LogPagePtr* link = pages_.empty() ? head : &pool_.get(LogPagePtr(pages_.back()))->next;
@@ -206,6 +208,33 @@ void PLog::next_page(LogPagePtr* head, int ver) {
     page_idx_ = pages_.size() - 1;
   }
   pos_ = 0;
+}
+
+// Goes on in the inherited page with the most room, if its mark and a record of `words` fit:
+// the mark made durable first (a log's records there begin after its mark), then the link.
+// No page taken or initialised: the header stays as the first log left it (next null, the
+// epoch the records there were written under).
+bool PLog::take_offer(LogPagePtr* head, int ver, std::size_t words) {
+  const std::size_t per = codec_.G.per_page;
+  auto best =
+      std::min_element(offers_.begin(), offers_.end(),
+                       [](const Inherited& a, const Inherited& b) { return a.pos < b.pos; });
+  if (!mark_ || best == offers_.end() || best->pos + kInheritMarkWords + words > per) return false;
+  const Inherited pg = *best;
+  offers_.erase(best);
+  u64* m = record(pg.page, pg.pos);
+  pm::store(
+      m, mark_(log_valid_bit(ver), pool_.offset_of(m), *pool_.at<u64>(pg.page + kPageEpochOffset)));
+  pm::store(m + 1, u64{0});
+  pm::persist(m, 8 * kInheritMarkWords);
+  LogPagePtr* link = pages_.empty() ? head : &pool_.get(LogPagePtr(pages_.back()))->next;
+  pm::store(link, LogPagePtr(pg.page));
+  pm::persist(link, 8);
+  pages_.push_back(pg.page);
+  ++offers_taken_;
+  page_idx_ = pages_.size() - 1;
+  pos_ = pg.pos + kInheritMarkWords;
+  return true;
 }
 
 void PLog::fence_append() {
@@ -218,7 +247,7 @@ u64* PLog::place_words(LogPagePtr* head, int ver, std::size_t n, u64& epoch, boo
   if (pages_.empty() || pos_ + n > codec_.G.per_page) {
     if (spare && !(page_idx_ + 1 < pages_.size())) cache_.require_spare(ver);
     if (!pages_.empty()) pad_rest(log_valid_bit(ver));  // durable with the next fence
-    next_page(head, ver);
+    next_page(head, ver, n);
   }
   epoch = *pool_.at<u64>(pages_[page_idx_] + kPageEpochOffset);
   return record(pages_[page_idx_], pos_);
@@ -245,14 +274,15 @@ void PLog::pad_rest(u64 vb) {
 // checksum binds its header to its bytes, its offset and its page's epoch, so a later record
 // torn over them cannot pass for a whole one (docs/dptree.md "String keys"). When pages follow
 // (linked before a crash, still empty), this page is padded to its end and appending goes on
-// in the next one, so that every page but the last stays full.
-void PLog::end_words_replay(u64 vb) {
+// in the next one (after its inherited records: next_pos), so that every page but the last
+// stays full.
+void PLog::end_words_replay(u64 vb, std::size_t next_pos) {
   if (page_idx_ + 1 >= pages_.size()) return;
   pm::CategoryScope cat(pm::Category::log);
   pad_rest(vb);
   pm::fence();
   ++page_idx_;
-  pos_ = 0;
+  pos_ = next_pos;
 }
 
 void PLog::release_chain(pm::Pool& pool, LogPagePtr* head, int old, const KeepPage& keep) {
@@ -272,15 +302,33 @@ void PLog::release_chain(pm::Pool& pool, LogPagePtr* head, int old, const KeepPa
   pm::persist(head, 8);
 }
 
-void PLog::hand_over(int old, const KeepPage& keep) {
+std::vector<PLog::Inherited> PLog::hand_over(int old, const KeepPage& keep) {
   std::vector<u64> pages = std::move(pages_);
-  std::size_t written = page_idx_ + 1 == pages.size() ? pos_ : 0;  // records in the last page
-  pages_.clear();
-  page_idx_ = pos_ = 0;
+  std::size_t written = page_idx_ + 1 == pages.size() ? pos_ : 0;  // words used in the last page
   auto kept = [&](u64 pg) { return keep && keep(pg); };
+  // Offers not taken go on to the next log while a slot names them; one no slot names any
+  // more is garbage.
+  std::vector<Inherited> next;
+  for (const Inherited& o : offers_)
+    if (kept(o.page))
+      next.push_back(o);
+    else
+      cache_.discard(o.page);
+  pages_.clear();
+  offers_.clear();
+  page_idx_ = pos_ = 0;
   for (std::size_t i = 0; i + 1 < pages.size(); ++i)
     if (!kept(pages[i])) cache_.give(1 - old, pages[i]);
   if (!pages.empty() && !kept(pages.back())) reuse_last_page(pages.back(), written, old);
+  // Room for a mark and the shortest record (3 words: format/string_leaf.h).
+  else if (!pages.empty() && written > 0 && written + kInheritMarkWords + 3 <= codec_.G.per_page)
+    next.push_back(Inherited{pages.back(), written});
+  if (!mark_) return {};
+  // The pages with the most room, a few: the rest stay key pages as they are.
+  std::sort(next.begin(), next.end(),
+            [](const Inherited& a, const Inherited& b) { return a.pos < b.pos; });
+  if (next.size() > kMaxOffers) next.resize(kMaxOffers);
+  return next;
 }
 
 // The last page mixes records of the released log (bit 1 - old) with unwritten words (bit

@@ -115,28 +115,30 @@ class PLog {
   // Reads such a log: fn(first word, n) per record, `words_of(page, first word, words left)`
   // giving a record's length in words: 0 for a pad word (the rest of the page must be pads
   // too, else the log ends at the first of them), kLogEnd for a record that is not whole (the
-  // log ends there). Nothing after the end can be a whole record (appends stop at the first
-  // one not acknowledged): `stray(word)` is called for one that is, a damaged pool. When pages
-  // follow the end (linked before a crash, still empty), the rest of its page is padded and
-  // appending goes on in the next one.
+  // log ends there). `start_of(page)` gives the word where this log's records begin in a page
+  // (0 but in one it inherited: inherit()). Nothing after the end can be a whole record
+  // (appends stop at the first one not acknowledged): `stray(word)` is called for one that
+  // is, a damaged pool. When pages follow the end (linked before a crash, still empty), the
+  // rest of its page is padded and appending goes on in the next one.
   static constexpr std::size_t kLogEnd = ~std::size_t{0};
-  template <class Len, class F, class Stray>
-  void replay_words(LogPagePtr* head, int ver, Len&& words_of, F&& fn, Stray&& stray) {
+  template <class Len, class F, class Stray, class Start>
+  void replay_words(LogPagePtr* head, int ver, Len&& words_of, F&& fn, Stray&& stray,
+                    Start&& start_of) {
     attach(head);
     const u64 vb = log_valid_bit(ver);
     const std::size_t per = codec_.G.per_page;
     auto end = [&] {
       for (std::size_t i = page_idx_; i < pages_.size(); ++i)
-        for (std::size_t j = i == page_idx_ ? pos_ + 1 : 0; j < per; ++j) {
+        for (std::size_t j = i == page_idx_ ? pos_ + 1 : start_of(pages_[i]); j < per; ++j) {
           const u64* w = record(pages_[i], j);
           const std::size_t n = words_of(pages_[i], w, per - j);
           if (n != 0 && n != kLogEnd) stray(w);
         }
-      end_words_replay(vb);
+      end_words_replay(vb, page_idx_ + 1 < pages_.size() ? start_of(pages_[page_idx_ + 1]) : 0);
     };
     for (std::size_t i = 0; i < pages_.size(); ++i) {
       page_idx_ = i;
-      for (pos_ = 0; pos_ < per;) {
+      for (pos_ = start_of(pages_[i]); pos_ < per;) {
         const u64* w = record(pages_[i], pos_);
         const std::size_t n = words_of(pages_[i], w, per - pos_);
         if (n == kLogEnd) return end();
@@ -154,13 +156,49 @@ class PLog {
       }
     }
   }
+  // A key page that a released log of the other version ended in, with room after its
+  // records (`pos`: the first free word): when this log needs a page for a record that fits
+  // there, it goes on in it rather than in a new page, so that a merge leaves no key page
+  // partly empty for as long as a slot names a record in it. This log's records there begin
+  // after a mark (format/string_leaf.h: `mark(validity bit, pool offset, page epoch)` and a
+  // zero word), made durable before the page is linked. The page stays of the key flavor in the
+  // log; release_chain flags it as any other, and the log may hand it on in turn (hand_over).
+  struct Inherited {
+    u64 page = 0;
+    std::size_t pos = 0;
+  };
+  // The mark's words: two, so that the records after it keep the alignment to cache lines they
+  // would have had had the first log gone on (a 10-word record touches two lines at an even
+  // word and a quarter of the time three at an odd one).
+  static constexpr std::size_t kInheritMarkWords = 2;
+  using Mark = std::function<u64(u64 vbit, u64 off, u64 epoch)>;
+  void inherit_with(Mark mark) { mark_ = std::move(mark); }
+  void inherit(const std::vector<Inherited>& pages) {
+    offers_.insert(offers_.end(), pages.begin(), pages.end());
+  }
+  std::size_t offers_taken() const { return offers_taken_; }
+  // The pages given to inherit() and not taken yet, given up.
+  std::vector<Inherited> take_offers() { return std::exchange(offers_, {}); }
+  // The pages given to inherit() and not taken yet.
+  std::vector<u64> offered() const {
+    std::vector<u64> out;
+    for (const Inherited& o : offers_) out.push_back(o.page);
+    return out;
+  }
   // After the merge of this log's version `old` committed: every page but the last is full
   // and goes to freelist_{1-old}; the last, mixing both bits, is made one flavor again by
   // rewriting its smaller part and goes to that flavor's freelist. A page `keep` names (a
   // string form's key page) goes to neither. The log is empty afterwards. Call release_chain
   // first.
+  // With inherit_with(), returns the pages the next log may inherit (inherit()): the last page
+  // when `keep` names it and it has room, and the pages given to this log that it did not
+  // take and `keep` still names (one `keep` no longer names is freed), at most kMaxOffers,
+  // those with the most room (the others stay key pages as they are). When merges take as
+  // long as the writers take to fill the Front, as with two writers on two cores, a Front is
+  // full before its offers come, and the next one takes them.
   using KeepPage = std::function<bool(u64 page)>;
-  void hand_over(int old, const KeepPage& keep = {});
+  static constexpr std::size_t kMaxOffers = 4;
+  std::vector<Inherited> hand_over(int old, const KeepPage& keep = {});
   // Marks the pages of the chain at `head` with their next flavor (or discard for the last;
   // kKeyFlavor for a page `keep` names) and clears `head`, persistently. Idempotent: recovery
   // re-runs it while *head is not null.
@@ -171,9 +209,10 @@ class PLog {
 
  private:
   void attach(const LogPagePtr* head);
-  void next_page(LogPagePtr* head, int ver);
+  void next_page(LogPagePtr* head, int ver, std::size_t words = 0);
+  bool take_offer(LogPagePtr* head, int ver, std::size_t words);
   void pad_rest(u64 vb);
-  void end_words_replay(u64 vb);
+  void end_words_replay(u64 vb, std::size_t next_pos);
   u64* record(u64 page, std::size_t r) const;
   void invalidate_if_torn(u64* rec, u64 vb);
   void reuse_last_page(u64 page, std::size_t written, int old);
@@ -182,6 +221,9 @@ class PLog {
   LogPageCache& cache_;
   std::vector<u64> pages_;  // the chain of the current log (offsets of its pages)
   std::size_t page_idx_ = 0, pos_ = 0;
+  Mark mark_;                      // set: this log inherits pages (inherit_with())
+  std::vector<Inherited> offers_;  // pages this log may go on in (inherit())
+  std::size_t offers_taken_ = 0;   // inherit()'s pages this log went on in
 };
 
 }  // namespace dptree::detail

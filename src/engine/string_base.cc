@@ -289,6 +289,25 @@ void throw_record_after_end(const pm::Pool& pool, const char* tree, const u64* w
                 "is whole but lies after the end of its log (a record before it is damaged)");
 }
 
+std::size_t inherited_start(const pm::Pool& pool, u64 page, const u64* w0, std::size_t per) {
+  if (pool.at<LogPageHeader>(page)->flavor != kKeyFlavor) return 0;
+  const u64 epoch = *pool.at<u64>(page + kPageEpochOffset);
+  std::size_t pos = 0, start = 0;
+  while (pos < per) {
+    const u64* w = w0 + pos;
+    if (pos + PLog::kInheritMarkWords <= per && inherit_mark_whole(*w, pool.offset_of(w), epoch)) {
+      start = pos += PLog::kInheritMarkWords;
+      continue;
+    }
+    // A record of either log version: the version whose validity bit it carries.
+    const int ver = 1 - static_cast<int>(*w & 1);
+    const std::size_t n = replayed_record_words(pool, page, w, per - pos, ver);
+    if (n == 0 || n == PLog::kLogEnd) break;
+    pos += n;
+  }
+  return start;
+}
+
 std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, std::size_t room,
                                   int ver) {
   const u64 vb = log_valid_bit(ver);

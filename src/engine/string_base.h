@@ -192,6 +192,11 @@ u64 append_string_record_unfenced(PLog& log, LogPagePtr* head, int ver, std::str
 // Replay's length in words of the record at `w` on log page `page` of a log of version `ver`
 // with `room` words left on the page: 0 for a pad word, PLog::kLogEnd for a record that is not
 // whole (validity bit, length, checksum: the log ends there).
+// Where the newest log's records begin in log page `page` (its first record word w0, `per`
+// of them): after the last inherit mark (format/string_leaf.h) in the run of whole records of
+// either version and marks from the page's start; 0 for a page not of the key flavor (one
+// its log began: only an inherited page stays a key page in a log) or with no mark.
+std::size_t inherited_start(const pm::Pool& pool, u64 page, const u64* w0, std::size_t per);
 std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, std::size_t room,
                                   int ver);
 // Replay's Error(corrupt) naming `tree` for the whole record at `w` after its log's end.
@@ -267,11 +272,13 @@ StringMap checked_buffer_entries(const Tree& tree, const StringSlotMap& replay,
 }
 
 // check(): one log page chain of version v from `head`: owned pages of flavor v, records that
-// decode (replayed into `replay`), after its end no word of version v. Adds its pages to
-// `reach` and counts pages and records. Returns false when the walk could not go on.
+// decode (replayed into `replay`), after its end no word of version v. With `inherits` (the
+// concurrent form's shard logs, PLog::inherit) a page of the key flavor may hold records of
+// earlier logs, then this log's after its mark (inherited_start). Adds its pages to `reach`
+// and counts pages and records. Returns false when the walk could not go on.
 bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringSlotMap& replay, std::size_t& pages, std::size_t& records,
-                            CheckReport& r);
+                            CheckReport& r, bool inherits = false);
 
 }  // namespace dptree::detail

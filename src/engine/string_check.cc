@@ -209,7 +209,7 @@ void check_key_pages(const TreeParts& t, const StringLeafLayout& L, LeafPtr head
 bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
                             const std::unordered_set<u64>& owned, std::set<u64>& reach,
                             StringSlotMap& replay, std::size_t& pages, std::size_t& records,
-                            CheckReport& r) {
+                            CheckReport& r, bool inherits) {
   const u64 vb = log_valid_bit(v);
   const std::size_t per = t.codec.G.per_page;
   bool ended = false;
@@ -224,16 +224,19 @@ bool check_string_log_chain(const TreeParts& t, LogPagePtr head, int v,
     const std::string at = "log page at " + std::to_string(pg);
     if (!owned.contains(pg)) r.fail(at + " not owned by the directory");
     if (h->type != kPageType) r.fail(at + " has a wrong type word");
-    if (h->flavor != static_cast<u64>(v)) r.fail(at + " of the wrong flavor in the log");
     const u64* w = t.pool.at<u64>(pg + t.codec.G.offset(0));
+    // An inherited page: this log's records begin after its mark.
+    std::size_t pos = inherits ? inherited_start(t.pool, pg, w, per) : 0;
+    if (h->flavor != (pos ? kKeyFlavor : static_cast<u64>(v)))
+      r.fail(at + " of the wrong flavor in the log");
     // After the end, a later page must not start with a whole record: appends stop at the end.
     if (ended) {
-      const std::size_t n = replayed_record_words(t.pool, pg, w, per, v);
+      const std::size_t n = replayed_record_words(t.pool, pg, w + pos, per - pos, v);
       if (n != 0 && n != PLog::kLogEnd)
         return r.fail(at + " holds a whole record after the end of the log"), false;
       continue;
     }
-    for (std::size_t pos = 0; pos < per;) {
+    while (pos < per) {
       const std::size_t n = replayed_record_words(t.pool, pg, w + pos, per - pos, v);
       if (n == PLog::kLogEnd) {
         ended = true;

@@ -13,7 +13,11 @@ namespace dptree::detail {
 inline constexpr u64 kCRootMagic = 0x4344505472655231ull;  // "CDPTreR1"
 // The string form (cdptree/string_cdptree.h): the same root; its log tables hold one head word
 // per shard of a chain of word records, its leaves are string leaves (string_leaf.h).
-inline constexpr u64 kCStringRootMagic = 0x4344505374725236ull;  // "CDPStrR6" (string format 7)
+inline constexpr u64 kCStringRootMagic = 0x4344505374725237ull;  // "CDPStrR7" (string format 7)
+// String format 7 before a shard's log went on in the previous log's last key page
+// (engine/plog.h PLog::inherit): a build of that format would end such a log early, so the
+// magic changed; refused on open.
+inline constexpr u64 kCStringRootMagicR6 = 0x4344505374725236ull;  // "CDPStrR6"
 // The string form's magics of string formats 3 (leaves rewritten by each merge), 4 (slots of
 // one word naming records of key and value), 5 (fingerprints of FNV-1a) and 6 (keys of 9 to
 // 16 bytes named in their records), refused on open.

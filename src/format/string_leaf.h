@@ -278,6 +278,14 @@ void encode_string_record(std::string_view k, u64 v, u64 vbit, u64 off, u64 epoc
 // Whether the record at `in` (pool offset `off`, page epoch `epoch`), whose first word carries
 // validity bit `vbit` and announces a length that fits its page, is whole: its checksum holds.
 bool string_record_whole(const u64* in, u64 vbit, u64 off, u64 epoch);
+// A log that goes on in a key page of the log before it (engine/plog.h PLog::inherit) marks
+// where its records begin with two words: its validity bit, a length field of kInheritMark (no
+// key is that long, so no record starts so) and a checksum of the word's pool offset and the
+// page's epoch (a mark an earlier use of the page left fails it); then a zero word. The newest log
+// in a page begins after the last mark of the run of whole records and marks from the page's start.
+inline constexpr u64 kInheritMark = 0xffff;
+u64 encode_inherit_mark(u64 vbit, u64 off, u64 epoch);
+bool inherit_mark_whole(u64 w, u64 off, u64 epoch);
 // A whole record's key and value.
 inline std::string_view string_record_key(const u64* in) {
   return {reinterpret_cast<const char*>(in + 2), string_record_length(in[0])};

@@ -31,6 +31,15 @@ void encode_string_record(std::string_view k, u64 v, u64 vbit, u64 off, u64 epoc
   std::memcpy(out + 2, k.data(), k.size());
 }
 
+u64 encode_inherit_mark(u64 vbit, u64 off, u64 epoch) {
+  const u64 bind[4] = {~u64{0}, off, epoch, kInheritMark << 1 | vbit};
+  return (XXH3_64bits(bind, sizeof bind) >> (64 - kCheckBits)) << 17 | kInheritMark << 1 | vbit;
+}
+
+bool inherit_mark_whole(u64 w, u64 off, u64 epoch) {
+  return string_record_length(w) == kInheritMark && w == encode_inherit_mark(w & 1, off, epoch);
+}
+
 bool string_record_whole(const u64* in, u64 vbit, u64 off, u64 epoch) {
   if ((in[0] & 1) != vbit) return false;
   return in[0] >> 17 ==

@@ -110,7 +110,8 @@ void StringDPTree::recover() {
         bloom_.add_hashed(hash_string(k));
         buffer_put(k, StringSlot{string_record_value(w), t_.pool.offset_of(w)});
       },
-      [&](const u64* w) { throw_record_after_end(t_.pool, kTree, w); });
+      [&](const u64* w) { throw_record_after_end(t_.pool, kTree, w); },
+      [](u64) { return std::size_t{0}; });  // this log inherits no page
   std::unordered_set<u64> in_use(log_->pages().begin(), log_->pages().end());
   for (u64 pg : key_pages_.pages()) in_use.insert(pg);
   t_.pages->sweep(in_use);

@@ -83,7 +83,8 @@ TEST(CDPTreeStringCrashInParts, MergingInPartsEveryImageRecovers) {
 
 // Keys of 40 to 160 bytes only (every entry names its record in a key page), a small key space
 // with many removes and updates: merges flag the Middle's pages their new entries name as key
-// pages when they release its logs, and free key pages whose last entry they removed. Captures
+// pages when they release its logs, hand each shard's last one to the Front's shard to go on
+// in, and free key pages whose last entry they removed. Captures
 // in each of those phases and in recovery; every image passes check() (each named page kept
 // and counted exactly, none leaked) and holds every acknowledged write.
 TEST_P(CDPTreeStringCrash, KeyPagesKeptAndFreedAtEveryImage) {
@@ -100,6 +101,9 @@ TEST_P(CDPTreeStringCrash, KeyPagesKeptAndFreedAtEveryImage) {
   EXPECT_GT(r.recovery_images, 0u);
   EXPECT_GT(r.extra["key_pages_freed"], 0);
   EXPECT_GT(r.extra["key_pages"], 0);
+  // Shards went on in the last key pages of the logs before theirs (their marks and links
+  // captured at every fence, in log_append).
+  EXPECT_GT(r.extra["log_pages_inherited"], 0);
 }
 
 // A run over keys whose slots name no record (`keys`, 64 of them), the seed offset by `seed`:

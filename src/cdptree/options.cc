@@ -55,7 +55,8 @@ const option_values::OptionTable<CDPTreeOptions>& table() {
                "base leaf size; sets the leaf capacity when leaf_capacity is 0")
         .whole("leaf_capacity", &O::leaf_capacity, "0 or 4..4096",
                "slots per base leaf; 0: the most that fit leaf_bytes");
-    add_merge_options(t, "the Front", "two log pages of records per log partition");
+    add_merge_options(t, "the Front", "two log pages of records per log partition",
+                      "; string keys: 0.1 when not set");
     t.choice("split", &O::split, kCdpSplits,
              "rebuild: Algorithm 2, a split leaf's entries into new leaves; thirds: a split leaf "
              "and its next leaf become three of two-thirds");

@@ -27,12 +27,12 @@ void validate_merge_settings(const std::string& family, const MergeSettings& m);
 
 // The merge settings as entries of family O's option table, with the ranges that
 // validate_merge_settings accepts: `buffer` names where writes gather before a merge and
-// `zero` what min_merge_records=0 stands for.
+// `zero` what min_merge_records=0 stands for; `ratio_note` is added to merge_ratio's text.
 template <class O>
 void add_merge_options(option_values::OptionTable<O>& t, const std::string& buffer,
-                       const std::string& zero) {
+                       const std::string& zero, const std::string& ratio_note = "") {
   t.number("merge_ratio", &O::merge_ratio, "(0, 1)",
-           "R: merge when " + buffer + " holds R x the base's records (§2)")
+           "R: merge when " + buffer + " holds R x the base's records (§2)" + ratio_note)
       .number("fill_rate", &O::fill_rate, "(0.5, 1]",
               "FR: occupancy of the leaves a split creates (§2.3)")
       .number("consolidate_threshold", &O::consolidate_threshold, "(0, 0.5]",

@@ -368,6 +368,8 @@ TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
     auto pool = pm::Pool::create_in_memory(8 << 20);
     make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
     pool->at<CRoot>(*pool->root_word())->base.magic = magic;
+    expect_error([&] { make_index("cdptree", pool.get(), {}); }, Errc::wrong_index,
+                 "--key-type string", "a string pool of an earlier format opened as integers");
     try {
       make_string_index("cdptree", pool.get(), small());
       ADD_FAILURE() << "a pool of an earlier string format opened: " << says;
@@ -383,6 +385,8 @@ TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
   auto pool = pm::Pool::create_in_memory(8 << 20);
   make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
   pool->at<CRoot>(*pool->root_word())->base.magic = kCStringRootMagicR6;
+  expect_error([&] { make_index("cdptree", pool.get(), {}); }, Errc::wrong_index,
+               "--key-type string", "a string pool of the previous shard logs opened as integers");
   expect_error([&] { make_string_index("cdptree", pool.get(), small()); }, Errc::version_mismatch,
                "start each page afresh (CDPStrR6)", "a pool of the previous shard logs opened");
 }

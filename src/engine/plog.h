@@ -156,10 +156,10 @@ class PLog {
       }
     }
   }
-  // A key page that a released log of the other version ended in, with room after its
-  // records (`pos`: the first free word): when this log needs a page for a record that fits
-  // there, it goes on in it rather than in a new page, so that a merge leaves no key page
-  // partly empty for as long as a slot names a record in it. This log's records there begin
+  // A key page that a released log ended in, with room after its records (`pos`: the first
+  // free word): when this log needs a page for a record that fits there, it goes on in it
+  // rather than in a new page, so that a merge leaves no key page partly empty for as long as
+  // a slot names a record in it. This log's records there begin
   // after a mark (format/string_leaf.h: `mark(validity bit, pool offset, page epoch)` and a
   // zero word), made durable before the page is linked. The page stays of the key flavor in the
   // log; release_chain flags it as any other, and the log may hand it on in turn (hand_over).

@@ -60,6 +60,16 @@ TestPlan test_plan() {
           .kill = TestPlan::Kill{1, small("1024")}};
 }
 
+// A pool of the string form, of this format or an earlier one (formats 1 and 2 derive their
+// magic from format 3's, format/string_leaf.h).
+bool is_string_pool(const pm::Pool& pool) {
+  for (u64 magic : {kStringRootMagic, kStringRootMagicR6, kStringRootMagicR5, kStringRootMagicR4,
+                    kStringRootMagicR3, string_magic_version(kStringRootMagicR3, 2),
+                    string_magic_version(kStringRootMagicR3, 1)})
+    if (root_if_ours(pool, magic, sizeof(Root))) return true;
+  return false;
+}
+
 }  // namespace
 
 void register_dptree_indexes() {
@@ -72,9 +82,7 @@ void register_dptree_indexes() {
         pm::Pool& pool = require_pool(c, "dptree");
         auto opt = DPTreeOptions::from_map(c.options);
         bool exists = *pool.root_word() != 0;
-        if (root_if_ours(pool, kStringRootMagic, sizeof(Root)) ||
-            root_if_ours(pool, kStringRootMagicR3, sizeof(Root)) ||
-            root_if_ours(pool, kStringRootMagicR4, sizeof(Root)))
+        if (is_string_pool(pool))
           throw Error(Errc::wrong_index, "pool '" + pool.name() +
                                              "' holds a DPTree of string keys, not of integer "
                                              "keys: open it with --key-type string "

@@ -535,6 +535,8 @@ TEST(DPTreeStringsDamaged, PoolsOfEarlierFormatsAreRefusedNamingTheirVersion) {
                                                 : f == 4 ? kStringRootMagicR4
                                                 : f == 5 ? kStringRootMagicR5
                                                          : kStringRootMagicR6;
+    expect_error([&] { make_index("dptree", pool.get(), {}); }, Errc::wrong_index,
+                 "--key-type string", "a string pool of an earlier format opened as integers");
     try {
       make_string_index("dptree", pool.get(), small_string_options());
       ADD_FAILURE() << "a pool of string format " << f << " opened";

@@ -11,6 +11,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "engine/family.h"
+#include "engine/string_base.h"
 #include "format/cdptree_root.h"
 #include "format/verify.h"
 #include "registry/index_table.h"
@@ -46,11 +47,10 @@ constexpr double kStringMergeRatio = 0.1;
 
 // A pool of the string form, of this format or an earlier one.
 bool is_string_pool(const pm::Pool& pool) {
-  for (detail::u64 magic :
-       {detail::kCStringRootMagic, detail::kCStringRootMagicR6, detail::kCStringRootMagicR5,
-        detail::kCStringRootMagicR4, detail::kCStringRootMagicR3, detail::kCStringRootMagicR2})
-    if (detail::root_if_ours(pool, magic, sizeof(detail::CRoot))) return true;
-  return false;
+  using namespace detail;  // NOLINT: the layout vocabulary
+  return root_if_ours(pool, kCStringRootMagic, sizeof(CRoot)) ||
+         root_if_ours(pool, kCStringRootMagicR6, sizeof(CRoot)) ||
+         older_string_format(pool, kCStringOlderMagics) != 0;
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include "cdptree/string_cdptree.h"
 
 #include <algorithm>
-#include <bit>
 
 #include "cdptree/phase.h"
 #include "cdptree/root_tables.h"
@@ -117,10 +116,9 @@ void StringCDPTree::open() {
                     "shard logs that start each page afresh (CDPStrR6); this build's shard " +
                     "logs go on in the last key page of the log before (CDPStrR7): reload the " +
                     "keys into a new pool (scan it with the build that wrote it)");
-  auto* rt = static_cast<CRoot*>(open_string_root(
-      t_, kCStringRootMagic,
-      {kCStringRootMagicR2, kCStringRootMagicR3, kCStringRootMagicR4, kCStringRootMagicR5},
-      sizeof(CRoot), kCRootMagic, kCDPTreeGvBits, "cdptree"));
+  auto* rt =
+      static_cast<CRoot*>(open_string_root(t_, kCStringRootMagic, kCStringOlderMagics,
+                                           sizeof(CRoot), kCRootMagic, kCDPTreeGvBits, "cdptree"));
   opt_.validate();  // the caller's options, before the stored ones replace three of them
   opt_.leaf_capacity = rt->base.leaf_capacity;
   opt_.log_page_size = rt->base.log_page_size;

@@ -321,9 +321,9 @@ std::vector<PLog::Inherited> PLog::hand_over(int old, const KeepPage& keep) {
     if (!kept(pages[i])) cache_.give(1 - old, pages[i]);
   if (!pages.empty() && !kept(pages.back())) reuse_last_page(pages.back(), written, old);
   // Room for a mark and the shortest record (3 words: format/string_leaf.h).
-  else if (!pages.empty() && written > 0 && written + kInheritMarkWords + 3 <= codec_.G.per_page)
+  else if (mark_ && !pages.empty() && written > 0 &&
+           written + kInheritMarkWords + 3 <= codec_.G.per_page)
     next.push_back(Inherited{pages.back(), written});
-  if (!mark_) return {};
   // The pages with the most room, a few: the rest stay key pages as they are.
   std::sort(next.begin(), next.end(),
             [](const Inherited& a, const Inherited& b) { return a.pos < b.pos; });

@@ -198,6 +198,14 @@ std::size_t StringBase::dram_bytes() const {
   return b;
 }
 
+std::size_t older_string_format(const pm::Pool& pool,
+                                const std::array<u64, kStringFormat - 3>& older) {
+  for (std::size_t f = 1; f < kStringFormat; ++f)
+    if (root_if_ours(pool, f < 3 ? string_magic_version(older[0], f) : older[f - 3], sizeof(Root)))
+      return f;
+  return 0;
+}
+
 void* open_string_root(const TreeParts& t, u64 magic,
                        const std::array<u64, kStringFormat - 3>& older, std::size_t bytes,
                        u64 integer_magic, u64 gv_bits, const char* tree) {
@@ -215,16 +223,14 @@ void* open_string_root(const TreeParts& t, u64 magic,
         "fingerprints and bloom hashes of a byte-at-a-time FNV-1a hash",
         "slots of keys of 9 to 16 bytes naming their log records, kept in key pages"};
     static_assert(std::size(kOlder) == kStringFormat);
-    for (std::size_t f = 1; f < kStringFormat; ++f)
-      if (root_if_ours(t.pool, f < 3 ? string_magic_version(older[0], f) : older[f - 3],
-                       sizeof(Root)))
-        throw Error(Errc::version_mismatch,
-                    "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
-                        std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
-                        std::to_string(kStringFormat) +
-                        " (leaves merged in place, each slot holding its key's prefix, or its "
-                        "whole key up to 16 bytes, and value; fingerprints of XXH3): " +
-                        "reload the keys into a new pool (scan it with the build that wrote it)");
+    if (const std::size_t f = older_string_format(t.pool, older))
+      throw Error(Errc::version_mismatch,
+                  "pool '" + t.pool.name() + "' holds a " + tree + " of string keys in format " +
+                      std::to_string(f) + " (" + kOlder[f] + "); this build reads format " +
+                      std::to_string(kStringFormat) +
+                      " (leaves merged in place, each slot holding its key's prefix, or its "
+                      "whole key up to 16 bytes, and value; fingerprints of XXH3): " +
+                      "reload the keys into a new pool (scan it with the build that wrote it)");
     if (root_if_ours(t.pool, integer_magic, sizeof(Root)))
       throw Error(Errc::wrong_index, "pool '" + t.pool.name() + "' holds a " + tree +
                                          " of integer keys, not of string keys: open it with "

@@ -189,14 +189,14 @@ u64 append_string_record(PLog& log, LogPagePtr* head, int ver, std::string_view 
 // acknowledges the write.
 u64 append_string_record_unfenced(PLog& log, LogPagePtr* head, int ver, std::string_view k, u64 v);
 
-// Replay's length in words of the record at `w` on log page `page` of a log of version `ver`
-// with `room` words left on the page: 0 for a pad word, PLog::kLogEnd for a record that is not
-// whole (validity bit, length, checksum: the log ends there).
 // Where the newest log's records begin in log page `page` (its first record word w0, `per`
 // of them): after the last inherit mark (format/string_leaf.h) in the run of whole records of
 // either version and marks from the page's start; 0 for a page not of the key flavor (one
 // its log began: only an inherited page stays a key page in a log) or with no mark.
 std::size_t inherited_start(const pm::Pool& pool, u64 page, const u64* w0, std::size_t per);
+// Replay's length in words of the record at `w` on log page `page` of a log of version `ver`
+// with `room` words left on the page: 0 for a pad word, PLog::kLogEnd for a record that is not
+// whole (validity bit, length, checksum: the log ends there).
 std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, std::size_t room,
                                   int ver);
 // Replay's Error(corrupt) naming `tree` for the whole record at `w` after its log's end.
@@ -208,6 +208,11 @@ std::size_t replayed_record_words(const pm::Pool& pool, u64 page, const u64* w, 
 // from format 3's) is version_mismatch naming both formats; a pool of the same tree's integer
 // form (`integer_magic`) is wrong_index naming `tree` and how to open it; other errors as
 // TreeParts::existing_root, a damaged format Error(corrupt).
+// The earlier string format (1 .. kStringFormat - 1) of the tree whose root `pool` holds, for
+// the tree whose magics of formats 3 on are `older` (formats 1 and 2 derive theirs from
+// format 3's); 0 when it holds none of them.
+std::size_t older_string_format(const pm::Pool& pool,
+                                const std::array<u64, kStringFormat - 3>& older);
 void* open_string_root(const TreeParts& t, u64 magic,
                        const std::array<u64, kStringFormat - 3>& older, std::size_t bytes,
                        u64 integer_magic, u64 gv_bits, const char* tree);

@@ -3,6 +3,7 @@
 // partition tail words (§3.1), and the partition count.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -25,6 +26,9 @@ inline constexpr u64 kCStringRootMagicR2 = 0x4344505374725232ull;  // "CDPStrR2"
 inline constexpr u64 kCStringRootMagicR3 = 0x4344505374725233ull;  // "CDPStrR3"
 inline constexpr u64 kCStringRootMagicR4 = 0x4344505374725234ull;  // "CDPStrR4"
 inline constexpr u64 kCStringRootMagicR5 = 0x4344505374725235ull;  // "CDPStrR5"
+// Those of formats 3 on, as open_string_root (engine/string_base.h) takes them.
+inline constexpr std::array<u64, 4> kCStringOlderMagics = {
+    kCStringRootMagicR2, kCStringRootMagicR3, kCStringRootMagicR4, kCStringRootMagicR5};
 
 struct CRoot {
   Root base;  // base.magic = kCRootMagic; base.log_head unused

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,9 @@ inline constexpr u64 kStringRootMagicR3 = 0x4450545374725233ull;  // "DPTStrR3"
 inline constexpr u64 kStringRootMagicR4 = 0x4450545374725234ull;  // "DPTStrR4"
 inline constexpr u64 kStringRootMagicR5 = 0x4450545374725235ull;  // "DPTStrR5"
 inline constexpr u64 kStringRootMagicR6 = 0x4450545374725236ull;  // "DPTStrR6"
+// Those of formats 3 on, as open_string_root (engine/string_base.h) takes them.
+inline constexpr std::array<u64, 4> kStringOlderMagics = {kStringRootMagicR3, kStringRootMagicR4,
+                                                          kStringRootMagicR5, kStringRootMagicR6};
 // The string forms' format: 1 (leaves without fingerprints), 2 (key bytes in the leaves, log
 // records of 63-bit payloads), 3 (sorted leaves rewritten by each merge), 4 (slots of one
 // word, every key's value in its record), 5 (fingerprints and bloom hashes of FNV-1a) and 6

@@ -10,6 +10,7 @@
 #include "dptree/pm/pool.h"
 #include "dptree/registry.h"
 #include "engine/family.h"
+#include "engine/string_base.h"
 #include "format/layout.h"
 #include "format/string_leaf.h"
 #include "format/verify.h"
@@ -60,14 +61,10 @@ TestPlan test_plan() {
           .kill = TestPlan::Kill{1, small("1024")}};
 }
 
-// A pool of the string form, of this format or an earlier one (formats 1 and 2 derive their
-// magic from format 3's, format/string_leaf.h).
+// A pool of the string form, of this format or an earlier one.
 bool is_string_pool(const pm::Pool& pool) {
-  for (u64 magic : {kStringRootMagic, kStringRootMagicR6, kStringRootMagicR5, kStringRootMagicR4,
-                    kStringRootMagicR3, string_magic_version(kStringRootMagicR3, 2),
-                    string_magic_version(kStringRootMagicR3, 1)})
-    if (root_if_ours(pool, magic, sizeof(Root))) return true;
-  return false;
+  return root_if_ours(pool, kStringRootMagic, sizeof(Root)) ||
+         older_string_format(pool, kStringOlderMagics) != 0;
 }
 
 }  // namespace

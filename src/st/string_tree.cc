@@ -66,9 +66,7 @@ void StringDPTree::create() {
 
 void StringDPTree::open() {
   auto* rt = static_cast<Root*>(open_string_root(
-      t_, kStringRootMagic,
-      {kStringRootMagicR3, kStringRootMagicR4, kStringRootMagicR5, kStringRootMagicR6},
-      sizeof(Root), kRootMagic, kDPTreeGvBits, "DPTree"));
+      t_, kStringRootMagic, kStringOlderMagics, sizeof(Root), kRootMagic, kDPTreeGvBits, "DPTree"));
   opt_.validate();
   opt_.leaf_capacity = rt->leaf_capacity;
   opt_.log_page_size = rt->log_page_size;

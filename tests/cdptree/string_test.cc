@@ -380,6 +380,14 @@ TEST(CDPTreeStringsDamaged, PoolsOfThePreviousFormatsAreRefused) {
       EXPECT_NE(w.find("reads format 7"), std::string::npos) << w;
     }
   }
+  // Formats 1 and 2 (magics derived from format 3's) are string pools too.
+  for (std::size_t f : {1, 2}) {
+    auto pool = pm::Pool::create_in_memory(8 << 20);
+    make_string_index("cdptree", pool.get(), small())->upsert("k", 1);
+    pool->at<CRoot>(*pool->root_word())->base.magic = string_magic_version(kCStringRootMagicR2, f);
+    expect_error([&] { make_index("cdptree", pool.get(), {}); }, Errc::wrong_index,
+                 "--key-type string", "a string pool of format 1 or 2 opened as integers");
+  }
   // Format 7 before the shards' logs went on in key pages: the same leaves, but its build
   // would end such a log early, so the magic changed.
   auto pool = pm::Pool::create_in_memory(8 << 20);

@@ -95,20 +95,23 @@ bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries&
 }
 
 // Each shard's entries in key order (read under its lock), then merged on a heap of the
-// shards' next keys: log2(shards) compares an entry instead of a sort's log2(entries).
+// shards' next keys: log2(shards) compares an entry instead of a sort's log2(entries). The
+// keys are BufferKeys, whose prefixes decide most compares; the entries name their bytes in
+// the shards' arenas, which live as long as this buffer (no key's bytes move or are freed
+// before).
 BufferedEntries StringBuffer::entries() const {
-  std::vector<BufferedEntries> runs(n_);
+  using Run = std::vector<std::pair<BufferKey, StringSlot>>;
+  std::vector<Run> runs(n_);
   std::size_t total = 0;
   for (std::size_t p = 0; p < n_; ++p) {
     std::shared_lock lk(shards_[p].mu);
     const ShardTree& t = shards_[p].tree;
     runs[p].reserve(t.size());
-    for (auto it = t.begin(); it.valid(); ++it)
-      runs[p].emplace_back(std::string(it.key().view()), it.value());
+    for (auto it = t.begin(); it.valid(); ++it) runs[p].emplace_back(it.key(), it.value());
     total += runs[p].size();
   }
   using Cursor = std::pair<std::size_t, std::size_t>;  // run, position
-  const StringKeyLess less;
+  const detail::BufferKeyLess less;
   auto later = [&](const Cursor& a, const Cursor& b) {  // a min-heap on the cursors' keys
     return less(runs[b.first][b.second].first, runs[a.first][a.second].first);
   };
@@ -121,7 +124,8 @@ BufferedEntries StringBuffer::entries() const {
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     Cursor& c = heap.back();
-    all.push_back(std::move(runs[c.first][c.second]));
+    const auto& [k, s] = runs[c.first][c.second];
+    all.emplace_back(k.view(), s);
     if (++c.second < runs[c.first].size())
       std::push_heap(heap.begin(), heap.end(), later);
     else

@@ -63,6 +63,7 @@ class StringBuffer {
   // nothing changed then.
   template <class F>
   std::optional<u64> upsert_with(std::string_view k, u64 h, F&& decide, std::size_t& entries) {
+    bloom_.prefetch_for_add(h);  // its miss overlaps the log append and the tree's descent
     Shard& s = shards_[shard_of(h)];
     std::unique_lock lk(s.mu);
     // One descent finds k's slot or adds k; no reader sees an added k before the lock is

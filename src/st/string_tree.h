@@ -84,6 +84,8 @@ class StringDPTree final : public StringIndex {
   std::unique_ptr<PLog> log_;
   StringBufferTree buffer_;
   KeyArena keys_;  // the buffered keys' bytes
+  // The arenas a merge in parts replaced while its entries still name their bytes.
+  std::vector<KeyArena> spent_keys_;
   Bloom bloom_;
   StringLeafLayout L_;
   StringBase base_;  // the inner index (DRAM) over the leaves of the current version

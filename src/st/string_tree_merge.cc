@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "dptree/error.h"
@@ -39,8 +40,7 @@ void StringDPTree::merge() {
   if (buffer_.empty()) return;
   BufferedEntries es;
   es.reserve(buffer_.size());
-  for (auto it = buffer_.begin(); it.valid(); ++it)
-    es.emplace_back(std::string(it.key().view()), it.value());
+  for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key().view(), it.value());
   std::size_t part = es.size();
   for (std::size_t from = 0; from < es.size(); from += part) {
     try {
@@ -54,6 +54,7 @@ void StringDPTree::merge() {
     }
   }
   merge_block_.clear();
+  spent_keys_.clear();  // no entry of es is read after this
 }
 
 // One merge cycle over es[from, to): begin, the leaves of those entries, flip, garbage
@@ -132,8 +133,11 @@ void StringDPTree::release_key_pages(std::span<const u64> unnamed) {
     }
 }
 
-// The buffer and its filter hold exactly `rest` (the entries a merge part left).
+// The buffer and its filter hold exactly `rest` (the entries a merge part left). Their keys
+// are views of the arena being replaced, which merge() reads for the parts after this one:
+// it is kept until the merge ends.
 void StringDPTree::keep_in_buffer(Span rest) {
+  spent_keys_.push_back(std::exchange(keys_, KeyArena{}));
   clear_buffer();
   reset_bloom();
   for (const auto& [k, s] : rest) {

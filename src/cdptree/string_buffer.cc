@@ -31,6 +31,11 @@ u64 StringBuffer::append(Shard& s, std::size_t p, std::string_view k, u64 v) {
   return append_string_record(*s.log, &table_[p], ver_, k, v);
 }
 
+u64 StringBuffer::append_unfenced(Shard& s, std::size_t p, std::string_view k, u64 v) {
+  PhaseScope ph(CDPTreePhase::log_append);
+  return append_string_record_unfenced(*s.log, &table_[p], ver_, k, v);
+}
+
 void StringBuffer::replay(std::size_t p, const char* tree) {
   Shard& s = shards_[p];
   auto words_of = [&](u64 page, const u64* w, std::size_t room) {

@@ -89,6 +89,21 @@ class StringBuffer {
     return out;
   }
 
+  // A blind write of v under k's shard lock: the record is appended first and made durable
+  // last, so that its write-back overlaps the tree's descent (as the single-threaded form's
+  // upsert does); a reader of the shard sees the value only once it is durable. May throw
+  // pool_full: nothing changed then.
+  void upsert_blind(std::string_view k, u64 h, u64 v, std::size_t& entries) {
+    bloom_.prefetch_for_add(h);
+    Shard& s = shards_[shard_of(h)];
+    std::unique_lock lk(s.mu);
+    const u64 rec = append_unfenced(s, shard_of(h), k, v);
+    *detail::find_or_add(s.tree, s.keys, k).first = StringSlot{v, rec};
+    bloom_.add_hashed(h);
+    detail::PLog::fence_append();
+    entries = s.tree.size();
+  }
+
   // Recovery: shard p's log replayed into its tree (records of one key in order; the first
   // record that is not whole ends it). Error(corrupt) naming `tree` for a whole record after
   // the end.
@@ -134,6 +149,7 @@ class StringBuffer {
     std::unique_ptr<detail::PLog> log;
   };
   u64 append(Shard& s, std::size_t p, std::string_view k, u64 v);
+  u64 append_unfenced(Shard& s, std::size_t p, std::string_view k, u64 v);
 
   pm::Pool& pool_;
   const detail::RecordCodec& codec_;

@@ -242,7 +242,14 @@ void StringCDPTree::upsert(std::string_view k, Value v) {
   check_string_key(k, kStringTreeMaxKey, kName);
   check_value(v, "CDPTree");
   refuse_values();
-  write(k, [&](const StringBuffer*, u64, const u64*) -> std::optional<u64> { return v; });
+  const u64 h = hash_string(k);
+  std::size_t entries = 0, shards = 1;
+  {
+    Guard<StringBuffer> g(sm.mine(), kFW, gp_f);
+    g.get()->upsert_blind(k, h, v, entries);
+    shards = g.get()->shards();
+  }
+  after_write(entries * shards);
 }
 
 bool StringCDPTree::insert(std::string_view k, Value v) {

@@ -42,8 +42,9 @@ struct StringSlot {
   u64 rec = 0;
 };
 // Buffered entries in key order, as a merge takes them: each key a view of its bytes in the
-// buffer's KeyArena (not a copy: at 64-byte keys the copies and their frees were a fifth of
-// an insert's time), valid while that arena is.
+// buffer's KeyArena, valid while that arena is (not a copy: at 64-byte keys the copies, their
+// mallocs and frees and the merge heap's string compares were about a quarter of an insert's
+// time in the concurrent form, docs/cdptree.md "Buffer").
 using BufferedEntry = std::pair<std::string_view, StringSlot>;
 using BufferedEntries = std::vector<BufferedEntry>;
 using BufferedSpan = std::span<const BufferedEntry>;

@@ -92,13 +92,20 @@ class StringBuffer {
   // A blind write of v under k's shard lock: the record is appended first and made durable
   // last, so that its write-back overlaps the tree's descent (as the single-threaded form's
   // upsert does); a reader of the shard sees the value only once it is durable. May throw
-  // pool_full: nothing changed then.
+  // pool_full: nothing changed then; a failure to take the key into the tree (bad_alloc)
+  // leaves its record in the log, so that write may come back after a restart.
   void upsert_blind(std::string_view k, u64 h, u64 v, std::size_t& entries) {
     bloom_.prefetch_for_add(h);
     Shard& s = shards_[shard_of(h)];
     std::unique_lock lk(s.mu);
     const u64 rec = append_unfenced(s, shard_of(h), k, v);
-    *detail::find_or_add(s.tree, s.keys, k).first = StringSlot{v, rec};
+    try {
+      *detail::find_or_add(s.tree, s.keys, k).first = StringSlot{v, rec};
+    } catch (...) {
+      // bad_alloc: the record is in the log, fenced all the same so that the log stays whole.
+      detail::PLog::fence_append();
+      throw;
+    }
     bloom_.add_hashed(h);
     detail::PLog::fence_append();
     entries = s.tree.size();

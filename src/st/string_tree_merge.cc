@@ -41,6 +41,12 @@ void StringDPTree::merge() {
   BufferedEntries es;
   es.reserve(buffer_.size());
   for (auto it = buffer_.begin(); it.valid(); ++it) es.emplace_back(it.key().view(), it.value());
+  // The arenas the parts replace (keep_in_buffer) are freed when the merge ends, however it
+  // ends (a part that does not fit throws).
+  struct Spent {
+    std::vector<KeyArena>& arenas;
+    ~Spent() { arenas.clear(); }
+  } spent{spent_keys_};
   std::size_t part = es.size();
   for (std::size_t from = 0; from < es.size(); from += part) {
     try {
@@ -54,7 +60,6 @@ void StringDPTree::merge() {
     }
   }
   merge_block_.clear();
-  spent_keys_.clear();  // no entry of es is read after this
 }
 
 // One merge cycle over es[from, to): begin, the leaves of those entries, flip, garbage

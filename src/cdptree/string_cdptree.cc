@@ -214,18 +214,24 @@ bool StringCDPTree::present_below(std::string_view k, u64 h, const StringBuffer*
 }
 
 template <class F>
-std::optional<u64> StringCDPTree::write(std::string_view k, F&& decide) {
+void StringCDPTree::in_front(std::string_view k, F&& op) {
   const u64 h = hash_string(k);
-  std::optional<u64> out;
   std::size_t entries = 0, shards = 1;
   {
     Guard<StringBuffer> g(sm.mine(), kFW, gp_f);
-    StringBuffer* f = g.get();
-    out = f->upsert_with(
-        k, h, [&](const u64* cur) { return decide(f, h, cur); }, entries);
-    shards = f->shards();
+    op(*g.get(), h, entries);
+    shards = g.get()->shards();
   }
   after_write(entries * shards);
+}
+
+template <class F>
+std::optional<u64> StringCDPTree::write(std::string_view k, F&& decide) {
+  std::optional<u64> out;
+  in_front(k, [&](StringBuffer& f, u64 h, std::size_t& entries) {
+    out = f.upsert_with(
+        k, h, [&](const u64* cur) { return decide(&f, h, cur); }, entries);
+  });
   return out;
 }
 
@@ -242,14 +248,8 @@ void StringCDPTree::upsert(std::string_view k, Value v) {
   check_string_key(k, kStringTreeMaxKey, kName);
   check_value(v, "CDPTree");
   refuse_values();
-  const u64 h = hash_string(k);
-  std::size_t entries = 0, shards = 1;
-  {
-    Guard<StringBuffer> g(sm.mine(), kFW, gp_f);
-    g.get()->upsert_blind(k, h, v, entries);
-    shards = g.get()->shards();
-  }
-  after_write(entries * shards);
+  in_front(k,
+           [&](StringBuffer& f, u64 h, std::size_t& entries) { f.upsert_blind(k, h, v, entries); });
 }
 
 bool StringCDPTree::insert(std::string_view k, Value v) {

@@ -84,7 +84,11 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   std::optional<u64> below_front(std::string_view k, u64 h, const StringBuffer* writing,
                                  SyncManager::Slot& s) const;
   bool present_below(std::string_view k, u64 h, const StringBuffer* writing) const;
-  // Algorithm 7: decide(front, cur) under k's shard lock, then the merge trigger.
+  // Algorithm 7: op(front, hash of k, entries) under the Front's writer guard, then the merge
+  // trigger from the shard's entry count op gave.
+  template <class F>
+  void in_front(std::string_view k, F&& op);
+  // decide(front, cur) under k's shard lock (in_front).
   template <class F>
   std::optional<u64> write(std::string_view k, F&& decide);
   // update / remove: k's value becomes v (kTombstone: removed) only if k is present.

@@ -3,12 +3,23 @@
 
 #include <algorithm>
 
+#include "cdptree/loser_tree.h"
 #include "cdptree/phase.h"
 #include "dptree/pm/pool.h"
 
 namespace dptree::cdp {
 
 using namespace detail;  // NOLINT: the layout vocabulary
+
+namespace {
+// The order of a shard run's entries: their BufferKeys' (prefixes decide most compares).
+struct ByKey {
+  template <class Entry>
+  bool operator()(const Entry& a, const Entry& b) const {
+    return BufferKeyLess{}(a.first, b.first);
+  }
+};
+}  // namespace
 
 StringBuffer::StringBuffer(pm::Pool& pool, const RecordCodec& codec, LogPageCache& cache,
                            detail::LogPagePtr* table, int ver, std::size_t shards,
@@ -61,16 +72,16 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
 // their bytes stay in the shard's arena while the buffer lives, so nothing is allocated for
 // the entries that are not returned. Hashing spreads every key range over the shards evenly,
 // so about n / shards of a shard's entries are among the n smallest, and `per` takes four
-// times that. The runs are merged on a heap up to n entries, but not past `bound`, the lowest
-// last entry of a shard that has more: that shard's later keys were not read.
+// times that. The runs are merged (a loser tree) up to n entries, but not past `bound`, the
+// lowest last entry of a shard that has more: that shard's later keys were not read.
 bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries& out) const {
   using Entry = std::pair<BufferKey, u64>;
   const std::size_t per = std::min(n, 4 * n / n_ + 4);
   const BufferKeyLess less;
   const BufferKey from = BufferKey::of(start);
   std::vector<Entry> got;
-  got.reserve(n_ * per);
-  std::vector<std::pair<std::size_t, std::size_t>> heap;  // a run's [next, end) in `got`
+  got.reserve(n_ * per);  // not reallocated: the runs point into it
+  std::vector<std::pair<const Entry*, const Entry*>> runs;
   std::optional<BufferKey> bound;
   for (std::size_t p = 0; p < n_; ++p) {
     const Shard& s = shards_[p];
@@ -79,63 +90,39 @@ bool StringBuffer::collect(std::string_view start, std::size_t n, StringEntries&
     auto it = s.tree.lower_bound(from);
     for (; it.valid() && got.size() - b < per; ++it) got.emplace_back(it.key(), it.value().value);
     if (it.valid() && (!bound || less(got.back().first, *bound))) bound = got.back().first;
-    if (got.size() > b) heap.emplace_back(b, got.size());
+    if (got.size() > b) runs.emplace_back(got.data() + b, got.data() + got.size());
   }
-  auto later = [&](const auto& x, const auto& y) {
-    return less(got[y.first].first, got[x.first].first);
-  };
-  std::make_heap(heap.begin(), heap.end(), later);
-  for (std::size_t taken = 0; !heap.empty(); ++taken) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    auto& run = heap.back();
-    const Entry& e = got[run.first];
+  LoserTree<Entry, ByKey> merged(std::move(runs), ByKey{});
+  for (std::size_t taken = 0; !merged.empty(); merged.pop(), ++taken) {
+    const Entry& e = merged.top();
     if (taken == n || (bound && less(*bound, e.first))) return false;
     out.emplace_back(std::string(e.first.view()), e.second);
-    if (++run.first < run.second)
-      std::push_heap(heap.begin(), heap.end(), later);
-    else
-      heap.pop_back();
   }
   return !bound;
 }
 
-// Each shard's entries in key order (read under its lock), then merged on a heap of the
+// Each shard's entries in key order (read under its lock), then merged on a loser tree of the
 // shards' next keys: log2(shards) compares an entry instead of a sort's log2(entries). The
 // keys are BufferKeys, whose prefixes decide most compares; the entries name their bytes in
 // the shards' arenas, which live as long as this buffer (no key's bytes move or are freed
 // before).
 BufferedEntries StringBuffer::entries() const {
-  using Run = std::vector<std::pair<BufferKey, StringSlot>>;
-  std::vector<Run> runs(n_);
+  using Entry = std::pair<BufferKey, StringSlot>;
+  std::vector<std::vector<Entry>> runs(n_);
+  std::vector<std::pair<const Entry*, const Entry*>> spans;
   std::size_t total = 0;
   for (std::size_t p = 0; p < n_; ++p) {
     std::shared_lock lk(shards_[p].mu);
     const ShardTree& t = shards_[p].tree;
     runs[p].reserve(t.size());
     for (auto it = t.begin(); it.valid(); ++it) runs[p].emplace_back(it.key(), it.value());
+    spans.emplace_back(runs[p].data(), runs[p].data() + runs[p].size());
     total += runs[p].size();
   }
-  using Cursor = std::pair<std::size_t, std::size_t>;  // run, position
-  const detail::BufferKeyLess less;
-  auto later = [&](const Cursor& a, const Cursor& b) {  // a min-heap on the cursors' keys
-    return less(runs[b.first][b.second].first, runs[a.first][a.second].first);
-  };
-  std::vector<Cursor> heap;
-  for (std::size_t p = 0; p < n_; ++p)
-    if (!runs[p].empty()) heap.emplace_back(p, 0);
-  std::make_heap(heap.begin(), heap.end(), later);
   BufferedEntries all;
   all.reserve(total);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    Cursor& c = heap.back();
-    const auto& [k, s] = runs[c.first][c.second];
-    all.emplace_back(k.view(), s);
-    if (++c.second < runs[c.first].size())
-      std::push_heap(heap.begin(), heap.end(), later);
-    else
-      heap.pop_back();
-  }
+  for (LoserTree<Entry, ByKey> merged(std::move(spans), ByKey{}); !merged.empty(); merged.pop())
+    all.emplace_back(merged.top().first.view(), merged.top().second);
   return all;
 }
 

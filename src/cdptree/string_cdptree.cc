@@ -197,6 +197,13 @@ std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
 // the Front was read (a merge in parts, string_merge.cc).
 std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {
   auto& s = sm.mine();
+  // The base leaf's first lines requested before the buffers are probed, so that their misses
+  // overlap (as DPTree's find): under a guard of its own, since the base read after the
+  // buffers may be a newer one (then these lines were requested in vain).
+  {
+    Guard<StringBase> g(s, kBR, gp_b_);
+    if (const StringBase* b = g.get()) b->prefetch_leaf(t_.pool, k);
+  }
   for (;;) {
     const std::size_t retired = retired_.load(std::memory_order_seq_cst);
     {

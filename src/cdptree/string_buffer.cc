@@ -30,7 +30,7 @@ StringBuffer::StringBuffer(pm::Pool& pool, const RecordCodec& codec, LogPageCach
       ver_(ver),
       n_(shards),
       shards_(std::make_unique<Shard[]>(shards)),
-      bloom_(expected, bloom_error) {
+      bloom_(shards, expected, bloom_error) {
   for (std::size_t p = 0; p < n_; ++p) {
     shards_[p].log = std::make_unique<PLog>(pool, codec, cache);
     shards_[p].log->inherit_with(encode_inherit_mark);
@@ -61,7 +61,7 @@ void StringBuffer::replay(std::size_t p, const char* tree) {
       &table_[p], ver_, words_of,
       [&](const u64* w, std::size_t) {
         const std::string_view k = string_record_key(w);
-        bloom_.add_hashed(hash_string(k));
+        bloom_.add_hashed(p, hash_string(k));
         *detail::find_or_add(s.tree, s.keys, k).first =
             StringSlot{string_record_value(w), pool_.offset_of(w)};
       },

@@ -6,7 +6,8 @@
 // buffer's version. A key's shard is fixed by its hash, so its log records are in one partition and
 // in order: the writer holds the shard's lock across the log append and the tree change (§3.1,
 // "Concurrent Modification"). Writers of different shards run in parallel; readers share a shard's
-// lock; a bloom filter over all keys lets most reads of keys not in the buffer skip the shards.
+// lock; a bloom filter lets most reads of keys not in the buffer skip the shards (a part per
+// shard, written under the shard's lock with plain stores: engine/bloom.h ShardedBloom).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "btree/btree.h"
+#include "cdptree/shard_lock.h"
 #include "engine/bloom.h"
 #include "engine/buffer_keys.h"
 #include "engine/plog.h"
@@ -50,8 +52,9 @@ class StringBuffer {
 
   // The value of k here (tombstones included), if any; h = hash_string(k).
   std::optional<u64> find(std::string_view k, u64 h) const {
-    if (!bloom_.may_contain_hashed(h)) return std::nullopt;
-    const Shard& s = shards_[shard_of(h)];
+    const std::size_t p = shard_of(h);
+    if (!bloom_.may_contain_hashed(p, h)) return std::nullopt;
+    const Shard& s = shards_[p];
     std::shared_lock lk(s.mu);
     const StringSlot* v = s.tree.find(BufferKey::of(k));  // no key copied
     if (!v) return std::nullopt;
@@ -63,8 +66,9 @@ class StringBuffer {
   // nothing changed then.
   template <class F>
   std::optional<u64> upsert_with(std::string_view k, u64 h, F&& decide, std::size_t& entries) {
-    bloom_.prefetch_for_add(h);  // its miss overlaps the log append and the tree's descent
-    Shard& s = shards_[shard_of(h)];
+    const std::size_t p = shard_of(h);
+    bloom_.prefetch_for_add(p, h);  // its miss overlaps the log append and the tree's descent
+    Shard& s = shards_[p];
     std::unique_lock lk(s.mu);
     // One descent finds k's slot or adds k; no reader sees an added k before the lock is
     // released, and one that gets no value is taken out again. decide() reads only the Middle
@@ -74,14 +78,14 @@ class StringBuffer {
     u64 rec = 0;
     try {
       out = decide(added ? nullptr : static_cast<const u64*>(&cur->value));
-      if (out) rec = append(s, shard_of(h), k, *out);
+      if (out) rec = append(s, p, k, *out);
     } catch (...) {
       if (added) s.tree.erase(BufferKey::of(k));
       throw;
     }
     if (out) {
       *cur = StringSlot{*out, rec};
-      bloom_.add_hashed(h);
+      bloom_.add_hashed(p, h);
     } else if (added) {
       s.tree.erase(BufferKey::of(k));
     }
@@ -95,10 +99,11 @@ class StringBuffer {
   // pool_full: nothing changed then; a failure to take the key into the tree (bad_alloc)
   // leaves its record in the log, so that write may come back after a restart.
   void upsert_blind(std::string_view k, u64 h, u64 v, std::size_t& entries) {
-    bloom_.prefetch_for_add(h);
-    Shard& s = shards_[shard_of(h)];
+    const std::size_t p = shard_of(h);
+    bloom_.prefetch_for_add(p, h);
+    Shard& s = shards_[p];
     std::unique_lock lk(s.mu);
-    const u64 rec = append_unfenced(s, shard_of(h), k, v);
+    const u64 rec = append_unfenced(s, p, k, v);
     try {
       *detail::find_or_add(s.tree, s.keys, k).first = StringSlot{v, rec};
     } catch (...) {
@@ -106,7 +111,7 @@ class StringBuffer {
       detail::PLog::fence_append();
       throw;
     }
-    bloom_.add_hashed(h);
+    bloom_.add_hashed(p, h);
     detail::PLog::fence_append();
     entries = s.tree.size();
   }
@@ -145,12 +150,12 @@ class StringBuffer {
   void inherit(const std::vector<std::vector<detail::PLog::Inherited>>& pages);
   // check(): each shard's tree, and whether every key is in its own shard and the bloom filter.
   const ShardTree& tree(std::size_t p) const { return shards_[p].tree; }
-  bool bloom_has(u64 h) const { return bloom_.may_contain_hashed(h); }
+  bool bloom_has(u64 h) const { return bloom_.may_contain_hashed(shard_of(h), h); }
   std::size_t dram_bytes() const;
 
  private:
   struct alignas(64) Shard {
-    mutable std::shared_mutex mu;
+    mutable ShardLock mu;
     ShardTree tree;
     KeyArena keys;
     std::unique_ptr<detail::PLog> log;
@@ -164,7 +169,7 @@ class StringBuffer {
   int ver_;
   std::size_t n_;
   std::unique_ptr<Shard[]> shards_;
-  detail::ConcurrentBloom bloom_;
+  detail::ShardedBloom bloom_;  // a part per shard, written under its lock
 };
 
 }  // namespace dptree::cdp

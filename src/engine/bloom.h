@@ -98,6 +98,19 @@ class Bloom {
   std::vector<u64> bits_;
 };
 
+// Zeroed words from calloc, whose large blocks are fresh zero pages: the writer that makes a
+// new Front (Algorithm 7 line 9) does not clear tens of megabytes inside its insert (at 2^27
+// records a filter for twice the merge trigger is about 31 MB); the adds that follow touch the
+// pages.
+struct FreeWords {
+  void operator()(u64* p) const { std::free(p); }
+};
+inline std::unique_ptr<u64, FreeWords> zeroed_words(std::size_t n) {
+  auto* p = static_cast<u64*>(std::calloc(n, sizeof(u64)));
+  if (!p) throw std::bad_alloc();
+  return std::unique_ptr<u64, FreeWords>(p);
+}
+
 // Filter with atomic words: adds from any writer, lookups from any reader (§3.1).
 class ConcurrentBloom {
  public:
@@ -130,19 +143,46 @@ class ConcurrentBloom {
   std::size_t dram_bytes() const { return shape_.words() * 8; }
 
  private:
-  // From calloc, whose large blocks are fresh zero pages: the writer that makes a new Front
-  // (Algorithm 7 line 9) does not clear tens of megabytes inside its insert (at 2^27 records a
-  // filter for twice the merge trigger is about 31 MB); the adds that follow touch the pages.
-  static u64* zeroed_words(std::size_t n) {
-    auto* p = static_cast<u64*>(std::calloc(n, sizeof(u64)));
-    if (!p) throw std::bad_alloc();
-    return p;
-  }
-  struct Free {
-    void operator()(u64* p) const { std::free(p); }
-  };
   BloomShape shape_;
-  std::unique_ptr<u64, Free> bits_;
+  std::unique_ptr<u64, FreeWords> bits_;
+};
+
+// A filter in `shards` parts, each over blocks of its own and written only by a holder of its
+// shard's lock (the concurrent string buffer's shards, §3.1): an add is plain stores, where
+// ConcurrentBloom's locked OR is a full barrier, which after a log append waits for the
+// record's write-back and for the filter's line. Lookups from any reader, without the lock.
+class ShardedBloom {
+ public:
+  ShardedBloom(std::size_t shards, std::size_t expected, double error_rate)
+      : shards_(std::max<std::size_t>(shards, 1)),
+        shape_(expected / shards_ + 1, error_rate),
+        bits_(zeroed_words(shards_ * shape_.words())) {}
+  // Shard s's add of a key hashed by the caller: s's lock held exclusively.
+  void add_hashed(std::size_t s, u64 h) {
+    u64* blk = block(s, h);
+    shape_.for_each_bit(h, [&](std::size_t w, u64 m) {
+      std::atomic_ref<u64> word(blk[w]);
+      word.store(word.load(std::memory_order_relaxed) | m, std::memory_order_release);
+    });
+  }
+  void prefetch_for_add(std::size_t s, u64 h) const { __builtin_prefetch(block(s, h), 1); }
+  bool may_contain_hashed(std::size_t s, u64 h) const {
+    const u64* blk = block(s, h);
+    return shape_.all_bits(h, [&](std::size_t w, u64 m) {
+      // atomic_ref needs a non-const word; it is only read here.
+      return (std::atomic_ref<u64>(const_cast<u64&>(blk[w])).load(std::memory_order_acquire) & m) !=
+             0;
+    });
+  }
+  std::size_t dram_bytes() const { return shards_ * shape_.words() * 8; }
+
+ private:
+  u64* block(std::size_t s, u64 h) const {
+    return bits_.get() + s * shape_.words() + shape_.block_word(h);
+  }
+  std::size_t shards_;
+  BloomShape shape_;
+  std::unique_ptr<u64, FreeWords> bits_;
 };
 
 }  // namespace dptree::detail

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 
 #include "bench/random.h"
@@ -131,18 +132,23 @@ void StringKeyMaker::make(Key key, std::string& out) const {
   }
 }
 
+// Word i after the first 8 bytes is mix64 of the key's seed plus i (SplitMix64 in counter
+// mode): the words do not depend on each other, so the CPU computes them side by side, where
+// a chain of mix64 calls took about 100 ns of a 256-byte key, timed with every operation.
 void StringKeyMaker::make_random(Key key, std::string& out) const {
-  std::uint64_t x = mix64(key ^ 0x6b657973ULL);
+  const std::uint64_t x = mix64(key ^ 0x6b657973ULL);
   const std::uint32_t len = min_ + static_cast<std::uint32_t>(x % (max_ - min_ + 1));
   out.resize(len);
   put_be64(key, out.data());
   char* p = out.data() + 8;
-  for (std::uint32_t left = len - 8; left > 0;) {
-    x = mix64(x);
-    const std::uint32_t n = std::min<std::uint32_t>(left, 8);
-    for (std::uint32_t i = 0; i < n; ++i) p[i] = static_cast<char>(x >> (8 * i));
-    p += n;
-    left -= n;
+  const std::uint32_t words = (len - 8) / 8;
+  for (std::uint32_t i = 0; i < words; ++i) {
+    const std::uint64_t w = mix64(x + i);
+    std::memcpy(p + 8 * i, &w, 8);
+  }
+  if (const std::uint32_t tail = (len - 8) % 8) {
+    const std::uint64_t w = mix64(x + words);
+    std::memcpy(p + 8 * words, &w, tail);
   }
 }
 

@@ -6,8 +6,9 @@
 // waits there for the write-back: with one writer that wait was most of an insert's time in
 // the lock (a profile of one-writer 64-byte inserts, docs/cdptree.md "Buffer").
 // Readers share it (the count in the word's upper bits); like glibc's default rwlock it
-// prefers readers. Waiters spin briefly, then yield: the sections are a few hundred
-// nanoseconds, and the merge workers share the cores.
+// prefers readers. Waiters spin briefly, then yield: a section is an append, a tree change and
+// the record's write-back (an insert or update also a lookup below the buffer), and the merge
+// workers share the cores.
 #pragma once
 
 #include <atomic>

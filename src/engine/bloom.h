@@ -111,6 +111,15 @@ inline std::unique_ptr<u64, FreeWords> zeroed_words(std::size_t n) {
   return std::unique_ptr<u64, FreeWords>(p);
 }
 
+// Whether block `blk` of an atomic filter holds every bit of hash h, each word read with
+// acquire, so that whoever set a bit happens before the reader that sees it. The words are only
+// read (atomic_ref needs a non-const word).
+inline bool has_all_acquire(const BloomShape& shape, u64* blk, u64 h) {
+  return shape.all_bits(h, [&](std::size_t w, u64 m) {
+    return (std::atomic_ref<u64>(blk[w]).load(std::memory_order_acquire) & m) != 0;
+  });
+}
+
 // Filter with atomic words: adds from any writer, lookups from any reader (§3.1).
 class ConcurrentBloom {
  public:
@@ -135,10 +144,7 @@ class ConcurrentBloom {
   // Requested for writing: an add's locked OR then does not wait for the line.
   void prefetch_for_add(u64 h) const { __builtin_prefetch(bits_.get() + shape_.block_word(h), 1); }
   bool may_contain_hashed(u64 h) const {
-    u64* blk = bits_.get() + shape_.block_word(h);  // read only: atomic_ref needs a non-const word
-    return shape_.all_bits(h, [&](std::size_t w, u64 m) {
-      return (std::atomic_ref<u64>(blk[w]).load(std::memory_order_acquire) & m) != 0;
-    });
+    return has_all_acquire(shape_, bits_.get() + shape_.block_word(h), h);
   }
   std::size_t dram_bytes() const { return shape_.words() * 8; }
 
@@ -167,12 +173,7 @@ class ShardedBloom {
   }
   void prefetch_for_add(std::size_t s, u64 h) const { __builtin_prefetch(block(s, h), 1); }
   bool may_contain_hashed(std::size_t s, u64 h) const {
-    const u64* blk = block(s, h);
-    return shape_.all_bits(h, [&](std::size_t w, u64 m) {
-      // atomic_ref needs a non-const word; it is only read here.
-      return (std::atomic_ref<u64>(const_cast<u64&>(blk[w])).load(std::memory_order_acquire) & m) !=
-             0;
-    });
+    return has_all_acquire(shape_, block(s, h), h);
   }
   std::size_t dram_bytes() const { return shards_ * shape_.words() * 8; }
 

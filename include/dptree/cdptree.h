@@ -59,6 +59,11 @@ struct CDPTreeOptions {
   // false: the writer that starts a merge runs it itself, to the end, instead of a
   // background thread (deterministic single-threaded tests; the readers' protocol is the same).
   bool background_merge = true;
+  // With background_merge false: the writers run the merge a step at a time (one partition's
+  // merge or flush, or the publication) between their writes, paced over the first half of
+  // the next Front's fill, so a write waits for one step, not a whole merge. Integer keys only
+  // (docs/cdptree.md, "A merge in steps").
+  bool merge_steps = false;
   bool inplace_update = true;  // §3.4: in-place 8-byte update of keys only in the base tree
   // §3.4: a delete of a key only in the base tree sets the tombstone bit of its base value
   // in place (one 8-byte store, no log record); the next merge drops the entry.
@@ -85,6 +90,7 @@ struct CDPTreeStats {
   std::size_t inplace_updates = 0;  // §3.4 updates done in the base tree
   std::size_t failed_merges = 0;    // merge attempts undone for want of PM (pool_full)
   std::size_t merge_retries = 0;    // retries of such a merge (after removes, or merge())
+  std::size_t merge_steps_run = 0;  // merge_steps: steps the writers (or waits) ran, all merges
   std::size_t inplace_deletes = 0;  // §3.4 deletes done in the base tree (tombstone bit)
   std::size_t log_pages = 0;        // pages of the Front log
   std::size_t free_log_pages = 0;   // pages cached in the freelists

@@ -72,6 +72,34 @@ BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 
   return s;
 }
 
+void read_piece(const BaseCtx& cx, u64 head, u64 tail, int v, SnapshotPiece& p) {
+  p = {};
+  for (u64 l = head;;) {
+    const Leaf lf = cx.leaf(l);
+    std::atomic_ref<u64> rc(lf.rc(v));
+    p.leaf.push_back(l);
+    p.max.push_back(lf.max_key(v));
+    p.fresh.push_back(rc.load(std::memory_order_acquire) == cx.restart_count);
+    if (l == tail) return;
+    l = lf.next(v).off;
+  }
+}
+
+void append_piece(SnapshotPiece& all, SnapshotPiece& p) {
+  all.leaf.insert(all.leaf.end(), p.leaf.begin(), p.leaf.end());
+  all.max.insert(all.max.end(), p.max.begin(), p.max.end());
+  all.fresh.insert(all.fresh.end(), p.fresh.begin(), p.fresh.end());
+  p = {};
+}
+
+BaseSnapshot* snapshot_of(const BaseCtx& cx, SnapshotPiece&& all, int v, u64 count) {
+  BaseSnapshot* s = new_snapshot(cx, std::move(all.leaf), std::move(all.max), v, count);
+  for (std::size_t i = 0; i < all.fresh.size(); ++i)
+    s->fresh[i].store(all.fresh[i], std::memory_order_relaxed);
+  s->search.build(s->max);
+  return s;
+}
+
 void ensure_meta(const BaseCtx& cx, Leaf lf, int v) {
   std::atomic_ref<u64> rc(lf.rc(v));
   const u64 now = cx.restart_count;

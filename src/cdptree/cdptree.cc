@@ -505,6 +505,7 @@ std::vector<std::pair<std::string, double>> named_figures(const CDPTreeStats& s)
           {"free_log_pages", d(s.free_log_pages)},
           {"restart_count", d(s.restart_count)},
           {"merge_wait_max_ms", s.merge_wait_max_ms},
+          {"merge_steps_run", d(s.merge_steps_run)},
           {"recovery_seconds", s.last_recovery_seconds},
           {"inplace_deletes", d(s.inplace_deletes)},
           {"recovery_check_seconds", s.recovery_check_seconds},
@@ -549,6 +550,7 @@ CDPTreeStats CDPTree::stats() const {
   s.inplace_deletes = m.inplace_deletes.load();
   s.failed_merges = m.failed_merges.load();
   s.merge_retries = m.merge_retries.load();
+  s.merge_steps_run = m.steps_run.load();
   s.merge_wait_max_ms = m.merge_wait.ms();
   s.free_log_pages = m.pages->size(0) + m.pages->size(1);
   s.restart_count = m.root->base.restart_count;
@@ -558,9 +560,8 @@ CDPTreeStats CDPTree::stats() const {
   s.recovery_replay_seconds = m.recovery_times.replay;
   s.recovery_sweep_seconds = m.recovery_times.sweep;
   s.pm_bytes = m.pm_bytes();
-  s.dram_bytes += sizeof(Impl) + m.dir->dram_bytes() + m.pages->dram_bytes() +
-                  m.node_chunks.spare_bytes() +
-                  m.merge_entries_bytes.load(std::memory_order_relaxed);
+  s.dram_bytes +=
+      sizeof(Impl) + m.dir->dram_bytes() + m.pages->dram_bytes() + m.node_chunks.spare_bytes();
   return s;
 }
 

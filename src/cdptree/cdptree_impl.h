@@ -68,11 +68,7 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   // The buffers' node memory, handed from each merged Middle to the next Front
   // (btree/chunk_memory.h).
   mutable btree::NodeChunks node_chunks;
-  // The Middle's entries in key order, kept across merges (one merge runs at a time): a fresh
-  // vector of 16 bytes an entry was fresh pages, and their first-touch faults, every merge.
-  std::vector<detail::KVPair> merge_entries;
-  std::atomic<std::size_t> merge_entries_bytes{0};  // its capacity, for stats() meanwhile
-  std::atomic<cdp::BaseSnapshot*> gp_b{nullptr};    // GP_B (GP_F, GP_M: the MergeDriver's)
+  std::atomic<cdp::BaseSnapshot*> gp_b{nullptr};  // GP_B (GP_F, GP_M: the MergeDriver's)
 
   std::atomic<std::size_t> merge_partitions{0}, splits{0}, consolidations{0}, created{0}, freed{0},
       lazy_rebuilds{0}, inplace_updates{0}, inplace_deletes{0};
@@ -122,9 +118,11 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   bool front_due(const cdp::Cpbt& f, bool force) const;
   // Line 7: a writer waits out premerge, then may start a merge the winner stepped back from.
   static constexpr bool kWaitOutPreMerge = true;
+  static constexpr bool kMergeInSteps = true;
   void front_not_due() {}
   std::size_t next_threshold() const { return threshold(gp_b.load()->count); }
   bool run_merge(bool retry);
+  cdp::Steps merge_steps(bool retry);
   // Nothing: the merge released the Middle's log, which its readers (in the DRAM tree) never read.
   void release_middle(cdp::Cpbt&) {}
   void after_merge();
@@ -133,7 +131,8 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   const pm::Pool& pm_pool() const { return pool; }
   const CDPTreeOptions& options() const { return opt; }
   // Algorithm 9 over the Middle m (with the Front `newer`'s entries laid over it on a retry).
-  void parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer);
+  // Pauses between steps with merge_steps; throws pool_full after undoing the merge.
+  cdp::Steps parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer);
   detail::TreeParts& parts() { return *this; }
 
   // Recovery's hooks (merge_driver.h; recovery.cc).

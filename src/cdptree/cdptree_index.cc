@@ -29,9 +29,14 @@ class CDPTreeIndex final : public detail::FamilyIndex<CDPTree> {
 
 // Every thread the tree uses counts in the caller's thread count: as many merge and recovery
 // workers as threads, and with one thread the writer merges itself (no background thread
-// beside it), as DPTree does.
+// beside it), as DPTree does. merge_steps=1 asks for the writers to merge: background_merge
+// then defaults to 0 at any thread count.
 CDPTreeOptions options_for(const IndexConfig& c) {
-  auto opt = CDPTreeOptions::from_map(c.options);
+  auto given = c.options;
+  if (given.count("merge_steps") && given.at("merge_steps") == "1" &&
+      !given.count("background_merge"))
+    given.emplace("background_merge", "0");
+  auto opt = CDPTreeOptions::from_map(given);
   const unsigned threads = std::max(1u, c.threads);
   if (!c.options.count("merge_threads")) opt.merge_threads = threads;
   if (!c.options.count("recovery_threads")) opt.recovery_threads = threads;

@@ -54,7 +54,10 @@ void MergeDriver<Form, Buffer>::maybe_start_merge(bool force) {
   merge_thresh.store(self().next_threshold());             // line 14: GP_B.size * R
   merge_state.store(kMerging, std::memory_order_seq_cst);  // line 15
   if (!self().options().background_merge) {
-    merge_task(false);
+    if (self().options().merge_steps)
+      start_steps(false);
+    else
+      merge_task(false);
     return;
   }
   workers->post([this] { merge_task(false); });  // line 16: a pool thread, not a new one
@@ -67,6 +70,11 @@ void MergeDriver<Form, Buffer>::merge_task(bool retry) {
     park();
     return;
   }
+  retire();
+}
+
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::retire() {
   Buffer* m = gp_m.load(std::memory_order_seq_cst);
   gp_m.store(nullptr, std::memory_order_seq_cst);  // lines 18-19
   sm.spin_until_no_ref(kFR, m);                    // line 20
@@ -80,6 +88,70 @@ void MergeDriver<Form, Buffer>::merge_task(bool retry) {
   retry_after.store(0);
   merge_state.store(kNoMerge, std::memory_order_seq_cst);  // line 23
   done_cv.notify_all();
+}
+
+// ------------------------------------------------------------------ a merge in steps
+
+// Lines 17-23 as merge_task runs them, pausing between the merge's own steps.
+template <class Form, class Buffer>
+Steps MergeDriver<Form, Buffer>::merge_task_steps(bool retry) {
+  bool ok = true;
+  {
+    Steps body;
+    if constexpr (Form::kMergeInSteps) body = self().merge_steps(retry);
+    for (;;) {
+      bool more = false;
+      try {
+        more = body.step();
+      } catch (const std::exception&) {  // pool_full: the merge was undone (abort_merge)
+        ok = false;
+      }
+      if (!more) break;
+      co_yield Steps::kPause;
+    }
+  }
+  if (ok)
+    retire();
+  else
+    park();
+}
+
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::start_steps(bool retry) {
+  std::lock_guard g(step_mu);
+  steps = merge_task_steps(retry);
+  steps_done.store(0, std::memory_order_relaxed);
+  planned_steps.store(1, std::memory_order_relaxed);
+  stepping.store(true, std::memory_order_release);
+}
+
+// The steps done keep up with twice the Front's fill as a share of the next trigger, so the
+// merge ends when the Front is about half full (the paper's background merge has the whole
+// fill to end in).
+template <class Form, class Buffer>
+bool MergeDriver<Form, Buffer>::step_due(std::size_t size) const {
+  const double done = static_cast<double>(steps_done.load(std::memory_order_relaxed));
+  const double planned = static_cast<double>(planned_steps.load(std::memory_order_relaxed));
+  const double thresh = static_cast<double>(merge_thresh.load(std::memory_order_relaxed));
+  return done * thresh < 2.0 * static_cast<double>(size) * planned;
+}
+
+template <class Form, class Buffer>
+bool MergeDriver<Form, Buffer>::run_step(bool wait) const {
+  std::unique_lock lk(step_mu, std::defer_lock);
+  if (wait)
+    lk.lock();
+  else if (!lk.try_lock())
+    return true;  // another writer runs a step
+  if (steps.done()) return false;
+  const bool more = steps.step();  // never throws: the body parks a merge that did not fit
+  steps_done.fetch_add(1, std::memory_order_relaxed);
+  steps_run.fetch_add(1, std::memory_order_relaxed);
+  if (!more) {
+    steps = Steps();
+    stepping.store(false, std::memory_order_release);
+  }
+  return true;
 }
 
 // ------------------------------------------------------------------ a full pool
@@ -135,6 +207,8 @@ bool MergeDriver<Form, Buffer>::retry_merge(bool force) {
   }
   if (self().options().background_merge)
     workers->post([this] { merge_task(true); });
+  else if (self().options().merge_steps)
+    start_steps(true);
   else
     merge_task(true);
   return true;
@@ -161,6 +235,8 @@ void MergeDriver<Form, Buffer>::merge_now(bool wait) {
 
 template <class Form, class Buffer>
 void MergeDriver<Form, Buffer>::wait_idle() const {
+  while (run_step(true)) {
+  }
   std::unique_lock lk(done_mu);
   done_cv.wait(lk, [&] { return merge_state.load() == kNoMerge || merge_broken.load(); });
 }

@@ -37,6 +37,8 @@ void CDPTreeOptions::validate() const {
     bad("merge_nice=" + std::to_string(merge_nice) +
         " is out of range: use 0..19 (a thread may lower its own priority, not raise it)");
   if (psize < 1) bad("psize=0 is out of range: use at least 1 leaf per merge partition");
+  if (merge_steps && background_merge)
+    bad("merge_steps=1 runs the merge in the writers: set background_merge=0 with it");
   if (split != SplitMode::rebuild && split != SplitMode::thirds)
     bad(std::string("split=") + to_string(split) + " is not one of rebuild, thirds");
 }
@@ -70,6 +72,9 @@ const option_values::OptionTable<CDPTreeOptions>& table() {
         .whole("psize", &O::psize, "1 or more", "PSize: base leaves per merge partition (§3.3)")
         .boolean("background_merge", &O::background_merge,
                  "merge on a background thread (else the writer that fills the Front merges)")
+        .boolean("merge_steps", &O::merge_steps,
+                 "with background_merge=0: the writers run the merge a partition at a time "
+                 "between their writes (integer keys)")
         .boolean("inplace_update", &O::inplace_update,
                  "§3.4: update a key found only in the base tree in place")
         .boolean("inplace_delete", &O::inplace_delete,

@@ -17,48 +17,57 @@ using namespace detail;  // NOLINT: the layout vocabulary
 
 namespace {
 
-// The Middle's entries in key order. With `newer` (a retry after pool_full, or recovery),
-// the entries of the Front are laid over them: its removes then cancel the Middle's inserts
-// and delete base entries, so the retried merge needs fewer leaves. The Front keeps them (and
-// its log), so reads and a replay after a crash still find them first; merging them again
-// later writes the same values.
-void entries_to_merge(const cdp::Cpbt* m, const cdp::Cpbt* newer, std::vector<KVPair>& es) {
-  es.clear();
-  m->tree.for_each_frozen([&](u64 k, u64 v) { es.emplace_back(k, v); });
-  if (!newer) return;
+// The Middle's entries with keys in [from, to], in key order. With `newer` (a retry after
+// pool_full, or recovery), the entries of the Front in that range are laid over them: its
+// removes then cancel the Middle's inserts and delete base entries, so the retried merge
+// needs fewer leaves. The Front keeps them (and its log), so reads and a replay after a crash
+// still find them first; merging them again later writes the same values.
+void range_entries(const cdp::Cpbt* m, const cdp::Cpbt* newer, u64 from, u64 to,
+                   std::vector<KVPair>& es) {
   // Writers may still take removes in the Front: an optimistic scan sees each key's value at
-  // one moment (only values already logged: the log is written first, §3.1).
+  // one moment (only values already logged: the log is written first, §3.1). The Middle
+  // takes no writes: the same scan reads it without a restart.
+  auto collect = [from, to](const cdp::Cpbt* b, std::vector<KVPair>& out) {
+    out.clear();
+    b->tree.scan(from, [&](u64 k, u64 v) {
+      if (k > to) return false;
+      out.emplace_back(k, v);
+      return true;
+    });
+  };
+  collect(m, es);
+  if (!newer) return;
   std::vector<KVPair> fr;
-  newer->tree.scan(0, [&](u64 k, u64 v) {
-    fr.emplace_back(k, v);
-    return true;
-  });
+  collect(newer, fr);
   es = overlay_sorted(std::move(es), fr);
 }
 
-// Algorithm 9 line 1: partitions of `ps` consecutive leaves of `old`, each with the entries
-// of its key range [P.MKS, P.MKE) (ranges and input are sized to the partition count).
-void partition(const cdp::BaseSnapshot& old, std::size_t ps, const std::vector<KVPair>& es,
-               std::vector<RangeMerge>& ranges, std::vector<std::span<const KVPair>>& input) {
-  const std::size_t nl = old.leaf.size(), np = ranges.size();
-  std::size_t e0 = 0;
+// A merge in steps frees this many replaced leaves a step (each an owner slot and a block
+// freed and persisted): a step about as long as a partition's.
+constexpr std::size_t kFreesPerStep = 64;
+
+// Algorithm 9 line 1: partitions of `ps` consecutive leaves of `old`, each with its key range
+// [P.MKS, P.MKE] (the first from key 0, the last to the largest key).
+struct Partition {
+  RangeMerge r;
+  u64 from = 0, to = ~u64{0};
+  cdp::SnapshotPiece piece;  // its leaves in the new snapshot
+  // Phase 7's share (engine/merge.h, range_garbage): owner slots of old leaves the new chain
+  // lacks (last first), and of created leaves it lacks.
+  std::vector<u64> old_garbage, created_garbage;
+};
+
+void partition(const cdp::BaseSnapshot& old, std::size_t ps, std::vector<Partition>& parts) {
+  const std::size_t nl = old.leaf.size(), np = parts.size();
   for (std::size_t i = 0; i < np; ++i) {
     std::size_t a = i * ps, b = std::min(nl, a + ps);
-    RangeMerge& r = ranges[i];
-    r.first_cv = nl ? old.leaf[a] : 0;
-    r.nleaves = b - a;
-    r.first_range = i == 0;
-    r.last_range = i + 1 == np;
-    std::size_t e1 = es.size();
-    if (i + 1 < np) {
-      u64 mk = old.max[b - 1];
-      e1 = static_cast<std::size_t>(
-          std::upper_bound(es.begin() + static_cast<long>(e0), es.end(), mk,
-                           [](u64 key, const KVPair& e) { return key < e.first; }) -
-          es.begin());
-    }
-    input[i] = std::span<const KVPair>(es.data() + e0, e1 - e0);
-    e0 = e1;
+    Partition& p = parts[i];
+    p.r.first_cv = nl ? old.leaf[a] : 0;
+    p.r.nleaves = b - a;
+    p.r.first_range = i == 0;
+    p.r.last_range = i + 1 == np;
+    if (i > 0) p.from = old.max[a - 1] + 1;  // only the last leaf has the largest key
+    if (i + 1 < np) p.to = old.max[b - 1];
   }
 }
 
@@ -75,13 +84,17 @@ bool CDPTree::Impl::front_due(const cdp::Cpbt& f, bool force) const {
 // took removes since; the Front's entries are merged too (see entries_to_merge).
 bool CDPTree::Impl::run_merge(bool retry) {
   try {
-    parallel_tree_merge(gp_m.load(std::memory_order_seq_cst),
-                        retry ? gp_f.load(std::memory_order_seq_cst) : nullptr);
+    merge_steps(retry).finish();
   } catch (const std::exception&) {
     // pool_full (merge_range, flush_range, begin_merge): the merge was undone (abort_merge).
     return false;
   }
   return true;
+}
+
+cdp::Steps CDPTree::Impl::merge_steps(bool retry) {
+  return parallel_tree_merge(gp_m.load(std::memory_order_seq_cst),
+                             retry ? gp_f.load(std::memory_order_seq_cst) : nullptr);
 }
 
 // Cache capacity C_size (§2.1): a merge trigger's worth of pages and one per partition.
@@ -90,12 +103,12 @@ void CDPTree::Impl::after_merge() {
               gp_b.load()->v);
 }
 
-// Algorithm 9, kept in one function (about 100 lines) so that its numbered lines read in order
-// from the start of the merge to the version flip and garbage collection.
-void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
-  std::vector<KVPair>& es = merge_entries;
-  entries_to_merge(m, newer, es);
-  merge_entries_bytes.store(es.capacity() * sizeof(KVPair), std::memory_order_relaxed);
+// Algorithm 9, kept in one function (about 130 lines) so that its numbered lines read in order
+// from the start of the merge to the version flip and garbage collection. With merge_steps it
+// pauses after each partition's merge and flush (the writers resume it, merge_driver.h);
+// otherwise it runs to its end and each parallel phase runs on the merge workers.
+cdp::Steps CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
+  const bool stepped = opt.merge_steps;
   cdp::BaseSnapshot* old = gp_b.load(std::memory_order_seq_cst);
   const int cvv = cv(), nv = 1 - cvv;
   {
@@ -114,57 +127,83 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
                   nv};
   cx.may_hold_tombstone = tombstone_filter(*old);  // §3.4 deletes in place (cdptree.cc)
   cx.split = opt.split;
-  // Line 1: partitions of PSize consecutive leaves, each with the buffer entries of its key
-  // range [P.MKS, P.MKE).
+  // Line 1: partitions of PSize consecutive leaves, each with its key range [P.MKS, P.MKE].
   const std::size_t nl = old->leaf.size(), ps = opt.psize;
   const std::size_t np = nl ? (nl + ps - 1) / ps : 1;
-  std::vector<RangeMerge> ranges(np);
-  std::vector<std::span<const KVPair>> input(np);
-  partition(*old, ps, es, ranges, input);
+  std::vector<Partition> parts(np);
+  partition(*old, ps, parts);
+  planned_steps.store(2 * np + 3, std::memory_order_relaxed);  // and the collection's (below)
   const auto bcx = base_ctx();
-  const cdp::BaseSnapshot* snap = nullptr;  // the new inner index, once made
+  // The next inner index's leaves, max keys and freshness, taken from each partition after
+  // its flush (reserved now: no copy of the whole as the merge ends).
+  cdp::SnapshotPiece next;
+  next.leaf.reserve(nl + nl / 4 + 16);
+  next.max.reserve(next.leaf.capacity());
+  next.fresh.reserve(next.leaf.capacity());
+  if (stepped) co_yield cdp::Steps::kPause;
   try {
-    // Lines 3-7: upsert merge, delete merge and consolidation per partition. The leaves'
-    // metadata of version cv is made current first under its lock bit (§3.2): readers may
-    // be rebuilding the same leaves after a restart.
-    workers->run(np, merge_workers(), [&](std::size_t i) {
+    // Lines 3-7: upsert merge, delete merge and consolidation per partition, over the buffer
+    // entries of its key range. The leaves' metadata of version cv is made current first
+    // under its lock bit (§3.2): readers may be rebuilding the same leaves after a restart.
+    auto merge_part = [&](std::size_t i) {
       cdp::PhaseScope ph(CDPTreePhase::merge_range);
       cdp::WorkerFence fe;  // early write-backs (delete merge, consolidation) too
       std::size_t a = i * ps;
       for (std::size_t j = a; j < std::min(nl, a + ps); ++j)
         cdp::ensure_meta(bcx, bcx.leaf(old->leaf[j]), cvv);
-      merge_range(cx, ranges[i], input[i]);
-    });
+      std::vector<KVPair> es;
+      range_entries(m, newer, parts[i].from, parts[i].to, es);
+      merge_range(cx, parts[i].r, es);
+    };
+    if (!stepped) workers->run(np, merge_workers(), merge_part);
+    for (std::size_t i = 0; stepped && i < np; ++i) {
+      merge_part(i);
+      co_yield cdp::Steps::kPause;
+    }
     // Line 8: reconnect consecutive partitions through the next pointers of version nv.
     detail::LeafPtr head;
     RangeMerge* prev = nullptr;
-    for (auto& r : ranges) {
-      if (!r.head) continue;
+    for (auto& p : parts) {
+      if (!p.r.head) continue;
       if (prev)
-        pm::store(&cx.leaf(prev->tail).next(nv), r.head);
+        pm::store(&cx.leaf(prev->tail).next(nv), p.r.head);
       else
-        head = r.head;
-      prev = &r;
+        head = p.r.head;
+      prev = &p.r;
     }
     if (prev) pm::store(&cx.leaf(prev->tail).next(nv), detail::LeafPtr::null());
     // Lines 9-12: flush in parallel. Each worker fences its own flushes: a fence orders only
     // the flushes of the thread that issues it, and the flip (on this thread) must not reach
-    // PM before any of them.
-    workers->run(np, merge_workers(), [&](std::size_t i) {
+    // PM before any of them. Each also reads its leaves for the new inner index.
+    auto flush_part = [&](std::size_t i) {
       cdp::PhaseScope ph(CDPTreePhase::flush);
       cdp::WorkerFence fe;  // early write-backs (delete merge, consolidation) too
-      flush_range(cx, ranges[i]);
-    });
+      Partition& p = parts[i];
+      flush_range(cx, p.r);
+      if (p.r.head) cdp::read_piece(bcx, p.r.head.off, p.r.tail, nv, p.piece);
+      const std::size_t a = std::min(nl, i * ps), b = std::min(nl, a + ps);
+      range_garbage(pool, std::span<const u64>(old->leaf).subspan(a, b - a), p.piece.leaf, p.r,
+                    p.old_garbage, p.created_garbage);
+      p.r.dirty = {};  // written back; freed here, not all at once when the merge ends
+    };
+    if (!stepped) {
+      workers->run(np, merge_workers(), flush_part);
+      for (auto& p : parts) cdp::append_piece(next, p.piece);
+    }
+    for (std::size_t i = 0; stepped && i < np; ++i) {
+      flush_part(i);
+      cdp::append_piece(next, parts[i].piece);
+      co_yield cdp::Steps::kPause;
+    }
     u64 count = 0;
     MergeCounters mc;
-    for (auto& r : ranges) {
-      count += r.count;
-      mc += r.counters;
+    for (auto& p : parts) {
+      count += p.r.count;
+      mc += p.r.counters;
     }
     // Line 13: the inner index rebuilt and published atomically.
-    auto* made = cdp::make_snapshot(bcx, head, nv, count);
+    auto* made = cdp::snapshot_of(bcx, std::move(next), nv, count);
     gp_b.store(made, std::memory_order_seq_cst);
-    snap = made;
     // Line 14: readers of the old inner index (and so of version cv's metadata, which the
     // next merge rewrites) are waited out.
     sm.spin_until_no_ref(cdp::kBR, old);
@@ -178,14 +217,28 @@ void CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* newer) {
     merge_partitions += np;
   } catch (...) {  // from merge_range or flush_range (pool_full): before anything is published
     std::vector<RangeMerge*> rp;
-    for (auto& r : ranges) rp.push_back(&r);
+    for (auto& p : parts) rp.push_back(&p.r);
     abort_merge(cx, &root->base, rp);
     throw;
   }
+  // Line 16: the leaves each partition replaced, the old ones from the last back, then the
+  // created ones no chain kept (range_garbage); no walk of either list. A merge in steps frees
+  // kFreesPerStep a step.
   {
-    cdp::PhaseScope ph(CDPTreePhase::garbage_collection);  // line 16
-    // Both inner indexes list their version's leaves in order: no walk of either list.
-    freed += collect_garbage(pool, &root->base, *dir, *pending, old->leaf, snap->leaf);
+    std::vector<u64> slots;
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it)
+      slots.insert(slots.end(), it->old_garbage.begin(), it->old_garbage.end());
+    for (const Partition& p : parts)
+      slots.insert(slots.end(), p.created_garbage.begin(), p.created_garbage.end());
+    planned_steps.fetch_add(slots.size() / kFreesPerStep, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (stepped && i % kFreesPerStep == 0) co_yield cdp::Steps::kPause;
+      cdp::PhaseScope ph(CDPTreePhase::garbage_collection);
+      dir->free_owned(slots[i]);
+    }
+    cdp::PhaseScope ph(CDPTreePhase::garbage_collection);
+    end_collection(&root->base, *pending);
+    freed += slots.size();
   }
   m->log.release();  // the Middle's log: its pages to the freelist of the next flavor
   delete old;

@@ -30,6 +30,10 @@ constexpr const char* kName = "cdptree";
 
 StringCDPTree::StringCDPTree(pm::Pool& pool, const CDPTreeOptions& opt, bool create_new)
     : t_(pool, "concurrent DPTree (cdptree, string keys)"), opt_(opt) {
+  if (opt_.merge_steps)
+    throw Error(Errc::invalid_argument,
+                "cdptree option merge_steps=1 is built for integer keys only: the string form "
+                "merges on a background thread (background_merge=1) or in the writer, whole");
   try {
     if (create_new)
       create();

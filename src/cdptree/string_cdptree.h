@@ -108,6 +108,7 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   // only fail. (Measured: with the wait, the concurrent crash test's Fronts stayed a few
   // entries above the trigger, so a merge in parts moved almost nothing to the Front.)
   static constexpr bool kWaitOutPreMerge = false;
+  static constexpr bool kMergeInSteps = false;          // the option is refused (constructor)
   void front_not_due() { last_partial_.store(false); }  // nothing left of a merge in parts
   std::size_t next_threshold() const { return threshold(gp_b_.load()->count); }
   // The Middle merged into the base (retry: with the Front's entries laid over it).

@@ -591,32 +591,30 @@ u64 created_leaf(const pm::Pool& pool, u64 slot) {
   return b && is_leaf(pool, b) ? b : 0;
 }
 
-// Frees the leaves of `lold` (the old list, in list order) that `keep` (the new list, sorted)
-// lacks, from the last one back, so that a rerun after a crash finds the freed ones at the end
-// of the list; then the created leaves the new list lacks; ends the collection.
-std::size_t free_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
-                         std::span<const u64> keep, std::span<const u64> lold) {
+// The owner slots of the leaves of `lold` (the old list, in list order) that `keep` (the new
+// list, sorted) lacks, from the last one back, so that a rerun after a crash finds the freed
+// ones at the end of the list; then those of the created leaves the new list lacks.
+std::vector<u64> garbage_of(const pm::Pool& pool, const PendingLeaves& pending,
+                            std::span<const u64> keep, std::span<const u64> lold) {
   auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot; };
   auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
-  std::size_t freed = 0;
+  std::vector<u64> out;
   for (auto it = lold.rbegin(); it != lold.rend(); ++it)
-    if (!kept(*it)) {
-      dir.free_owned(owner_slot(*it).off);
-      ++freed;
-    }
+    if (!kept(*it)) out.push_back(owner_slot(*it).off);
   for (u64 slot : pending.slots()) {
     const u64 l = created_leaf(pool, slot);
-    if (l && !kept(l)) {
-      dir.free_owned(slot);
-      ++freed;
-    }
+    if (l && !kept(l)) out.push_back(slot);
   }
-  pending.destroy();
-  pm::store(&root->gv,
-            root->gv & ~kInGc);  // after the destroy: a crash before this line runs it all again
-  pm::CategoryScope cat(pm::Category::node);
-  pm::persist(&root->gv, 8);
-  return freed;
+  return out;
+}
+
+// Frees those leaves, then ends the collection.
+std::size_t free_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
+                         std::span<const u64> keep, std::span<const u64> lold) {
+  const std::vector<u64> slots = garbage_of(pool, pending, keep, lold);
+  for (u64 slot : slots) dir.free_owned(slot);
+  end_collection(root, pending);
+  return slots.size();
 }
 
 }  // namespace
@@ -643,6 +641,27 @@ std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLe
   std::vector<u64> keep(cur_list.begin(), cur_list.end());
   std::sort(keep.begin(), keep.end());
   return free_garbage(pool, root, dir, pending, keep, old_list);
+}
+
+void range_garbage(const pm::Pool& pool, std::span<const u64> old_leaves,
+                   std::span<const u64> new_leaves, const RangeMerge& r,
+                   std::vector<u64>& old_slots, std::vector<u64>& created_slots) {
+  std::vector<u64> keep(new_leaves.begin(), new_leaves.end());
+  std::sort(keep.begin(), keep.end());
+  auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
+  auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot.off; };
+  for (auto it = old_leaves.rbegin(); it != old_leaves.rend(); ++it)
+    if (!kept(*it)) old_slots.push_back(owner_slot(*it));
+  for (const auto& [off, d] : r.dirty)
+    if (d.whole && !kept(off)) created_slots.push_back(owner_slot(off));
+}
+
+void end_collection(Root* root, PendingLeaves& pending) {
+  pending.destroy();
+  pm::store(&root->gv,
+            root->gv & ~kInGc);  // after the destroy: a crash before this line runs it all again
+  pm::CategoryScope cat(pm::Category::node);
+  pm::persist(&root->gv, 8);
 }
 
 void reclaim_interrupted_merge(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending) {

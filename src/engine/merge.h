@@ -141,6 +141,19 @@ inline std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir,
 // in PM (a miss per leaf, three per old leaf). Recovery uses the walking form.
 std::size_t collect_garbage(pm::Pool& pool, Root* root, OwnerDir& dir, PendingLeaves& pending,
                             std::span<const u64> old_list, std::span<const u64> cur_list);
+// Phase 7 computed per range of a merge run in ranges, by the thread that merged it: the
+// owner slots of the range's old leaves (`old_leaves`, in list order) that its new chain
+// (`new_leaves`) lacks, last first, into old_slots, and of the leaves the range created that
+// the chain lacks, into created_slots. A range's chain holds only its own old leaves and the
+// ones it created. Freeing the ranges' old_slots from the last range back, then every
+// created_slots, then end_collection, frees what collect_garbage frees in its order (so a
+// crash between frees is finished by recovery as any crash in phase 7); a merge in steps
+// frees a few at a time.
+void range_garbage(const pm::Pool& pool, std::span<const u64> old_leaves,
+                   std::span<const u64> new_leaves, const RangeMerge& r,
+                   std::vector<u64>& old_slots, std::vector<u64>& created_slots);
+// Phase 7's end: pendingLeaves destroyed, then kInGc cleared and persisted.
+void end_collection(Root* root, PendingLeaves& pending);
 // Undoes a merge that threw: writes back the version nv metadata the ranges changed (so a
 // later merge may trust its "durable" copies), frees the created leaves, clears in_merge.
 void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const> ranges);

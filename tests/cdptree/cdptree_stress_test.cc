@@ -71,6 +71,27 @@ TEST(CDPTreeStress, SplitInThirdsUnderReadersAndWriters) {
   EXPECT_GT(dptree_pair_splits_total(), pairs_before) << "no leaf split with its neighbour";
 }
 
+// merge_steps: the writers run each merge a step at a time between their writes (whichever
+// writer finds a step due and the step lock free), while the other threads read, scan and write.
+TEST(CDPTreeStress, MergesInStepsByTheWriters) {
+  StressConfig c;
+  c.index = "cdptree";
+  c.options = busy();
+  c.options["background_merge"] = "0";
+  c.options["merge_steps"] = "1";
+  c.pool_bytes = 32u << 20;
+  c.threads = 4;
+  c.ops_per_thread = 15000;
+  c.key_space = 3000;
+  c.seed = 31;
+  c.during = watch_during({}, std::chrono::milliseconds(2));
+  auto r = run_stress(c);
+  EXPECT_EQ(r.failures, 0u);
+  EXPECT_GE(r.live_extra["merges"], 2) << "merges must run during the stress";
+  EXPECT_GT(r.live_extra["merge_steps_run"], 3 * r.live_extra["merges"])
+      << "the merges must run in steps";
+}
+
 TEST(CDPTreeStress, ForcedMergesFromAnotherThread) {
   StressConfig c;
   c.index = "cdptree";

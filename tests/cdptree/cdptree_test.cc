@@ -135,6 +135,63 @@ TEST(CDPTree, ModelBackgroundParallelMerges) {
   EXPECT_GT(r.extra["merges"], 2);
 }
 
+// merge_steps: each merge runs a partition at a time between the writes (reads and scans
+// meet the Middle and a half-merged base meanwhile), with reopens while a merge is half done.
+TEST(CDPTree, ModelMergeInSteps) {
+  ModelConfig c;
+  c.index = "cdptree";
+  c.options = small({{"merge_steps", "1"}, {"merge_ratio", "0.2"}});
+  c.ops = 20000;
+  c.reopen_every = 7000;
+  auto r = run_model(c);
+  EXPECT_GT(r.extra["merges"], 2);
+  EXPECT_GT(r.extra["merge_steps_run"], 3 * r.extra["merges"]) << "merges must run in steps";
+}
+
+// A merge in steps seen half done: the Middle holds the last Front's writes while later
+// writes go to the new Front, every key reads its latest value from whichever holds it, a
+// scan returns all of them in order, and the merge ends within the writes that follow.
+TEST(CDPTree, MergeInStepsServesReadsHalfDone) {
+  auto pool = pm::Pool::create_in_memory(16u << 20);
+  CDPTreeOptions o = CDPTreeOptions::from_map(small({{"merge_steps", "1"}}));
+  auto t = CDPTree::create(*pool, o);
+  std::map<Key, Value> model;
+  std::size_t half_done = 0, i = 0;
+  for (; i < 20000 && half_done < 50; ++i) {
+    const Key k = (i * 7919) % 5000;
+    t->upsert(k, i + 1);
+    model[k] = i + 1;
+    if (t->stats().middle_entries == 0) continue;
+    ++half_done;
+    for (Key q = 0; q < 5000; q += 97) {
+      auto it = model.find(q);
+      ASSERT_EQ(t->lookup(q), it == model.end() ? std::nullopt : std::optional<Value>(it->second))
+          << "key " << q << " after write " << i;
+    }
+    std::vector<KV> all;
+    t->scan(0, ~std::size_t{0}, all);
+    ASSERT_EQ((std::map<Key, Value>(all.begin(), all.end())), model) << "after write " << i;
+  }
+  EXPECT_EQ(half_done, 50u) << "no write found a merge half done";
+  for (std::size_t j = 0; j < 5000 && t->stats().middle_entries != 0; ++j, ++i) {
+    const Key k = (i * 7919) % 5000;
+    t->upsert(k, i + 1);
+    model[k] = i + 1;
+  }
+  EXPECT_EQ(t->stats().middle_entries, 0u) << "the writes did not finish the merge";
+  EXPECT_TRUE(t->check().ok);
+}
+
+TEST(CDPTreeOptions, MergeStepsNeedTheWriterToMerge) {
+  try {
+    CDPTreeOptions::from_map({{"merge_steps", "1"}});
+    ADD_FAILURE() << "merge_steps=1 with a background merge was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("background_merge=0"), std::string::npos) << e.what();
+  }
+}
+
 // split=thirds against the model, merges inline and in the background on three workers, with
 // reopens, removes in place and partitions of 4 leaves (most leaves have a neighbour to split
 // with): pair splits counted on every thread (the workers' too).

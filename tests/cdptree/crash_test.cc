@@ -7,8 +7,9 @@
 // must show the delete all-or-nothing, every earlier one kept (also across the lazy
 // metadata rebuild and log replay after the restart), and merges that drop the tombstones.
 // A second run raises the merge trigger so each partition's log grows to several 1 KiB pages
-// of 30 records before a merge (replay and release cross page links); then a merge on the
-// background merge worker, crashed at every one of its events.
+// of 30 records before a merge (replay and release cross page links); a third runs each merge
+// in steps between the writes (merge_steps); then a merge on the background merge worker,
+// crashed at every one of its events.
 // DPTREE_CRASH_SCALE multiplies the workload.
 #include <gtest/gtest.h>
 
@@ -63,6 +64,28 @@ TEST_P(CDPTreeCrash, LogsOfSeveralPages) {
                                 "garbage_collection", "log_release", "recovery"});
   // Two partitions: 5 pages put 3 in one partition's log.
   EXPECT_GE(most_pages, 5.0) << "the logs must reach several pages before a merge";
+}
+
+// merge_steps: each merge runs a partition at a time between the writes. Images come from
+// every step and from the writes made while a merge is half done (two logs live, the Middle
+// partly merged): those are labelled apart and must be among the captures.
+TEST_P(CDPTreeCrash, MergesInSteps) {
+  bool mid_merge = false;
+  auto c = crash_config("cdptree", GetParam(), [&] {
+    const CDPTreePhase p = cdptree_current_phase();
+    if (p == CDPTreePhase::merge_start) mid_merge = true;
+    if (p == CDPTreePhase::log_release || p == CDPTreePhase::recovery) mid_merge = false;
+    if (p == CDPTreePhase::log_append && mid_merge) return std::string("log_append_mid_merge");
+    return std::string(to_string(p));
+  });
+  c.options = small();
+  c.options["merge_steps"] = "1";
+  c.ops = 500;
+  c.key_space = 200;
+  c.continue_one_in = 400;
+  expect_crashes_everywhere(
+      c, {"log_append", "log_append_mid_merge", "merge_start", "merge_range", "flush",
+          "version_flip", "garbage_collection", "log_release", "recovery"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Images, CDPTreeCrash,

@@ -57,6 +57,22 @@ struct Partition {
   std::vector<u64> old_garbage, created_garbage;
 };
 
+// An empty base: ranges of `per` consecutive entries of `es` (the Middle's, tombstones
+// included), each building its own leaves, the last leaf of each but the last ending at its
+// range's last key (RangeMerge::last_max).
+std::vector<Partition> empty_base_partitions(const std::vector<KVPair>& es, std::size_t per) {
+  const std::size_t np = std::max<std::size_t>(1, (es.size() + per - 1) / per);
+  std::vector<Partition> parts(np);
+  for (std::size_t i = 0; i < np; ++i) {
+    Partition& p = parts[i];
+    p.r.first_range = i == 0;
+    p.r.last_range = i + 1 == np;
+    if (i > 0) p.from = es[i * per].first;
+    if (i + 1 < np) p.to = p.r.last_max = es[(i + 1) * per - 1].first;
+  }
+  return parts;
+}
+
 void partition(const cdp::BaseSnapshot& old, std::size_t ps, std::vector<Partition>& parts) {
   const std::size_t nl = old.leaf.size(), np = parts.size();
   for (std::size_t i = 0; i < np; ++i) {
@@ -128,10 +144,21 @@ cdp::Steps CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* new
   cx.may_hold_tombstone = tombstone_filter(*old);  // §3.4 deletes in place (cdptree.cc)
   cx.split = opt.split;
   // Line 1: partitions of PSize consecutive leaves, each with its key range [P.MKS, P.MKE].
+  // An empty base has no leaves to cut: its entries are cut instead, as many a partition as
+  // PSize leaves take at the fill rate, so that a partition's work is about the same.
   const std::size_t nl = old->leaf.size(), ps = opt.psize;
-  const std::size_t np = nl ? (nl + ps - 1) / ps : 1;
-  std::vector<Partition> parts(np);
-  partition(*old, ps, parts);
+  std::vector<Partition> parts;
+  if (nl) {
+    parts.resize((nl + ps - 1) / ps);
+    partition(*old, ps, parts);
+  } else {
+    std::vector<KVPair> all;
+    range_entries(m, newer, 0, ~u64{0}, all);
+    parts = empty_base_partitions(
+        all, std::max<std::size_t>(
+                 1, static_cast<std::size_t>(static_cast<double>(ps * L.cap) * opt.fill_rate)));
+  }
+  const std::size_t np = parts.size();
   planned_steps.store(2 * np + 3, std::memory_order_relaxed);  // and the collection's (below)
   const auto bcx = base_ctx();
   // The next inner index's leaves, max keys and freshness, taken from each partition after
@@ -171,7 +198,13 @@ cdp::Steps CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* new
         head = p.r.head;
       prev = &p.r;
     }
-    if (prev) pm::store(&cx.leaf(prev->tail).next(nv), detail::LeafPtr::null());
+    if (prev) {
+      pm::store(&cx.leaf(prev->tail).next(nv), detail::LeafPtr::null());
+      // An empty base's last range may hold only tombstones: the tree's last leaf is then
+      // another range's, made ending at its own last key. It was made by this merge, so its
+      // metadata is written back whole (flush_range).
+      if (!nl) pm::store(&cx.leaf(prev->tail).max_key(nv), ~u64{0});
+    }
     // Lines 9-12: flush in parallel. Each worker fences its own flushes: a fence orders only
     // the flushes of the thread that issues it, and the flip (on this thread) must not reach
     // PM before any of them. Each also reads its leaves for the new inner index.

@@ -448,7 +448,7 @@ void merge_range_in_place(const MergeContext& cx, RangeMerge& r, std::span<const
         sel.push_back(es[it]);
     }
     if (!sel.empty()) {
-      auto nl = build_leaves(cx, r, sel, ~u64{0}, cx.fill_rate);
+      auto nl = build_leaves(cx, r, sel, r.last_max, cx.fill_rate);
       pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
       pm::store(&cx.leaf(nl.back()).next(nv), LeafPtr(r.end));
     }

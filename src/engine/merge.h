@@ -101,9 +101,15 @@ struct RangeMerge {
   u64 first_cv = 0;
   std::size_t nleaves = 0;
   bool first_range = true, last_range = true;
+  // nleaves = 0: the max key of the last leaf made for the range's entries. An empty base may
+  // be merged in several such ranges, each of consecutive entries, every one but the last
+  // ending at its last entry's key; the caller then makes the tree's last leaf's max key
+  // 2^64-1.
+  u64 last_max = ~u64{0};
   // Output of merge_range: the version nv chain head..tail of the range (head null: the range
-  // is empty, only possible when it is the whole tree). tail's next (version nv) is `end`,
-  // the cv successor of the range: the caller relinks it to the next range's head.
+  // is empty: the whole tree, or a range of an empty base that holds only tombstones). tail's next
+  // (version nv) is `end`, the cv successor of the range: the caller relinks it to the next range's
+  // head.
   LeafPtr head;  // the word a caller links the range by
   u64 tail = 0, end = 0;
   u64 count = 0;  // live entries in the chain

@@ -182,6 +182,42 @@ TEST(CDPTree, MergeInStepsServesReadsHalfDone) {
   EXPECT_TRUE(t->check().ok);
 }
 
+// The first merge cuts an empty base's entries into ranges of PSize leaves' worth (here 11
+// entries). Its top ranges hold only removes (keys inserted and removed in the Front), so
+// they make no leaf: the last leaf made must still end at the largest key, and keys above
+// every merged one are found, inserted and merged after it. In steps and whole.
+TEST(CDPTree, EmptyBaseMergedInRangesEndsAtTheLargestKey) {
+  for (const char* steps : {"0", "1"}) {
+    SCOPED_TRACE(std::string("merge_steps=") + steps);
+    auto pool = pm::Pool::create_in_memory(8u << 20);
+    auto t = CDPTree::create(*pool, CDPTreeOptions::from_map(small({{"merge_steps", steps},
+                                                                    {"min_merge_records", "100000"},
+                                                                    {"inplace_delete", "0"}})));
+    for (Key k = 0; k < 100; ++k) t->upsert(k, k + 1);
+    for (Key k = 60; k < 100; ++k) ASSERT_TRUE(t->remove(k));
+    t->merge();
+    EXPECT_EQ(t->stats().front_entries, 0u);
+    EXPECT_GT(t->stats().leaves, 1u);
+    auto problems = [](const CheckReport& r) {
+      std::string all;
+      for (const auto& p : r.problems) all += p + "; ";
+      return all;
+    };
+    ASSERT_TRUE(t->check().ok) << problems(t->check());
+    for (Key k = 0; k < 100; ++k)
+      EXPECT_EQ(t->lookup(k), k < 60 ? std::optional<Value>(k + 1) : std::nullopt) << k;
+    t->upsert(~Key{0} - 1, 7);
+    t->upsert(1000, 8);
+    t->merge();
+    ASSERT_TRUE(t->check().ok) << problems(t->check());
+    EXPECT_EQ(t->lookup(~Key{0} - 1), std::optional<Value>(7));
+    EXPECT_EQ(t->lookup(1000), std::optional<Value>(8));
+    std::vector<KV> all;
+    t->scan(0, ~std::size_t{0}, all);
+    EXPECT_EQ(all.size(), 62u);
+  }
+}
+
 TEST(CDPTreeOptions, MergeStepsNeedTheWriterToMerge) {
   try {
     CDPTreeOptions::from_map({{"merge_steps", "1"}});

@@ -285,15 +285,17 @@ def plot_scale(d, cfg, path):
               ("insert_only", "flushes_per_op", "flushes per insert"),
               ("insert_only", "pm_bytes_per_record", "PM bytes per record"))
     for ax, (w, field, label) in zip(axes, panels):
-        for i in P.SCALE:
+        for i in P.SCALE_ROWS:
             for t in sorted({r["threads"] for r in runs if r["index"] == i}):
                 rs = sorted(P.pick(runs, index=i, threads=t, workload=w), key=lambda r: r["size"])
                 if not rs or (field != "throughput_mops" and not rs[0].get("persistent", True)):
                     continue
                 # the concurrent DPTree apart from DPTree; absl-btree in black (the reference)
-                color = {"cdptree": "tab:cyan", "absl-btree": "black"}.get(i, COLORS.get(i))
+                color = {"cdptree": "tab:cyan", P.SCALE_STEPS: "tab:cyan",
+                         "absl-btree": "black"}.get(i, COLORS.get(i))
                 ax.plot([r["size"] for r in rs], [r.get(field, 0) for r in rs],
-                        "--" if t > 1 else "-", marker="o", color=color,
+                        "--" if t > 1 else ":" if i == P.SCALE_STEPS else "-", marker="o",
+                        color=color,
                         label=P.NAMES.get(i, i) + (f", {t} threads" if t > 1 else ""))
         ax.set_xscale("log", base=2)
         ax.set_xlabel("keys")

@@ -110,6 +110,7 @@ Steps MergeDriver<Form, Buffer>::merge_task_steps(bool retry) {
       co_yield Steps::kPause;
     }
   }
+  co_yield Steps::kPause;  // the retirement (the Middle's memory freed) a step of its own
   if (ok)
     retire();
   else

@@ -57,18 +57,35 @@ struct Partition {
   std::vector<u64> old_garbage, created_garbage;
 };
 
-// An empty base: ranges of `per` consecutive entries of `es` (the Middle's, tombstones
-// included), each building its own leaves, the last leaf of each but the last ending at its
-// range's last key (RangeMerge::last_max).
-std::vector<Partition> empty_base_partitions(const std::vector<KVPair>& es, std::size_t per) {
-  const std::size_t np = std::max<std::size_t>(1, (es.size() + per - 1) / per);
-  std::vector<Partition> parts(np);
-  for (std::size_t i = 0; i < np; ++i) {
+// An empty base: ranges of `per` consecutive entries of the Middle (tombstones included; with
+// `newer`, of the Front's laid over them), each building its own leaves, the last leaf of each
+// but the last ending at its range's last key (RangeMerge::last_max). Cut by one scan that
+// keeps only the cut keys (the Front laid over is the rare retry: made whole).
+std::vector<Partition> empty_base_partitions(const cdp::Cpbt* m, const cdp::Cpbt* newer,
+                                             std::size_t per) {
+  std::vector<u64> cuts;  // the last key of every range but the last
+  std::size_t n = 0;
+  auto count = [&](u64 k) {
+    if (++n % per == 0) cuts.push_back(k);
+  };
+  if (newer) {
+    std::vector<KVPair> all;
+    range_entries(m, newer, 0, ~u64{0}, all);
+    for (const KVPair& e : all) count(e.first);
+  } else {
+    m->tree.scan(0, [&](u64 k, u64) {
+      count(k);
+      return true;
+    });
+  }
+  if (!cuts.empty() && n % per == 0) cuts.pop_back();  // its range would be the last, empty
+  std::vector<Partition> parts(cuts.size() + 1);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
     Partition& p = parts[i];
     p.r.first_range = i == 0;
-    p.r.last_range = i + 1 == np;
-    if (i > 0) p.from = es[i * per].first;
-    if (i + 1 < np) p.to = p.r.last_max = es[(i + 1) * per - 1].first;
+    p.r.last_range = i + 1 == parts.size();
+    if (i > 0) p.from = cuts[i - 1] + 1;
+    if (i < cuts.size()) p.to = p.r.last_max = cuts[i];
   }
   return parts;
 }
@@ -152,14 +169,13 @@ cdp::Steps CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* new
     parts.resize((nl + ps - 1) / ps);
     partition(*old, ps, parts);
   } else {
-    std::vector<KVPair> all;
-    range_entries(m, newer, 0, ~u64{0}, all);
     parts = empty_base_partitions(
-        all, std::max<std::size_t>(
-                 1, static_cast<std::size_t>(static_cast<double>(ps * L.cap) * opt.fill_rate)));
+        m, newer,
+        std::max<std::size_t>(
+            1, static_cast<std::size_t>(static_cast<double>(ps * L.cap) * opt.fill_rate)));
   }
   const std::size_t np = parts.size();
-  planned_steps.store(2 * np + 3, std::memory_order_relaxed);  // and the collection's (below)
+  planned_steps.store(2 * np + 6, std::memory_order_relaxed);  // and the collection's (below)
   const auto bcx = base_ctx();
   // The next inner index's leaves, max keys and freshness, taken from each partition after
   // its flush (reserved now: no copy of the whole as the merge ends).
@@ -269,11 +285,14 @@ cdp::Steps CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* new
       cdp::PhaseScope ph(CDPTreePhase::garbage_collection);
       dir->free_owned(slots[i]);
     }
+    if (stepped) co_yield cdp::Steps::kPause;
     cdp::PhaseScope ph(CDPTreePhase::garbage_collection);
     end_collection(&root->base, *pending);
     freed += slots.size();
   }
+  if (stepped) co_yield cdp::Steps::kPause;
   m->log.release();  // the Middle's log: its pages to the freelist of the next flavor
+  if (stepped) co_yield cdp::Steps::kPause;
   delete old;
 }
 

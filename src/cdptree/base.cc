@@ -8,7 +8,6 @@
 #include "dptree/pm/persist.h"
 #include "dptree/pm/pool.h"
 #include "dptree/pm/store.h"
-#include "engine/parallel_chunks.h"
 
 namespace dptree::cdp {
 
@@ -51,23 +50,6 @@ BaseSnapshot* new_snapshot(const BaseCtx& cx, std::vector<u64> leaves, std::vect
 BaseSnapshot* recovered_snapshot(const BaseCtx& cx, std::vector<u64> leaves, std::vector<u64> max,
                                  int v, u64 count) {
   BaseSnapshot* s = new_snapshot(cx, std::move(leaves), std::move(max), v, count);
-  s->search.build(s->max);
-  return s;
-}
-
-BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 count) {
-  std::vector<u64> leaves;
-  for (u64 l = head.off; l; l = cx.leaf(l).next(v).off) leaves.push_back(l);
-  BaseSnapshot* s = new_snapshot(cx, std::move(leaves), {}, v, count);
-  detail::for_each_prefetched(
-      0, s->leaf.size(), [&](std::size_t i) { return &cx.leaf(s->leaf[i]).rc(v); },
-      [&](std::size_t i) {
-        const Leaf lf = cx.leaf(s->leaf[i]);
-        s->max[i] = lf.max_key(v);
-        std::atomic_ref<u64> rc(lf.rc(v));
-        s->fresh[i].store(rc.load(std::memory_order_acquire) == cx.restart_count,
-                          std::memory_order_relaxed);
-      });
   s->search.build(s->max);
   return s;
 }

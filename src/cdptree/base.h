@@ -66,8 +66,6 @@ struct BaseCtx {
   Leaf leaf(u64 off) const;
 };
 
-// The leaf chain of version v from `head`, holding `count` keys, as a snapshot.
-BaseSnapshot* make_snapshot(const BaseCtx& cx, detail::LeafPtr head, int v, u64 count);
 // One merge partition's part of the next snapshot: its leaves of version v in order, their
 // max keys and whether their metadata is current, read by the thread that merged and flushed
 // them while their lines are in its cache (no walk of the whole chain at the end of a merge).
@@ -79,7 +77,8 @@ struct SnapshotPiece {
 void read_piece(const BaseCtx& cx, u64 head, u64 tail, int v, SnapshotPiece& p);
 // `p` appended to `all` (the pieces of one merge, taken in key order), and emptied.
 void append_piece(SnapshotPiece& all, SnapshotPiece& p);
-// The snapshot of `count` keys over all the pieces (their vectors moved into it).
+// The snapshot of `count` keys over all the pieces (their vectors moved into it); of no
+// pieces, a new tree's empty base.
 BaseSnapshot* snapshot_of(const BaseCtx& cx, SnapshotPiece&& all, int v, u64 count);
 // Recovery's snapshot (Algorithm 4, after line 7): `leaves` and their max keys as the
 // open-time check read them (validate.h), no leaf read again. No leaf's metadata is current:

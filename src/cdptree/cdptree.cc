@@ -146,7 +146,7 @@ void CDPTree::Impl::create() {
   attach();
   ensure_tables();
   merge_thresh.store(threshold(0));
-  gp_b.store(cdp::make_snapshot(base_ctx(), detail::LeafPtr::null(), cv(), 0));
+  gp_b.store(cdp::snapshot_of(base_ctx(), {}, cv(), 0));
   gp_f.store(new_cpbt(cv()));
 }
 

@@ -114,7 +114,7 @@ bool CDPTree::Impl::front_due(const cdp::Cpbt& f, bool force) const {
 }
 
 // Algorithm 7 line 17. `retry`: the Middle's merge failed before (pool_full) and the Front
-// took removes since; the Front's entries are merged too (see entries_to_merge).
+// took removes since; the Front's entries are merged too (see range_entries).
 bool CDPTree::Impl::run_merge(bool retry) {
   try {
     merge_steps(retry).finish();
@@ -175,7 +175,9 @@ cdp::Steps CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* new
             1, static_cast<std::size_t>(static_cast<double>(ps * L.cap) * opt.fill_rate)));
   }
   const std::size_t np = parts.size();
-  planned_steps.store(2 * np + 6, std::memory_order_relaxed);  // and the collection's (below)
+  // A merge and a flush per partition; the start, the publication, the collection's end, the
+  // log's release, the old snapshot's and the retirement; the collection's frees (below).
+  planned_steps.store(2 * np + 6, std::memory_order_relaxed);
   const auto bcx = base_ctx();
   // The next inner index's leaves, max keys and freshness, taken from each partition after
   // its flush (reserved now: no copy of the whole as the merge ends).

@@ -235,7 +235,7 @@ cdp::Steps CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* new
       const std::size_t a = std::min(nl, i * ps), b = std::min(nl, a + ps);
       range_garbage(pool, std::span<const u64>(old->leaf).subspan(a, b - a), p.piece.leaf, p.r,
                     p.old_garbage, p.created_garbage);
-      p.r.dirty = {};  // written back; freed here, not all at once when the merge ends
+      p.r.dirty.release();  // written back; freed here, not all at once when the merge ends
     };
     if (!stepped) {
       workers->run(np, merge_workers(), flush_part);

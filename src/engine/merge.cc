@@ -26,6 +26,14 @@ LeafPtr* link_of(const MergeContext& cx, RangeMerge& r, u64 prev) {
   return prev ? &cx.leaf(prev).next(cx.nv) : &r.head;
 }
 
+// Algorithm 2 lines 6-8 on leaf `off`, its written slots noted for phase 4.
+void upsert_noted(RangeMerge& r, u64 off, Leaf lf, int nv, std::span<const KVPair> es) {
+  thread_local std::vector<std::uint16_t> written;  // per merge worker; leaf_upsert flushes nothing
+  written.clear();
+  leaf_upsert(lf, nv, es, written);
+  r.dirty.wrote(off, written);
+}
+
 // A new zeroed leaf, owned by a directory slot recorded in pendingLeaves before the leaf is
 // activated (§2.4), so recovery reclaims it if the merge does not commit.
 u64 create_leaf(const MergeContext& cx, RangeMerge& r) {
@@ -55,7 +63,7 @@ u64 create_leaf(const MergeContext& cx, RangeMerge& r) {
     pm::CategoryScope cat(pm::Category::alloc);
     alloc.activate(cx.pool.get(OwnerSlotPtr(slot))->word(), off);
   }
-  r.dirty[off].whole = true;
+  r.dirty.created(off);
   ++r.counters.created;
   return off;
 }
@@ -152,8 +160,7 @@ bool split_keep_last(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
     moved.push_back(key);
   }
   leaf_delete(lf, nv, moved);
-  auto& d = r.dirty[cur];
-  leaf_upsert(lf, nv, std::span(rest, es.end()), d.slots);
+  upsert_noted(r, cur, lf, nv, std::span(rest, es.end()));
   leaf_clear_unreached_deleted(lf, nv);  // in the bitmap line written back anyway
   pm::store(link_of(cx, r, prev), LeafPtr(nl.front()));
   // cur's next and max key (version nv) stay.
@@ -202,9 +209,10 @@ std::size_t kept_room(Leaf lf, int cv) {
 // Version nv of a kept leaf (its metadata already copied from cv): `kp` applied as an
 // in-place merge applies its entries (Algorithm 2 lines 6-8), new entries in slots neither
 // version uses; the deleted slots no probe crosses are emptied (as split_keep_last).
-void apply_kept_part(Leaf lf, int nv, const KeptPart& kp, LeafDirty& d) {
+void apply_kept_part(RangeMerge& r, u64 off, Leaf lf, int nv, const KeptPart& kp) {
+  r.dirty.touched(off);
   if (!kp.out.empty()) leaf_delete(lf, nv, kp.out);
-  if (!kp.in.empty()) leaf_upsert(lf, nv, kp.in, d.slots);
+  if (!kp.in.empty()) upsert_noted(r, off, lf, nv, kp.in);
   leaf_clear_unreached_deleted(lf, nv);
 }
 
@@ -280,17 +288,16 @@ u64 split_pair(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur, u64 nxt
   if (!out.empty()) pm::store(&cx.leaf(out.back()).next(nv), after);
   const LeafPtr first_new = out.empty() ? after : LeafPtr(out.front());
   if (keep_cur) {
-    apply_kept_part(lf, nv, kc, r.dirty[cur]);  // cur's metadata nv: copied by the caller
+    apply_kept_part(r, cur, lf, nv, kc);  // cur's metadata nv: copied by the caller
     pm::store(&lf.max_key(nv), all[first_end - 1].first);
     pm::store(&lf.next(nv), first_new);
   } else {
     pm::store(link_of(cx, r, prev), first_new);
   }
   if (!keep_nxt) return out.back();
-  auto& dn = r.dirty[nxt];
   nl.copy_meta(cvv, nv);
   if (tomb) drop_tombstoned(nl, nv);
-  apply_kept_part(nl, nv, kn, dn);
+  apply_kept_part(r, nxt, nl, nv, kn);
   return nxt;  // its next and max key of version nv: cv's, copied
 }
 
@@ -302,7 +309,7 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   // Phase 4 writes all of version nv's crash-consistent metadata back, even a line that ends
   // as PM held it: the stores below pass it through other states, and a line evicted in one
   // of them would keep it after the flip if it were not written back again.
-  auto& d = r.dirty[cur];
+  r.dirty.touched(cur);
   lf.copy_meta(cvv, nv);  // line 1 (rc is current: the caller ran ensure_leaf_meta on cv)
   std::size_t freeslots = cx.L.cap - lf.count(nv);
   // After freeslots: a dropped slot is still version cv's, not free.
@@ -313,7 +320,7 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   const bool fits = es.size() < freeslots;
   const bool keep = cx.split == SplitMode::keep_last;
   if (fits && (!keep || !cx.split_early || 2 * (freeslots - es.size()) >= es.size())) {
-    if (!es.empty()) leaf_upsert(lf, nv, es, d.slots);  // Algorithm 2 lines 6-8
+    if (!es.empty()) upsert_noted(r, cur, lf, nv, es);  // Algorithm 2 lines 6-8
     return cur;
   }
   if (cx.split == SplitMode::thirds && pair.leaf) {
@@ -327,7 +334,7 @@ u64 leaf_upsert_merge(const MergeContext& cx, RangeMerge& r, u64 prev, u64 cur,
   merge_sorted(old, es, all);
   if (keep && split_keep_last(cx, r, prev, cur, es, all)) return cur;
   if (fits) {  // an early split that could not keep the leaf: merge in place after all
-    leaf_upsert(lf, nv, es, d.slots);
+    upsert_noted(r, cur, lf, nv, es);
     return cur;
   }
   auto nl = build_leaves(cx, r, all, lf.max_key(cvv), cx.fill_rate);
@@ -515,6 +522,8 @@ void begin_merge(pm::Pool& pool, Root* root, PendingLeaves& pending) {
 }
 
 void merge_range(const MergeContext& cx, RangeMerge& r, std::span<const KVPair> es) {
+  r.dirty.set_slots_per_leaf(cx.L.cap);
+  r.dirty.reserve(r.nleaves + r.nleaves / 8 + 16);  // every leaf, and some new ones
   if (cx.mode == MergeMode::out_of_place)
     merge_range_out_of_place(cx, r, es);
   else
@@ -532,10 +541,10 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
   PhaseScope ph(DPTreePhase::flush);
   pm::CategoryScope cat(pm::Category::node);
   const int nv = cx.nv;
+  std::vector<std::uint16_t> slots;
   for (u64 l = r.head.off; l; l = cx.leaf(l).next(nv).off) {
     Leaf lf = cx.leaf(l);
-    auto& d = r.dirty[l];
-    if (d.whole) {
+    if (r.dirty.is_new(l)) {
       // A new leaf: its crash-consistent metadata and occupied slots; not the count / order
       // / fingerprints (partial persistence, §2.2) nor its empty slots.
       // The other (zeroed) set is not written back: nothing reads it before a merge copies
@@ -544,9 +553,8 @@ void flush_range(const MergeContext& cx, RangeMerge& r) {
       flush_occupied_slots(lf, nv);
     } else {
       flush_leaf_meta(lf, nv);
-      std::sort(d.slots.begin(), d.slots.end());
-      d.slots.erase(std::unique(d.slots.begin(), d.slots.end()), d.slots.end());
-      flush_leaf_slots(lf, d.slots);
+      r.dirty.written(l, slots);
+      flush_leaf_slots(lf, slots);
     }
     if (l == r.tail) break;
   }
@@ -652,8 +660,9 @@ void range_garbage(const pm::Pool& pool, std::span<const u64> old_leaves,
   auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot.off; };
   for (auto it = old_leaves.rbegin(); it != old_leaves.rend(); ++it)
     if (!kept(*it)) old_slots.push_back(owner_slot(*it));
-  for (const auto& [off, d] : r.dirty)
-    if (d.whole && !kept(off)) created_slots.push_back(owner_slot(off));
+  r.dirty.for_each([&](u64 off, bool is_new) {
+    if (is_new && !kept(off)) created_slots.push_back(owner_slot(off));
+  });
 }
 
 void end_collection(Root* root, PendingLeaves& pending) {
@@ -689,8 +698,9 @@ void abort_merge(const MergeContext& cx, Root* root, std::span<RangeMerge* const
   {
     pm::CategoryScope cat(pm::Category::node);
     for (RangeMerge* r : ranges)
-      for (auto& [off, d] : r->dirty)
-        if (!d.whole) flush_leaf_meta(cx.leaf(off), cx.nv);
+      r->dirty.for_each([&](u64 off, bool is_new) {
+        if (!is_new) flush_leaf_meta(cx.leaf(off), cx.nv);
+      });
   }
   reclaim_interrupted_merge(cx.pool, root, cx.dir, cx.pending);
 }

@@ -27,10 +27,10 @@
 #include <cstddef>
 #include <functional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/base_leaf.h"
+#include "engine/dirty_leaves.h"
 #include "engine/owner_dir.h"
 #include "format/layout.h"
 
@@ -70,12 +70,6 @@ struct MergeContext {
   Leaf leaf(u64 off) const;
 };
 
-// What phase 4 must write back for one leaf.
-struct LeafDirty {
-  bool whole = false;                // a new leaf: its metadata and occupied slots
-  std::vector<std::uint16_t> slots;  // slots written
-};
-
 struct MergeCounters {
   std::size_t splits = 0, consolidations = 0, created = 0;
   std::size_t lazy_rebuilds = 0;     // leaves whose metadata the merge rebuilt (§2.2)
@@ -112,8 +106,8 @@ struct RangeMerge {
   // head.
   LeafPtr head;  // the word a caller links the range by
   u64 tail = 0, end = 0;
-  u64 count = 0;  // live entries in the chain
-  std::unordered_map<u64, LeafDirty> dirty;
+  u64 count = 0;      // live entries in the chain
+  DirtyLeaves dirty;  // what phase 4 writes back
   MergeCounters counters;
 };
 

@@ -236,7 +236,6 @@ void DPTreeCore::Impl::merge() {
   RangeMerge r;
   r.first_cv = root->head[cvv].off;
   r.nleaves = base->leaves().size();
-  r.dirty.reserve(r.nleaves + r.nleaves / 8 + 16);  // every leaf, and the new ones
   try {
     begin_merge(pool, root, *pending);
     merge_range(cx, r, ents);

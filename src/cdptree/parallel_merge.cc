@@ -59,36 +59,61 @@ struct Partition {
 
 // An empty base: ranges of `per` consecutive entries of the Middle (tombstones included; with
 // `newer`, of the Front's laid over them), each building its own leaves, the last leaf of each
-// but the last ending at its range's last key (RangeMerge::last_max). Cut by one scan that
-// keeps only the cut keys (the Front laid over is the rare retry: made whole).
-std::vector<Partition> empty_base_partitions(const cdp::Cpbt* m, const cdp::Cpbt* newer,
-                                             std::size_t per) {
-  std::vector<u64> cuts;  // the last key of every range but the last
-  std::size_t n = 0;
-  auto count = [&](u64 k) {
-    if (++n % per == 0) cuts.push_back(k);
-  };
-  if (newer) {
-    std::vector<KVPair> all;
-    range_entries(m, newer, 0, ~u64{0}, all);
-    for (const KVPair& e : all) count(e.first);
-  } else {
-    m->tree.scan(0, [&](u64 k, u64) {
-      count(k);
+// but the last ending at its range's last key (RangeMerge::last_max). Cut by a scan that keeps
+// only the cut keys, made in parts for a merge in steps: each call of scan() reads up to
+// `budget` more entries from where the last one stopped (the Middle takes no writes while it
+// merges). The Front laid over is the rare retry: cut whole in the first call.
+class EmptyBaseCut {
+ public:
+  EmptyBaseCut(const cdp::Cpbt* m, const cdp::Cpbt* newer, std::size_t per)
+      : m_(m), newer_(newer), per_(per) {}
+
+  // Returns whether the whole buffer is scanned.
+  bool scan(std::size_t budget) {
+    if (newer_) {
+      std::vector<KVPair> all;
+      range_entries(m_, newer_, 0, ~u64{0}, all);
+      for (const KVPair& e : all) count(e.first);
       return true;
+    }
+    std::size_t read = 0;
+    bool stopped = false;
+    m_->tree.scan(next_, [&](u64 k, u64) {
+      count(k);
+      if (++read < budget || k == ~u64{0}) return true;
+      next_ = k + 1;
+      stopped = true;
+      return false;
     });
+    return !stopped;
   }
-  if (!cuts.empty() && n % per == 0) cuts.pop_back();  // its range would be the last, empty
-  std::vector<Partition> parts(cuts.size() + 1);
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    Partition& p = parts[i];
-    p.r.first_range = i == 0;
-    p.r.last_range = i + 1 == parts.size();
-    if (i > 0) p.from = cuts[i - 1] + 1;
-    if (i < cuts.size()) p.to = p.r.last_max = cuts[i];
+
+  std::vector<Partition> partitions() {
+    if (!cuts_.empty() && n_ % per_ == 0) cuts_.pop_back();  // its range would be the last, empty
+    std::vector<Partition> parts(cuts_.size() + 1);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      Partition& p = parts[i];
+      p.r.first_range = i == 0;
+      p.r.last_range = i + 1 == parts.size();
+      if (i > 0) p.from = cuts_[i - 1] + 1;
+      if (i < cuts_.size()) p.to = p.r.last_max = cuts_[i];
+    }
+    return parts;
   }
-  return parts;
-}
+
+ private:
+  void count(u64 k) {
+    if (++n_ % per_ == 0) cuts_.push_back(k);
+  }
+
+  const cdp::Cpbt *m_, *newer_;
+  std::size_t per_, n_ = 0;
+  u64 next_ = 0;           // the scan's next first key
+  std::vector<u64> cuts_;  // the last key of every range but the last
+};
+
+// A merge in steps scans this many partitions' worth of an empty base's entries a step.
+constexpr std::size_t kCutPartitionsPerStep = 4;
 
 void partition(const cdp::BaseSnapshot& old, std::size_t ps, std::vector<Partition>& parts) {
   const std::size_t nl = old.leaf.size(), np = parts.size();
@@ -165,19 +190,28 @@ cdp::Steps CDPTree::Impl::parallel_tree_merge(cdp::Cpbt* m, const cdp::Cpbt* new
   // PSize leaves take at the fill rate, so that a partition's work is about the same.
   const std::size_t nl = old->leaf.size(), ps = opt.psize;
   std::vector<Partition> parts;
+  std::size_t cut_steps = 0;
   if (nl) {
     parts.resize((nl + ps - 1) / ps);
     partition(*old, ps, parts);
   } else {
-    parts = empty_base_partitions(
-        m, newer,
-        std::max<std::size_t>(
-            1, static_cast<std::size_t>(static_cast<double>(ps * L.cap) * opt.fill_rate)));
+    const auto per = std::max<std::size_t>(
+        1, static_cast<std::size_t>(static_cast<double>(ps * L.cap) * opt.fill_rate));
+    // The pace (merge_driver.h, step_due) needs the step count before the cut knows it.
+    const std::size_t guess = m->log.approx_size() / per + 1;
+    planned_steps.store(2 * guess + guess / kCutPartitionsPerStep + 6, std::memory_order_relaxed);
+    EmptyBaseCut cut(m, newer, per);
+    while (!cut.scan(stepped ? kCutPartitionsPerStep * per : ~std::size_t{0})) {
+      ++cut_steps;
+      co_yield cdp::Steps::kPause;
+    }
+    parts = cut.partitions();
   }
   const std::size_t np = parts.size();
   // A merge and a flush per partition; the start, the publication, the collection's end, the
-  // log's release, the old snapshot's and the retirement; the collection's frees (below).
-  planned_steps.store(2 * np + 6, std::memory_order_relaxed);
+  // log's release, the old snapshot's and the retirement; the collection's frees (below); an
+  // empty base's cut.
+  planned_steps.store(2 * np + 6 + cut_steps, std::memory_order_relaxed);
   const auto bcx = base_ctx();
   // The next inner index's leaves, max keys and freshness, taken from each partition after
   // its flush (reserved now: no copy of the whole as the merge ends).

@@ -125,6 +125,8 @@ struct CDPTree::Impl : detail::TreeParts, cdp::MergeDriver<CDPTree::Impl, cdp::C
   cdp::Steps merge_steps(bool retry);
   // Nothing: the merge released the Middle's log, which its readers (in the DRAM tree) never read.
   void release_middle(cdp::Cpbt&) {}
+  // merge_steps: a retired Middle's filter pages handed back, 4 MiB a step; whether any are left.
+  bool shrink_middle(cdp::Cpbt& m) { return m.bloom.drop_pages(std::size_t{4} << 20); }
   void after_merge();
   bool merged_in_part() const { return false; }  // a merge is whole or undone
   cdp::CRoot& croot() const { return *root; }

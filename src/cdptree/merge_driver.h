@@ -135,8 +135,11 @@ class MergeDriver {
   void park();
   void refuse_or_retry();
   void count_remove();
-  // Lines 18-23 after a merge that flipped.
-  void retire();
+  // Lines 18-23 after a merge that flipped: the Middle detached and its readers waited out
+  // (lines 18-21), then freed (lines 22-23).
+  void retire() { free_middle(detach_middle()); }
+  Buffer* detach_middle();
+  void free_middle(Buffer* m);
   // merge_steps: lines 17-23 as steps, started in place of merge_task.
   Steps merge_task_steps(bool retry);
   void start_steps(bool retry);

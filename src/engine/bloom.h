@@ -111,6 +111,11 @@ inline std::unique_ptr<u64, FreeWords> zeroed_words(std::size_t n) {
   return std::unique_ptr<u64, FreeWords>(p);
 }
 
+// The whole pages inside bytes [from, from + bytes) of `words` (n words) handed back to the
+// system (they read as zero afterwards); returns the end of the range. Declared here, made in
+// bloom.cc.
+std::size_t drop_word_pages(u64* words, std::size_t n, std::size_t from, std::size_t bytes);
+
 // Whether block `blk` of an atomic filter holds every bit of hash h, each word read with
 // acquire, so that whoever set a bit happens before the reader that sees it. The words are only
 // read (atomic_ref needs a non-const word).
@@ -147,10 +152,18 @@ class ConcurrentBloom {
     return has_all_acquire(shape_, bits_.get() + shape_.block_word(h), h);
   }
   std::size_t dram_bytes() const { return shape_.words() * 8; }
+  // A filter no one reads any more (a retired buffer's) hands back the pages of up to `bytes`
+  // more of its words; returns whether any are left. The free that follows then unmaps
+  // little, so a merge in steps spreads the cost of giving back tens of megabytes.
+  bool drop_pages(std::size_t bytes) {
+    dropped_ = drop_word_pages(bits_.get(), shape_.words(), dropped_, bytes);
+    return dropped_ < shape_.words() * 8;
+  }
 
  private:
   BloomShape shape_;
   std::unique_ptr<u64, FreeWords> bits_;
+  std::size_t dropped_ = 0;  // bytes from the start whose pages were handed back
 };
 
 // A filter in `shards` parts, each over blocks of its own and written only by a holder of its

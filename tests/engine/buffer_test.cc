@@ -53,5 +53,23 @@ TEST(Bloom, ConcurrentAddsAreAllSeen) {
   for (u64 k = 0; k < 40000; ++k) ASSERT_TRUE(cb.may_contain(k)) << k;
 }
 
+// A retired filter hands its pages back a part a call, each part ending on a page boundary;
+// afterwards its pages read as zero, so no key is found but those of its first and last pages
+// (shared with the allocator's neighbours, kept).
+TEST(Bloom, RetiredFilterHandsBackItsPagesInParts) {
+  ConcurrentBloom b(1 << 20, 0.01);
+  for (u64 k = 0; k < (1 << 20); ++k) b.add(k);
+  const std::size_t part = 256 << 10;
+  std::size_t calls = 1;
+  while (b.drop_pages(part)) ++calls;
+  const std::size_t parts = (b.dram_bytes() + part - 1) / part;  // one more if a part ends early
+  EXPECT_GE(calls, parts);                                       // on its page's boundary
+  EXPECT_LE(calls, parts + 1);
+  std::size_t found = 0;
+  for (u64 k = 0; k < (1 << 20); ++k) found += b.may_contain(k);
+  EXPECT_LT(found, (1u << 20) / 100) << "of " << b.dram_bytes() << " bytes";
+  EXPECT_FALSE(b.drop_pages(part));
+}
+
 }  // namespace
 }  // namespace dptree::detail

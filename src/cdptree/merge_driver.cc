@@ -53,14 +53,18 @@ void MergeDriver<Form, Buffer>::maybe_start_merge(bool force) {
   sm.spin_until_no_ref(kFW, f);                            // line 13
   merge_thresh.store(self().next_threshold());             // line 14: GP_B.size * R
   merge_state.store(kMerging, std::memory_order_seq_cst);  // line 15
-  if (!self().options().background_merge) {
-    if (self().options().merge_steps)
-      start_steps(false);
-    else
-      merge_task(false);
-    return;
-  }
-  workers->post([this] { merge_task(false); });  // line 16: a pool thread, not a new one
+  launch_merge(false);                                     // line 16
+}
+
+// Line 16: on a pool thread (not a new one), or in the writer whole, or in steps.
+template <class Form, class Buffer>
+void MergeDriver<Form, Buffer>::launch_merge(bool retry) {
+  if (self().options().background_merge)
+    workers->post([this, retry] { merge_task(retry); });
+  else if (self().options().merge_steps)
+    start_steps(retry);
+  else
+    merge_task(retry);
 }
 
 // Algorithm 7 lines 17-23.
@@ -222,12 +226,7 @@ bool MergeDriver<Form, Buffer>::retry_merge(bool force) {
     merge_broken.store(false);
     merge_retries.fetch_add(1);
   }
-  if (self().options().background_merge)
-    workers->post([this] { merge_task(true); });
-  else if (self().options().merge_steps)
-    start_steps(true);
-  else
-    merge_task(true);
+  launch_merge(true);
   return true;
 }
 

@@ -23,6 +23,8 @@
 //                                          steps and throws pool_full (undone), for merge_steps;
 //                                          only a form with kMergeInSteps (the integer form)
 //   void release_middle(Buffer& m)         after its readers left (lines 18-21), before line 22
+//   bool shrink_middle(Buffer& m)          merge_steps: hands back a part of the retired Middle's
+//                                          memory between lines 21 and 22; whether any is left
 //   void after_merge()                     after the Middle is deleted (log page cache trim)
 //   bool merged_in_part()                  whether merge() goes on with the Front
 //   int cv(), CRoot& croot(), const pm::Pool& pm_pool(), const CDPTreeOptions& options(),
@@ -96,6 +98,8 @@ class MergeDriver {
   void maybe_start_merge(bool force);
   // Lines 17-23; on pool_full the merge is parked instead (retry: see run_merge).
   void merge_task(bool retry);
+  // Line 16: merge_task posted to the merge pool, run here, or started in steps.
+  void launch_merge(bool retry);
   // Restarts a parked merge if, unless forced, enough removes came since it failed; returns
   // whether it started.
   bool retry_merge(bool force);
@@ -123,9 +127,9 @@ class MergeDriver {
   std::atomic<std::size_t> merges{0}, failed_merges{0}, merge_retries{0};
   mutable std::atomic<std::size_t> steps_run{0};  // merge_steps: every step run, all merges
   detail::LongestWait merge_wait;  // writers at the merge trigger (and at merge steps)
-  // merge_steps: the steps the running merge takes in all (the form sets it once it knows).
   // The merge workers (§3.3), from attach() to the destructor; recovery replays on them too.
   std::unique_ptr<MergePool> workers;
+  // merge_steps: the steps the running merge takes in all (the form sets it once it knows).
   std::atomic<std::size_t> planned_steps{1};
   mutable std::mutex done_mu;
   mutable std::condition_variable done_cv;

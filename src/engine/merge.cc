@@ -599,19 +599,24 @@ u64 created_leaf(const pm::Pool& pool, u64 slot) {
   return b && is_leaf(pool, b) ? b : 0;
 }
 
-// The owner slots of the leaves of `lold` (the old list, in list order) that `keep` (the new
-// list, sorted) lacks, from the last one back, so that a rerun after a crash finds the freed
-// ones at the end of the list; then those of the created leaves the new list lacks.
+// Appends the owner slots of the leaves of `lold` (an old list, in list order) that `keep` (the
+// new list, sorted) lacks, from the last one back, so that a rerun after a crash finds the
+// freed ones at the end of the list.
+void append_dropped(const pm::Pool& pool, std::span<const u64> keep, std::span<const u64> lold,
+                    std::vector<u64>& out) {
+  for (auto it = lold.rbegin(); it != lold.rend(); ++it)
+    if (!std::binary_search(keep.begin(), keep.end(), *it))
+      out.push_back(pool.get(LeafPtr(*it))->owner_slot.off);
+}
+
+// Those of the old list, then those of the created leaves the new list lacks.
 std::vector<u64> garbage_of(const pm::Pool& pool, const PendingLeaves& pending,
                             std::span<const u64> keep, std::span<const u64> lold) {
-  auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot; };
-  auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
   std::vector<u64> out;
-  for (auto it = lold.rbegin(); it != lold.rend(); ++it)
-    if (!kept(*it)) out.push_back(owner_slot(*it).off);
+  append_dropped(pool, keep, lold, out);
   for (u64 slot : pending.slots()) {
     const u64 l = created_leaf(pool, slot);
-    if (l && !kept(l)) out.push_back(slot);
+    if (l && !std::binary_search(keep.begin(), keep.end(), l)) out.push_back(slot);
   }
   return out;
 }
@@ -656,12 +661,10 @@ void range_garbage(const pm::Pool& pool, std::span<const u64> old_leaves,
                    std::vector<u64>& old_slots, std::vector<u64>& created_slots) {
   std::vector<u64> keep(new_leaves.begin(), new_leaves.end());
   std::sort(keep.begin(), keep.end());
-  auto kept = [&](u64 l) { return std::binary_search(keep.begin(), keep.end(), l); };
-  auto owner_slot = [&](u64 l) { return pool.get(LeafPtr(l))->owner_slot.off; };
-  for (auto it = old_leaves.rbegin(); it != old_leaves.rend(); ++it)
-    if (!kept(*it)) old_slots.push_back(owner_slot(*it));
+  append_dropped(pool, keep, old_leaves, old_slots);
   r.dirty.for_each([&](u64 off, bool is_new) {
-    if (is_new && !kept(off)) created_slots.push_back(owner_slot(off));
+    if (is_new && !std::binary_search(keep.begin(), keep.end(), off))
+      created_slots.push_back(pool.get(LeafPtr(off))->owner_slot.off);
   });
 }
 

@@ -95,11 +95,17 @@ void DirtyLeaves::written(u64 leaf, std::vector<std::uint16_t>& out) const {
           static_cast<std::uint16_t>(64 * i + static_cast<std::size_t>(std::countr_zero(b))));
 }
 
+// Swapped with empty vectors: `v = {}` picks the initializer-list assignment, which empties
+// the vector but keeps its block.
 void DirtyLeaves::release() {
-  table_ = {};
-  leaves_ = {};
-  is_new_ = {};
-  bits_ = {};
+  std::vector<std::uint32_t>().swap(table_);
+  std::vector<u64>().swap(leaves_);
+  std::vector<std::uint8_t>().swap(is_new_);
+  std::vector<u64>().swap(bits_);
+}
+
+std::size_t DirtyLeaves::heap_bytes() const {
+  return 4 * table_.capacity() + 8 * leaves_.capacity() + is_new_.capacity() + 8 * bits_.capacity();
 }
 
 }  // namespace dptree::detail

@@ -46,6 +46,8 @@ class DirtyLeaves {
   }
   // Empties the record and returns its memory.
   void release();
+  // The bytes its blocks hold (capacities, not sizes).
+  std::size_t heap_bytes() const;
 
  private:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};

@@ -83,12 +83,15 @@ TEST(DirtyLeaves, UnknownLeafHasNothing) {
   EXPECT_EQ(got, (std::vector<std::uint16_t>{0, 63}));
 }
 
-TEST(DirtyLeaves, ReleaseEmptiesAndCanBeReused) {
+TEST(DirtyLeaves, ReleaseHandsBackItsBlocksAndCanBeReused) {
   DirtyLeaves d;
   d.set_slots_per_leaf(100);
   d.created(4096);
   d.wrote(8192, std::vector<std::uint16_t>{99});
+  d.reserve(1000);
+  EXPECT_GT(d.heap_bytes(), 1000u);
   d.release();
+  EXPECT_EQ(d.heap_bytes(), 0u);  // the blocks handed back, not only emptied
   EXPECT_EQ(d.size(), 0u);
   EXPECT_FALSE(d.contains(4096));
   d.wrote(4096, std::vector<std::uint16_t>{5});

@@ -98,18 +98,20 @@ class Bloom {
   std::vector<u64> bits_;
 };
 
-// Zeroed words from calloc, whose large blocks are fresh zero pages: the writer that makes a
-// new Front (Algorithm 7 line 9) does not clear tens of megabytes inside its insert (at 2^27
-// records a filter for twice the merge trigger is about 31 MB); the adds that follow touch the
-// pages.
+// Zeroed words for a filter. The writer that makes a new Front (Algorithm 7 line 9) must not
+// clear tens of megabytes inside its insert (at 2^27 records a filter for twice the merge
+// trigger is about 31 MB): a filter of kMappedWordsBytes or more is a mapping of its own,
+// fresh zero pages that the adds then touch. calloc gave that only for the first such filter:
+// once glibc has freed a mapped block it raises its mapping threshold to that size, and the
+// next one came from the heap, cleared by memset (17 ms for 31 MB in a test program; the
+// hand-over took 0.34-0.44 ms in most merges of a 2^26-record preload, 0.02-0.13 ms mapped).
+// Smaller filters come from calloc. Both are declared here and made in bloom.cc.
+inline constexpr std::size_t kMappedWordsBytes = std::size_t{256} << 10;
 struct FreeWords {
-  void operator()(u64* p) const { std::free(p); }
+  std::size_t bytes = 0;  // of a mapping; 0: calloc's
+  void operator()(u64* p) const;
 };
-inline std::unique_ptr<u64, FreeWords> zeroed_words(std::size_t n) {
-  auto* p = static_cast<u64*>(std::calloc(n, sizeof(u64)));
-  if (!p) throw std::bad_alloc();
-  return std::unique_ptr<u64, FreeWords>(p);
-}
+std::unique_ptr<u64, FreeWords> zeroed_words(std::size_t n);
 
 // The whole pages inside bytes [from, from + bytes) of `words` (n words) handed back to the
 // system (they read as zero afterwards); returns the end of the range. Declared here, made in

@@ -3,6 +3,7 @@
 // were sized for.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <random>
 #include <thread>
 #include <vector>
@@ -69,6 +70,22 @@ TEST(Bloom, RetiredFilterHandsBackItsPagesInParts) {
   for (u64 k = 0; k < (1 << 20); ++k) found += b.may_contain(k);
   EXPECT_LT(found, (1u << 20) / 100) << "of " << b.dram_bytes() << " bytes";
   EXPECT_FALSE(b.drop_pages(part));
+}
+
+// A large filter is a mapping of its own (page-aligned, zero) every time, also after an
+// earlier one was written and freed: glibc's calloc would serve the second from its heap.
+TEST(Bloom, LargeFilterWordsAreFreshPagesEveryTime) {
+  const std::size_t n = (std::size_t{8} << 20) / 8;
+  for (int round = 0; round < 3; ++round) {
+    auto w = zeroed_words(n);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(w.get()) % 4096, 0u) << "round " << round;
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < n; i += 509) nonzero += w.get()[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << "round " << round;
+    for (std::size_t i = 0; i < n; ++i) w.get()[i] = ~u64{0};
+  }
+  auto small = zeroed_words(16);
+  for (std::size_t i = 0; i < 16; ++i) EXPECT_EQ(small.get()[i], 0u);
 }
 
 }  // namespace

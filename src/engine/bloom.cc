@@ -1,4 +1,4 @@
-// The page hand-back of a retired filter; see bloom.h.
+// A filter's words: where they come from, and the page hand-back of a retired one; see bloom.h.
 #include "engine/bloom.h"
 
 #include <sys/mman.h>

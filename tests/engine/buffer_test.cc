@@ -55,8 +55,8 @@ TEST(Bloom, ConcurrentAddsAreAllSeen) {
 }
 
 // A retired filter hands its pages back a part a call, each part ending on a page boundary;
-// afterwards its pages read as zero, so no key is found but those of its first and last pages
-// (shared with the allocator's neighbours, kept).
+// afterwards its pages read as zero, so no key is found but those of pages it kept (a calloc'd
+// filter's first and last pages, which may be shared with the allocator's neighbours).
 TEST(Bloom, RetiredFilterHandsBackItsPagesInParts) {
   ConcurrentBloom b(1 << 20, 0.01);
   for (u64 k = 0; k < (1 << 20); ++k) b.add(k);

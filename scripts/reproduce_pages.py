@@ -76,6 +76,11 @@ STRING_KINDS = [("u64", []),
                 ("u64be", ["--key-type", "string", "--key-set", "u64be"])] + [
                 (f"random {n} B", ["--key-type", "string", "--key-set", "random",
                                    "--key-length", str(n)]) for n in (16, 64, 256)]
+# The DPTrees against ROART at random string keys, in alternating processes, this many rounds
+# by default; the target: at least ROART's speed on inserts and lookups at these key lengths.
+STRINGS_ROART = ["dptree", "cdptree", "roart"]
+STRINGS_ROART_ROUNDS = 5
+ROART_GOAL, ROART_GOAL_KINDS = 1.0, ("random 16 B", "random 64 B")
 # The share of its integer-key speed DPTree aims for on 8-byte big-endian string keys.
 STRING_GOAL = 0.7
 # The DPTree paper's Table 1 (flushes, fences per insert, 50M inserts) and Figure 8: DPTree's
@@ -153,14 +158,22 @@ def table(header, rows):
 
 def commands(d):
     """Every process the page's rows come from, with the 1-minute load before and after it."""
-    loads = {}
-    for r in d.get("runs", []):
+    procs = {}  # (command, round) -> the load around that process (its rows share it)
+    for r in d.get("runs", []) + d.get("roart_rounds", []):
         if "command" in r:
-            loads.setdefault(r["command"], r.get("load"))
-    if not loads:
+            procs.setdefault((r["command"], r.get("round")), r.get("load"))
+    if not procs:
         return ""
-    lines = [f"{c}    # load {lo[0]:.2f} / {lo[1]:.2f}" if lo else c
-             for c, lo in sorted(loads.items())]
+    loads = {}  # command -> the loads of its processes
+    for (c, _), lo in procs.items():
+        loads.setdefault(c, []).extend([lo] if lo else [])
+
+    def note(los):
+        if len(los) == 1:
+            return f"    # load {los[0][0]:.2f} / {los[0][1]:.2f}"
+        xs = [x for lo in los for x in lo]
+        return f"    # {len(los)} processes, load {min(xs):.2f}-{max(xs):.2f}" if xs else ""
+    lines = [c + note(los) if los else c for c, los in sorted(loads.items())]
     return ("The runs (`dptree bench`, one process each, with the 1-minute load average before / "
             "after it; the raw JSON has every row's):\n\n```\n" + "\n".join(lines) + "\n```\n")
 
@@ -1012,7 +1025,67 @@ def body_strings(d, cfg):
                    "flushes/insert", "PM B/record", "load"], rows) + "\n"
     if head:
         text += head + ".\n"
+    text += against_roart(d.get("roart_rounds") or [])
     return text, head
+
+
+def median_range(xs, digits=2, unit="x"):
+    """'median (low-high)' of the values given, or '-'."""
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    m, lo, hi = statistics.median(xs), min(xs), max(xs)
+    return f"{m:.{digits}f}{unit} ({lo:.{digits}f}-{hi:.{digits}f})"
+
+
+def against_roart(runs):
+    """The strings experiment's rounds against ROART: per key length and DPTree, the ratios of
+    its lookups and inserts to ROART's in the same round, their median and range."""
+    if not runs:
+        return ""
+    rounds = sorted({r["round"] for r in runs})
+    loads = [x for r in runs for x in r.get("load", [])]
+    text = (f"\n## Against ROART, {len(rounds)} rounds of alternating processes\n\n"
+            "One process per index and key length, each on its own preload (`--load-once`), "
+            "lookups then inserts as above; a round runs every index at 16, 64 and 256 bytes, "
+            "in reverse order every other round. A ratio is to ROART's speed in the same round; "
+            "the table gives their median and, in brackets, their range. One process per index "
+            "can land either way on this machine, which is why there are rounds. 1-minute load "
+            f"{min(loads):.1f}-{max(loads):.1f} over the rounds.\n\n" if loads else "\n")
+    rows, verdicts = [], []
+    kinds = [k for k, _ in STRING_KINDS if k.startswith("random")]
+    for kind in kinds:
+        for i in [x for x in STRINGS_ROART if x != "roart"]:
+            got = {}
+            for w in ("read_only", "insert_only"):
+                got[w] = [ratio((one(runs, index=i, kind=kind, workload=w, round=n) or {})
+                                .get("throughput_mops"),
+                                (one(runs, index="roart", kind=kind, workload=w, round=n) or {})
+                                .get("throughput_mops")) for n in rounds]
+            if not any(x is not None for x in got["read_only"] + got["insert_only"]):
+                continue
+            rows.append([kind, NAMES.get(i, i), median_range(got["read_only"]),
+                         median_range(got["insert_only"])])
+            if kind not in ROART_GOAL_KINDS:
+                continue
+            for w, what in (("read_only", "lookups"), ("insert_only", "inserts")):
+                m = median_of(got[w])
+                if m is not None:
+                    ok = "met" if m >= ROART_GOAL else "missed"
+                    verdicts.append(f"{NAMES.get(i, i)}, {kind} keys: {what} {rx(m)} ROART's "
+                                    f"(median; target {ROART_GOAL:.1f}x: **{ok}**)")
+    mops = []
+    for kind in kinds:
+        for w in ("read_only", "insert_only"):
+            xs = [(one(runs, index="roart", kind=kind, workload=w, round=n) or {})
+                  .get("throughput_mops") for n in rounds]
+            mops.append(median_range(xs, 3, ""))
+    text += table(["keys", "index", "lookups x ROART", "inserts x ROART"], rows) + "\n"
+    text += ("ROART's own Mops/s, median (range), lookups and inserts at 16, 64 and 256 bytes: "
+             + "; ".join(f"{mops[2 * k]}, {mops[2 * k + 1]}" for k in range(len(kinds))) +
+             ".\n\n")
+    text += "".join(f"- {v}\n" for v in verdicts)
+    return text
 
 
 def size_name(n):

@@ -91,10 +91,11 @@ StringBuffer* StringCDPTree::new_front(int ver) const {
   return f;
 }
 
-StringBase* StringCDPTree::new_base() const {
+StringBase* StringCDPTree::new_base() {
   auto* b = new StringBase;
   const int v = cv();
   b->build(t_.pool, L_, root_->base.head[v], v, root_->base.base_count[v]);
+  b->serial = ++bases_made_;
   return b;
 }
 
@@ -184,8 +185,8 @@ void StringCDPTree::sweep_log_pages(std::unordered_set<u64> in_use, const Opened
 // ------------------------------------------------------------------ reads
 
 std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
-                                              const StringBuffer* writing,
-                                              SyncManager::Slot& s) const {
+                                              const StringBuffer* writing, SyncManager::Slot& s,
+                                              LeafHint hint) const {
   {
     Guard<StringBuffer> g(s, kMR, gp_m);
     // A writer holding a shard lock of the buffer that has just become the Middle searched it
@@ -194,7 +195,11 @@ std::optional<u64> StringCDPTree::below_front(std::string_view k, u64 h,
       if (auto r = g.get()->find(k, h)) return r;
   }
   Guard<StringBase> g(s, kBR, gp_b_);
-  return g.get()->lookup(t_.pool, k, h);
+  const StringBase& b = *g.get();
+  // The base the hint was found in: its leaf is not searched for again (a newer base may
+  // have been published since, and a freed one's address reused: the serial tells them apart).
+  if (hint.serial == b.serial && !b.empty()) return b.lookup_in(t_.pool, hint.leaf, k, h);
+  return b.lookup(t_.pool, k, h);
 }
 
 // Redone when a Middle was retired meanwhile: its entries may have moved into the Front after
@@ -203,10 +208,12 @@ std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {
   auto& s = sm.mine();
   // The base leaf's first lines requested before the buffers are probed, so that their misses
   // overlap (as DPTree's find): under a guard of its own, since the base read after the
-  // buffers may be a newer one (then these lines were requested in vain).
+  // buffers may be a newer one (then these lines were requested in vain and the leaf is
+  // searched for in it).
+  LeafHint hint;
   {
     Guard<StringBase> g(s, kBR, gp_b_);
-    if (const StringBase* b = g.get()) b->prefetch_leaf(t_.pool, k);
+    if (const StringBase* b = g.get()) hint = {b->serial, b->prefetch_leaf(t_.pool, k)};
   }
   for (;;) {
     const std::size_t retired = retired_.load(std::memory_order_seq_cst);
@@ -214,7 +221,7 @@ std::optional<u64> StringCDPTree::lookup_raw(std::string_view k, u64 h) const {
       Guard<StringBuffer> g(s, kFR, gp_f);
       if (auto r = g.get()->find(k, h)) return r;
     }
-    auto r = below_front(k, h, nullptr, s);
+    auto r = below_front(k, h, nullptr, s, hint);
     if (retired_.load(std::memory_order_seq_cst) == retired) return r;
   }
 }

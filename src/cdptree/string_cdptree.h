@@ -36,6 +36,13 @@ namespace dptree::cdp {
 // The merge trigger, hand-over, retirement and parking, and recovery, are the MergeDriver's
 // (merge_driver.h), shared with the integer form, over this form's hooks (string_merge.cc,
 // string_cdptree.cc).
+// The base leaf a read found before it probed the buffers: its number in the base snapshot of
+// that serial (serial 0: none found).
+struct LeafHint {
+  detail::u64 serial = 0;
+  std::size_t leaf = 0;
+};
+
 class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTree, StringBuffer> {
  public:
   // create: a new tree in an empty pool; otherwise the pool's tree, recovered.
@@ -77,12 +84,12 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   detail::LogPagePtr* table(int v) const { return t_.pool.get(root_->log_table[v]); }
   std::size_t threshold(u64 base_count) const;
   StringBuffer* new_buffer(int ver) const;
-  detail::StringBase* new_base() const;
+  detail::StringBase* new_base();
 
   // Reads (Algorithm 6): Front, Middle (unless it is `writing`), base.
   std::optional<u64> lookup_raw(std::string_view k, u64 h) const;
   std::optional<u64> below_front(std::string_view k, u64 h, const StringBuffer* writing,
-                                 SyncManager::Slot& s) const;
+                                 SyncManager::Slot& s, LeafHint hint = {}) const;
   bool present_below(std::string_view k, u64 h, const StringBuffer* writing) const;
   // Algorithm 7: op(front, hash of k, entries) under the Front's writer guard, then the merge
   // trigger from the shard's entry count op gave.
@@ -158,6 +165,7 @@ class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTre
   detail::StringMergeSizes sizes_;  // capacity, FR and CT in entries
 
   std::atomic<detail::StringBase*> gp_b_{nullptr};  // GP_B (GP_F, GP_M: the MergeDriver's)
+  u64 bases_made_ = 0;  // the serial of the last base snapshot made (new_base)
   // The last merge went in parts: the Front holds the Middle's entries it left.
   std::atomic<bool> last_partial_{false};
   // Middles retired so far. A merge in parts moves entries into the Front and then retires

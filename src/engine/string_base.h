@@ -99,6 +99,9 @@ struct StringBase {
   std::vector<u64> last_prefix;  // key_prefix of last: most searches compare only these
   KeySearch search;              // over last_prefix
   u64 count = 0;                 // keys in the leaves (Root::base_count of the version)
+  // Which snapshot this is, where a form makes several (the concurrent form numbers them from
+  // 1): a leaf number found in one is meaningful only in the snapshot of the same serial.
+  u64 serial = 0;
   static constexpr u64 kRefOffset = (u64{1} << 48) - 1;
   int copy(std::size_t i) const { return static_cast<int>(ref[i] >> 63); }
   std::size_t hw(std::size_t i) const { return static_cast<std::size_t>(ref[i] >> 48 & 0x1fff); }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -239,6 +240,53 @@ TEST(CDPTreeStringMovedEntries, StayVisibleToLookupsAndScans) {
     EXPECT_EQ(r.wrong_lookups.load(), 0u) << "of " << r.reads.load() << " in round " << round;
     EXPECT_EQ(r.wrong_scans.load(), 0u) << "of " << r.reads.load() << " in round " << round;
   }
+}
+
+// A lookup finds its base leaf before it probes the buffers and looks in that leaf after them
+// only if the base snapshot is still the one it was found in (LeafHint): a merge that publishes
+// a new snapshot between the two moves leaf numbers, since its splits add leaves among the
+// old. Anchor keys stay put while a writer inserts keys between them (every merge splits
+// leaves of 16) and readers (oversubscribed, so that some are descheduled between the two
+// steps) look the anchors up and must always find them. Without the serial check (the hint's
+// leaf taken in whatever base is current) 5 runs of 5 crashed on a leaf number past the end.
+TEST(CDPTreeStringBaseHint, LookupsFindTheirKeysWhileNewSnapshotsArePublished) {
+  auto pool = pm::Pool::create_in_memory(std::size_t{64} << 20);
+  auto idx = make_string_index("cdptree", pool.get(), busy(), 8);
+  std::vector<std::string> anchors;
+  for (int i = 0; i < 2000; ++i) anchors.push_back("a" + std::to_string(10000 + i * 7));
+  for (std::size_t i = 0; i < anchors.size(); ++i) idx->upsert(anchors[i], 1000 + i);
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> wrong{0}, reads{0};
+  std::vector<std::thread> ts;
+  for (unsigned r = 0; r < 4; ++r)
+    ts.emplace_back([&, r] {
+      for (std::size_t n = r; !stop.load(); n += 4) {
+        const std::size_t i = n % anchors.size();
+        if (idx->lookup(anchors[i]) != std::optional<Value>(1000 + i)) wrong.fetch_add(1);
+        reads.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  // The writer's keys, removed 1,000 at a time once 2,000 are in: the base stays small, so
+  // merges stay small and frequent.
+  std::mt19937_64 rng(11);
+  std::deque<std::string> mine;
+  const auto merges = [&] { return NamedStats(idx->stats().extra)["merges"]; };
+  for (std::size_t n = 0; n < 300000; ++n) {
+    std::string key = "a";  // between the anchors
+    key += std::to_string(10000 + rng() % 14000);
+    key += "-";
+    key += std::to_string(n);
+    idx->upsert(key, n);
+    mine.push_back(std::move(key));
+    if (mine.size() == 2000)
+      for (; mine.size() > 1000; mine.pop_front()) idx->remove(mine.front());
+    if (n % 5000 == 0 && merges() >= 50 && reads.load() >= 20000) break;
+  }
+  stop.store(true);
+  for (auto& t : ts) t.join();
+  EXPECT_GE(merges(), 50.0) << "merges must publish new snapshots meanwhile";
+  EXPECT_GE(reads.load(), 20000u) << "the readers must run beside";
+  EXPECT_EQ(wrong.load(), 0u) << "of " << reads.load() << " lookups";
 }
 
 INSTANTIATE_TEST_SUITE_P(Writers, CDPTreeStringStress,

@@ -33,9 +33,6 @@
 
 namespace dptree::cdp {
 
-// The merge trigger, hand-over, retirement and parking, and recovery, are the MergeDriver's
-// (merge_driver.h), shared with the integer form, over this form's hooks (string_merge.cc,
-// string_cdptree.cc).
 // The base leaf a read found before it probed the buffers: its number in the base snapshot of
 // that serial (serial 0: none found).
 struct LeafHint {
@@ -43,6 +40,9 @@ struct LeafHint {
   std::size_t leaf = 0;
 };
 
+// The merge trigger, hand-over, retirement and parking, and recovery, are the MergeDriver's
+// (merge_driver.h), shared with the integer form, over this form's hooks (string_merge.cc,
+// string_cdptree.cc).
 class StringCDPTree final : public StringIndex, private MergeDriver<StringCDPTree, StringBuffer> {
  public:
   // create: a new tree in an empty pool; otherwise the pool's tree, recovered.

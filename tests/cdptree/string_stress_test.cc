@@ -253,7 +253,11 @@ TEST(CDPTreeStringBaseHint, LookupsFindTheirKeysWhileNewSnapshotsArePublished) {
   auto pool = pm::Pool::create_in_memory(std::size_t{64} << 20);
   auto idx = make_string_index("cdptree", pool.get(), busy(), 8);
   std::vector<std::string> anchors;
-  for (int i = 0; i < 2000; ++i) anchors.push_back("a" + std::to_string(10000 + i * 7));
+  for (int i = 0; i < 2000; ++i) {
+    std::string a = "a";  // appended, not `"a" + ...`: gcc 12's -Wrestrict misfires there
+    a += std::to_string(10000 + i * 7);
+    anchors.push_back(std::move(a));
+  }
   for (std::size_t i = 0; i < anchors.size(); ++i) idx->upsert(anchors[i], 1000 + i);
   std::atomic<bool> stop{false};
   std::atomic<std::size_t> wrong{0}, reads{0};

@@ -1025,16 +1025,15 @@ def body_strings(d, cfg):
                    "flushes/insert", "PM B/record", "load"], rows) + "\n"
     if head:
         text += head + ".\n"
-    long_keys = long_key_rows(runs)
+    long_keys, held = long_key_rows(runs)
     if long_keys:
         text += ("\nThe DPTrees' long-key targets: flushes per insert at most the key's lines + 3, "
                  "PM bytes per record at most 1.3x the key and value + 40, inserts at least "
                  "FPTree's and lookups at least 1.5x its (in the same process):\n\n" +
                  table(["keys", "index", "flushes/insert", "PM B/record", "inserts x FPTree",
                         "lookups x FPTree"], long_keys))
-        cells = [c for row in long_keys for c in row[2:] if c != "-"]
-        met = sum(c.endswith("met)") for c in cells)
-        head = "; ".join(x for x in (head, f"long keys: {met} of {len(cells)} targets met") if x)
+        head = "; ".join(x for x in (head, f"long keys: {sum(held)} of {len(held)} targets met")
+                         if x)
     more, met = against_roart(d.get("roart_rounds") or [])
     text += more
     return text, "; ".join(x for x in (head, met) if x)
@@ -1049,8 +1048,9 @@ def key_bytes(kind):
 
 def long_key_rows(runs):
     """The DPTrees' long-key targets at each string kind of the run: a row per index and kind,
-    each cell a figure, its bound and whether it holds (a miss in bold)."""
-    rows = []
+    each cell a figure, its bound and whether it holds (a miss in bold); and whether each target
+    checked held."""
+    rows, held = [], []
     for kind, _ in STRING_KINDS:
         kb = key_bytes(kind)
         if kb is None:
@@ -1074,10 +1074,11 @@ def long_key_rows(runs):
                     cells.append("-")
                     continue
                 ok = v <= goal if at_most else v >= goal
+                held.append(ok)
                 cell = f"{v:{f}} ({'<=' if at_most else '>='} {goal:{f}}: {'met' if ok else 'missed'})"
                 cells.append(cell if ok else f"**{cell}**")
             rows.append([kind, NAMES.get(i, i)] + cells)
-    return rows
+    return rows, held
 
 
 def median_range(xs, digits=2, unit="x"):
@@ -1104,7 +1105,7 @@ def against_roart(runs):
             "the table gives their median and, in brackets, their range. One process per index "
             "can land either way on this machine, which is why there are rounds. 1-minute load "
             f"{min(loads):.1f}-{max(loads):.1f} over the rounds.\n\n" if loads else "\n")
-    rows, verdicts = [], []
+    rows, verdicts, held = [], [], []
     kinds = [k for k, _ in STRING_KINDS if k.startswith("random")]
     for kind in kinds:
         for i in [x for x in STRINGS_ROART if x != "roart"]:
@@ -1123,9 +1124,10 @@ def against_roart(runs):
             for w, what in (("read_only", "lookups"), ("insert_only", "inserts")):
                 m = median_of(got[w])
                 if m is not None:
-                    ok = "met" if m >= ROART_GOAL else "missed"
+                    held.append(m >= ROART_GOAL)
                     verdicts.append(f"{NAMES.get(i, i)}, {kind} keys: {what} {rx(m)} ROART's "
-                                    f"(median; target {ROART_GOAL:.1f}x: **{ok}**)")
+                                    f"(median; target {ROART_GOAL:.1f}x: "
+                                    f"**{'met' if held[-1] else 'missed'}**)")
     mops = []
     for kind in kinds:
         for w in ("read_only", "insert_only"):
@@ -1137,10 +1139,9 @@ def against_roart(runs):
              + "; ".join(f"{mops[2 * k]}, {mops[2 * k + 1]}" for k in range(len(kinds))) +
              ".\n\n")
     text += "".join(f"- {v}\n" for v in verdicts)
-    met = sum("**met**" in v for v in verdicts)
     return text, (f"against ROART at {' and '.join(k.split()[1] for k in ROART_GOAL_KINDS)} "
-                  f"bytes, {met} of {len(verdicts)} targets met (medians of {len(rounds)} rounds)"
-                  if verdicts else "")
+                  f"bytes, {sum(held)} of {len(held)} targets met (medians of {len(rounds)} "
+                  "rounds)" if held else "")
 
 
 def size_name(n):
